@@ -1,0 +1,82 @@
+"""Document and TextSegment: the text units that flow through a RAG pipeline."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ragloom.core.metadata import Metadata, as_metadata
+
+# Metadata keys that loaders and splitters write, named once here.
+FILE_NAME = "file_name"
+ABSOLUTE_DIRECTORY_PATH = "absolute_directory_path"
+URL = "url"
+INDEX = "index"
+START = "start"
+END = "end"
+
+
+class Document:
+    """An entire document (a file, a web page) as text plus :class:`Metadata`."""
+
+    __slots__ = ("text", "metadata")
+
+    def __init__(self, text: str, metadata: Metadata | Mapping[str, Any] | None = None) -> None:
+        if not isinstance(text, str):
+            raise TypeError(f"Document text must be str, got {type(text).__name__}")
+        self.text = text
+        self.metadata = as_metadata(metadata)
+
+    @classmethod
+    def from_text(cls, text: str, metadata: Metadata | Mapping[str, Any] | None = None) -> Document:
+        """The spec's ``Document.from(text[, metadata])``."""
+        return cls(text, metadata)
+
+    def to_text_segment(self) -> TextSegment:
+        """The whole document as one segment (metadata copied, ``index`` 0)."""
+        metadata = self.metadata.copy()
+        metadata[INDEX] = 0
+        return TextSegment(self.text, metadata)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Document):
+            return NotImplemented
+        return self.text == other.text and self.metadata == other.metadata
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"Document(text={_preview(self.text)!r}, metadata={self.metadata.to_dict()!r})"
+
+
+class TextSegment:
+    """A piece of a document: text plus metadata (``index``, ``start``, ``end`` when split)."""
+
+    __slots__ = ("text", "metadata")
+
+    def __init__(self, text: str, metadata: Metadata | Mapping[str, Any] | None = None) -> None:
+        if not isinstance(text, str):
+            raise TypeError(f"TextSegment text must be str, got {type(text).__name__}")
+        self.text = text
+        self.metadata = as_metadata(metadata)
+
+    @classmethod
+    def from_text(
+        cls, text: str, metadata: Metadata | Mapping[str, Any] | None = None
+    ) -> TextSegment:
+        """The spec's ``TextSegment.from(text[, metadata])``."""
+        return cls(text, metadata)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, TextSegment):
+            return NotImplemented
+        return self.text == other.text and self.metadata == other.metadata
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"TextSegment(text={_preview(self.text)!r}, metadata={self.metadata.to_dict()!r})"
+
+
+def _preview(text: str, limit: int = 60) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
