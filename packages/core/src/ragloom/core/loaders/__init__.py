@@ -1,0 +1,1 @@
+"""Document loaders: fetch bytes from a source and parse them into Documents."""

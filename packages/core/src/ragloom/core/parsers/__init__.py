@@ -1,0 +1,1 @@
+"""Document parsers: turn raw bytes into a :class:`~ragloom.core.document.Document`."""

@@ -1,0 +1,82 @@
+"""TextDocumentParser: plain text (TXT, MD, HTML source, CSV, ...) with charset detection."""
+
+from __future__ import annotations
+
+import codecs
+from typing import BinaryIO
+
+from ragloom.core.document import Document
+from ragloom.core.errors import DocumentParseError, EmptyDocumentError
+from ragloom.core.parsers.base import read_all, source_name
+
+_BOMS: tuple[tuple[bytes, str], ...] = (
+    (codecs.BOM_UTF32_LE, "utf-32"),
+    (codecs.BOM_UTF32_BE, "utf-32"),
+    (codecs.BOM_UTF8, "utf-8-sig"),
+    (codecs.BOM_UTF16_LE, "utf-16"),
+    (codecs.BOM_UTF16_BE, "utf-16"),
+)
+# C0 controls other than tab, LF, VT, FF, CR, ESC: their presence means "binary, not text".
+_BINARY_BYTES = bytes(range(0, 9)) + bytes(range(14, 27)) + bytes(range(28, 32))
+
+
+class TextDocumentParser:
+    """Decodes bytes as text.
+
+    With ``charset`` the bytes are decoded strictly with it. Without, the charset is
+    detected: a byte-order mark wins, then UTF-8, then UTF-16 without BOM (by its zero
+    bytes), then Windows-1252; input that looks binary (control bytes) is refused.
+    Blank input raises :class:`EmptyDocumentError`, as the spec's parsers do.
+    """
+
+    def __init__(self, charset: str | None = None) -> None:
+        if charset is not None:
+            try:
+                codecs.lookup(charset)
+            except LookupError as exc:
+                raise DocumentParseError(f"unknown charset {charset!r}") from exc
+        self.charset = charset
+
+    def parse(self, data: bytes | BinaryIO, *, source: str | None = None) -> Document:
+        """Decode ``data`` into a Document; errors name ``source``."""
+        raw = read_all(data)
+        name = source_name(data, source)
+        charset = self.charset or detect_charset(raw, name)
+        try:
+            text = raw.decode(charset)
+        except UnicodeDecodeError as exc:
+            raise DocumentParseError(
+                f"{name}: cannot decode as {charset} at byte {exc.start}: {exc.reason}"
+            ) from exc
+        if not text.strip():
+            raise EmptyDocumentError(f"{name}: document is empty or blank")
+        return Document(text)
+
+
+def detect_charset(raw: bytes, name: str = "<bytes>") -> str:
+    """Guess the charset of ``raw``; raise :class:`DocumentParseError` for binary data."""
+    for bom, charset in _BOMS:
+        if raw.startswith(bom):
+            return charset
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError:
+        pass
+    else:
+        if _looks_binary(raw):
+            raise DocumentParseError(f"{name}: looks like binary data, not text")
+        return "utf-8"
+    sample = raw[:4096]
+    if len(sample) >= 4 and sample.count(0) * 3 >= len(sample):
+        return "utf-16-le" if sample[1::2].count(0) > sample[0::2].count(0) else "utf-16-be"
+    if _looks_binary(raw):
+        raise DocumentParseError(f"{name}: looks like binary data, not text")
+    return "cp1252"
+
+
+def _looks_binary(raw: bytes) -> bool:
+    sample = raw[:8192]
+    if not sample:
+        return False
+    controls = len(sample) - len(sample.translate(None, _BINARY_BYTES))
+    return controls * 100 > len(sample)  # more than 1 % control bytes

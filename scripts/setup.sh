@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Create .venv and install every package of packages/* editable, plus the dev tools.
+# Idempotent: re-installs only when a pyproject.toml changed since the last run.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PYTHON=${PYTHON:-$(command -v python3.11 || command -v python3)}
+VENV=.venv
+STAMP=$VENV/.ragloom-setup-stamp
+
+if [ ! -x "$VENV/bin/python" ]; then
+  echo "setup: creating $VENV with $PYTHON"
+  "$PYTHON" -m venv "$VENV"
+fi
+stamp=$(cat pyproject.toml packages/*/pyproject.toml scripts/setup.sh | sha256sum | cut -d' ' -f1)
+if [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$stamp" ]; then
+  echo "setup: $VENV is up to date"
+  exit 0
+fi
+
+pip() { "$VENV/bin/python" -m pip --disable-pip-version-check "$@"; }
+pip install -q -U "pip>=25.1"
+pip install -q "hatchling>=1.21" editables
+pip install -q --group dev
+# core first, then the rest; no build isolation: hatchling is already in the venv.
+args=(-e packages/core)
+for pkg in packages/*/; do
+  pkg=${pkg%/}
+  [ "$pkg" != packages/core ] && [ -f "$pkg/pyproject.toml" ] && args+=(-e "$pkg")
+done
+echo "setup: installing ${args[*]}"
+pip install -q --no-build-isolation "${args[@]}"
+echo "$stamp" > "$STAMP"
+echo "setup: done ($($VENV/bin/python --version))"
