@@ -1,8 +1,22 @@
 import subprocess
 import sys
 
-HEAVY = ["onnxruntime", "tokenizers", "sqlalchemy", "boto3", "torch", "transformers", "requests",
-         "httpx", "pymilvus", "psycopg", "qdrant_client", "langchain_core", "pandas", "scipy"]
+HEAVY = [
+    "onnxruntime",
+    "tokenizers",
+    "sqlalchemy",
+    "boto3",
+    "torch",
+    "transformers",
+    "requests",
+    "httpx",
+    "pymilvus",
+    "psycopg",
+    "qdrant_client",
+    "langchain_core",
+    "pandas",
+    "scipy",
+]
 
 
 def test_core_import_pulls_in_no_heavy_dependency() -> None:

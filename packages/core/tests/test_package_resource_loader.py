@@ -38,7 +38,9 @@ def test_load_directory_with_failures(package: str) -> None:
 
 
 def test_recursive_and_glob(package: str) -> None:
-    docs = PackageResourceDocumentLoader.load_documents(package, "docs", recursive=True, glob="*.txt")
+    docs = PackageResourceDocumentLoader.load_documents(
+        package, "docs", recursive=True, glob="*.txt"
+    )
     assert sorted(d.text for d in docs) == ["first doc", "third doc"]
 
 

@@ -8,7 +8,7 @@ import pytest
 
 from ragloom.core import FileSystemDocumentLoader, PluginError, TextDocumentParser, plugins
 
-PARSER_MODULE = '''
+PARSER_MODULE = """
 from ragloom.core import Document
 
 class UpperParser:
@@ -18,7 +18,7 @@ class UpperParser:
 
 def broken():
     raise RuntimeError("boom")
-'''
+"""
 
 
 def install_distribution(site: Path, dist: str, entry_points: str) -> None:

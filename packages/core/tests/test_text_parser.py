@@ -18,7 +18,7 @@ def test_detects_unicode_encodings(encoding: str) -> None:
 
 
 def test_detects_windows_1252() -> None:
-    text = "Café – “quoted” naïve"
+    text = "Caf\u00e9 \u2013 \u201cquoted\u201d na\u00efve"
     assert TextDocumentParser().parse(text.encode("cp1252")).text == text
 
 

@@ -1,5 +1,6 @@
 """ragloom core: the RAG domain model, interfaces and in-memory implementations."""
 
+from ragloom.core import plugins
 from ragloom.core.document import Document, TextSegment
 from ragloom.core.errors import (
     DocumentLoadError,
@@ -23,7 +24,6 @@ from ragloom.core.loaders.url import UrlDocumentLoader
 from ragloom.core.metadata import Metadata, MetadataValue
 from ragloom.core.parsers.base import DocumentParser
 from ragloom.core.parsers.text import TextDocumentParser
-from ragloom.core import plugins
 from ragloom.core.transformers import DocumentTransformer, TextSegmentTransformer
 
 __all__ = [
@@ -37,6 +37,7 @@ __all__ = [
     "TextDocumentParser",
     "TextSegmentTransformer",
     "UrlDocumentLoader",
+    "plugins",
     "Document",
     "DocumentLoadError",
     "DocumentParseError",

@@ -19,7 +19,7 @@ END = "end"
 class Document:
     """An entire document (a file, a web page) as text plus :class:`Metadata`."""
 
-    __slots__ = ("text", "metadata")
+    __slots__ = ("metadata", "text")
 
     def __init__(self, text: str, metadata: Metadata | Mapping[str, Any] | None = None) -> None:
         if not isinstance(text, str):
@@ -52,7 +52,7 @@ class Document:
 class TextSegment:
     """A piece of a document: text plus metadata (``index``, ``start``, ``end`` when split)."""
 
-    __slots__ = ("text", "metadata")
+    __slots__ = ("metadata", "text")
 
     def __init__(self, text: str, metadata: Metadata | Mapping[str, Any] | None = None) -> None:
         if not isinstance(text, str):

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator, Mapping, MutableMapping
-from typing import Any, TypeVar, Union, overload
+from typing import Any, TypeVar, overload
 
 from ragloom.core.errors import InvalidMetadataError
 
-MetadataValue = Union[str, int, float, bool, uuid.UUID]
+MetadataValue = str | int | float | bool | uuid.UUID
 ALLOWED_TYPES: tuple[type, ...] = (str, bool, int, float, uuid.UUID)
 _T = TypeVar("_T")
 
@@ -37,7 +37,7 @@ def validate_value(key: str, value: object) -> MetadataValue:
     if item is not None and type(value).__module__ == "numpy":
         converted = item()
         if isinstance(converted, ALLOWED_TYPES):
-            return converted  # type: ignore[no-any-return]
+            return converted  # type: ignore[return-value]
     raise InvalidMetadataError(
         f"metadata key {key!r}: value {value!r} has type {type(value).__name__}; "
         "allowed types are str, int, float, bool and uuid.UUID"

@@ -56,7 +56,9 @@ def _instantiate(ep: EntryPoint, group: str) -> Any:
         factory: Callable[[], Any] = ep.load()
         return factory()
     except Exception as exc:
-        raise PluginError(f"plugin {_describe(ep)} in group {group!r} failed to load: {exc}") from exc
+        raise PluginError(
+            f"plugin {_describe(ep)} in group {group!r} failed to load: {exc}"
+        ) from exc
 
 
 def load(group: str, name: str) -> Any:

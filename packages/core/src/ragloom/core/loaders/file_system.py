@@ -22,7 +22,9 @@ class FileSystemDocumentLoader:
     """
 
     @staticmethod
-    def load_document(path: str | os.PathLike[str], parser: DocumentParser | None = None) -> Document:
+    def load_document(
+        path: str | os.PathLike[str], parser: DocumentParser | None = None
+    ) -> Document:
         """Load and parse one file; errors name the file."""
         file = Path(path)
         if not file.is_file():

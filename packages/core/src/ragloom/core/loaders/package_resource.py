@@ -42,7 +42,10 @@ def _walk(node: Traversable, prefix: PurePosixPath, recursive: bool) -> list[Pur
 
 
 class PackageResourceDocumentLoader:
-    """Loads resources of an importable package; metadata ``package``, ``resource``, ``file_name``."""
+    """Loads resources of an importable package.
+
+    Metadata: ``package``, ``resource`` (path inside the package) and ``file_name``.
+    """
 
     @staticmethod
     def load_document(
@@ -78,9 +81,7 @@ class PackageResourceDocumentLoader:
         node = _root(package).joinpath(*base.parts)
         if not node.is_dir():
             raise DocumentLoadError(f"{package}:{directory}: no such resource directory")
-        names = sorted(
-            p for p in _walk(node, base, recursive) if p.suffix not in (".py", ".pyc")
-        )
+        names = sorted(p for p in _walk(node, base, recursive) if p.suffix not in (".py", ".pyc"))
         if glob is not None:
             names = [p for p in names if p.relative_to(base).match(glob)]
         chosen = parser or default_document_parser()

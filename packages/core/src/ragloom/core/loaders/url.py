@@ -19,8 +19,8 @@ class UrlDocumentLoader:
     """Fetches a URL and parses the body; metadata ``url``.
 
     Without a parser, the discovered default parser is used; the plain-text fallback
-    decodes with the charset the server declares in ``Content-Type``. HTTP errors, timeouts and unreachable
-    hosts raise :class:`DocumentLoadError` naming the URL.
+    decodes with the charset the server declares in ``Content-Type``. HTTP errors,
+    timeouts and unreachable hosts raise :class:`DocumentLoadError` naming the URL.
     """
 
     @staticmethod
