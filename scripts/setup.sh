@@ -18,7 +18,10 @@ if [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$stamp" ]; then
   exit 0
 fi
 
-pip() { "$VENV/bin/python" -m pip --disable-pip-version-check "$@"; }
+# The machine's pip.conf lists optional local indexes; hide its warnings about absent ones.
+pip() {
+  "$VENV/bin/python" -m pip --disable-pip-version-check "$@" 2> >(grep -v "^WARNING: Location" >&2)
+}
 pip install -q -U "pip>=25.1"
 pip install -q "hatchling>=1.21" editables
 pip install -q --group dev
