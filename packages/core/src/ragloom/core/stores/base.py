@@ -1,0 +1,148 @@
+"""The EmbeddingStore contract: search request, result, match and the store protocol.
+
+Every store (in memory, pgvector, Milvus, ...) follows the same rules, which the
+``ragloom-testkit`` suites check:
+
+- ids are non-empty ``str``; a store generates UUID4 strings when none are given;
+  adding an id that already exists replaces its entry;
+- a match's ``score`` is the relevance ``(cosine + 1) / 2`` in [0, 1]; matches come
+  sorted by score descending, ties in insertion order; ``min_score`` is inclusive;
+- bad input raises :class:`~ragloom.core.errors.EmbeddingStoreError` and leaves the
+  store unchanged.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
+
+import numpy.typing as npt
+
+from ragloom.core.document import TextSegment
+from ragloom.core.embedding import Embedding
+from ragloom.core.errors import EmbeddingStoreError
+
+if TYPE_CHECKING:
+    from ragloom.core.filters import Filter
+
+
+@dataclass(frozen=True, slots=True, init=False)
+class EmbeddingSearchRequest:
+    """What to search for: the query embedding, how many matches, and which ones.
+
+    ``query_embedding`` may be an :class:`Embedding` or anything array-like (converted).
+    Raises :class:`EmbeddingStoreError` when ``max_results < 1``, ``min_score`` is outside
+    [0, 1] or the query vector is not finite.
+    """
+
+    query_embedding: Embedding
+    max_results: int = 3
+    min_score: float = 0.0
+    filter: Filter | None = None
+
+    def __init__(
+        self,
+        query_embedding: Embedding | npt.ArrayLike,
+        max_results: int = 3,
+        min_score: float = 0.0,
+        filter: Filter | None = None,
+    ) -> None:
+        if not isinstance(query_embedding, Embedding):
+            try:
+                query_embedding = Embedding(query_embedding)
+            except ValueError as exc:
+                raise EmbeddingStoreError(f"invalid query embedding: {exc}") from exc
+        if isinstance(max_results, bool) or not isinstance(max_results, int) or max_results < 1:
+            raise EmbeddingStoreError(f"max_results must be an int >= 1, got {max_results!r}")
+        if (
+            isinstance(min_score, bool)
+            or not isinstance(min_score, int | float)
+            or not 0.0 <= min_score <= 1.0
+        ):
+            raise EmbeddingStoreError(f"min_score must be a number in [0, 1], got {min_score!r}")
+        if filter is not None:
+            from ragloom.core.filters import Filter
+
+            if not isinstance(filter, Filter):
+                raise EmbeddingStoreError(
+                    f"filter must be a ragloom Filter, got {type(filter).__name__}"
+                )
+        object.__setattr__(self, "query_embedding", query_embedding)
+        object.__setattr__(self, "max_results", max_results)
+        object.__setattr__(self, "min_score", float(min_score))
+        object.__setattr__(self, "filter", filter)
+
+
+@dataclass(frozen=True, slots=True)
+class EmbeddingMatch:
+    """One search hit: relevance ``score`` in [0, 1], the entry's id, vector and segment.
+
+    ``embedded`` is ``None`` when the embedding was stored without a segment.
+    """
+
+    score: float
+    embedding_id: str
+    embedding: Embedding
+    embedded: TextSegment | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class EmbeddingSearchResult:
+    """The matches of a search, best first."""
+
+    matches: list[EmbeddingMatch] = field(default_factory=list)
+
+
+@runtime_checkable
+class EmbeddingStore(Protocol):
+    """A vector store: add embeddings (optionally with their segments), search, remove.
+
+    Implementations define :meth:`add_all`, :meth:`search` and :meth:`remove_all`;
+    subclassing this protocol explicitly inherits :meth:`add` and :meth:`remove`,
+    which delegate to them.
+    """
+
+    def add_all(
+        self,
+        embeddings: Sequence[Embedding],
+        segments: Sequence[TextSegment] | None = None,
+        *,
+        ids: Sequence[str] | None = None,
+    ) -> list[str]:
+        """Add embeddings (with their segments and ids, when given) in one batch.
+
+        Returns the ids in input order. Everything is validated first (lengths agree,
+        ids unique non-empty strings, one dimension, finite values): on error nothing
+        is added.
+        """
+        ...
+
+    def search(self, request: EmbeddingSearchRequest) -> EmbeddingSearchResult:
+        """The at most ``request.max_results`` most relevant entries passing the filter."""
+        ...
+
+    def remove_all(self, ids: Iterable[str] | None = None, *, filter: Filter | None = None) -> None:
+        """Remove the given ids, or the entries matching ``filter``, or (neither) everything.
+
+        Unknown ids are ignored; an empty ``ids`` removes nothing; passing both is an error.
+        """
+        ...
+
+    def add(
+        self,
+        embedding: Embedding,
+        segment: TextSegment | None = None,
+        *,
+        id: str | None = None,
+    ) -> str:
+        """Add one embedding (with its segment, under ``id`` when given); returns its id."""
+        segments = None if segment is None else [segment]
+        ids = None if id is None else [id]
+        return self.add_all([embedding], segments, ids=ids)[0]
+
+    def remove(self, id: str) -> None:
+        """Remove the entry with this id; an unknown id is ignored."""
+        if not isinstance(id, str) or not id:
+            raise EmbeddingStoreError(f"embedding id must be a non-empty str, got {id!r}")
+        self.remove_all([id])

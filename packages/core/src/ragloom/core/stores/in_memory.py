@@ -1,0 +1,839 @@
+"""InMemoryEmbeddingStore: an exact, thread-safe vector store in one numpy matrix.
+
+Layout. The raw ``float32`` vectors live in one contiguous ``(capacity, dimension)``
+matrix that doubles when full (amortized O(1) append), next to a ``float32`` column of
+inverse norms, an ``alive`` flag per row, Python lists of ids and segment texts, and
+a columnar :class:`~ragloom.core.metadata_table.MetadataTable`. Rows are stored raw,
+not pre-normalized: a match returns exactly the vector that was added, with one matrix
+and 4 bytes a row, while the cosine costs one extra multiply over the scores
+(``(M @ q̂) * inv_norm``), which is noise next to the matrix-vector product.
+
+Search. One ``float32`` matrix-vector product over the live (and, with a filter,
+matching) rows gives approximate cosines; ``np.partition`` finds the k-th best; every
+row within the ``float32`` error bound of it is rescored exactly in ``float64`` (few
+rows), so scores are reproducible, identical vectors tie exactly and ties keep
+insertion order. Filters are evaluated as one vectorized mask over the metadata table.
+
+Removal. Removed rows become tombstones (masked out of searches); when they exceed a
+quarter of the rows the store compacts, preserving order, so removal is amortized
+O(dimension) a row and searches never scan much dead data.
+
+Persistence. ``save(path)`` writes a directory in an open format::
+
+    manifest.json            {"format", "version", "dimension", "count", "files": {...}}
+    vectors-<token>.npy      float32 (count, dimension), numpy .npy, memory-mappable
+    records-<token>.jsonl    one {"id", "text", "metadata"} object a line, same order
+
+The data files get fresh names on every save and ``manifest.json`` (which names them
+and records their SHA-256) is replaced last with ``os.replace`` after ``fsync``: a
+crash at any point leaves either the old or the new store readable, never a mix.
+Metadata values keep their types: ints, floats (always written with a ``.`` or an
+exponent), bools and strings are plain JSON; ``uuid.UUID`` is ``{"$uuid": "..."}`` and
+non-finite floats are ``{"$float": "nan"}``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import math
+import os
+import re
+import threading
+import uuid
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import IO, Any
+
+import numpy as np
+import numpy.typing as npt
+
+from ragloom.core.document import TextSegment
+from ragloom.core.embedding import Embedding
+from ragloom.core.errors import EmbeddingStoreError, InvalidMetadataError
+from ragloom.core.filters import Filter
+from ragloom.core.metadata import Metadata, MetadataValue
+from ragloom.core.metadata_table import MetadataTable
+from ragloom.core.stores.base import (
+    EmbeddingMatch,
+    EmbeddingSearchRequest,
+    EmbeddingSearchResult,
+    EmbeddingStore,
+)
+
+FORMAT_NAME = "ragloom.in-memory-embedding-store"
+FORMAT_VERSION = 1
+
+_MANIFEST = "manifest.json"
+_DATA_FILE = re.compile(r"^(vectors-[0-9a-f]{32}\.npy|records-[0-9a-f]{32}\.jsonl)$")
+_MIN_CAPACITY = 16
+# A gathered matrix-vector product (copy the selected rows, then multiply) beats the
+# full product followed by indexing when fewer than this share of the rows is selected.
+_GATHER_BELOW = 1 / 3
+_RESCORE_CHUNK = 4096
+_COMPACT_CHUNK = 4096
+
+Matrix = npt.NDArray[np.float32]
+Positions = npt.NDArray[np.intp]
+
+
+class InMemoryEmbeddingStore(EmbeddingStore):
+    """An exact nearest-neighbour store held in process memory (see the module docstring).
+
+    ``dimension`` fixes the vector dimension up front; otherwise the first added
+    embedding sets it (and removing everything forgets it). ``add_all`` also accepts a
+    2-D numpy array of vectors, the fast path for bulk loads. All methods are safe to
+    call from several threads (one re-entrant lock guards the state).
+    """
+
+    def __init__(self, dimension: int | None = None) -> None:
+        if dimension is not None and (type(dimension) is not int or dimension < 1):
+            raise EmbeddingStoreError(f"dimension must be a positive int, got {dimension!r}")
+        self._lock = threading.RLock()
+        self._fixed_dimension = dimension
+        self._reset()
+
+    def _reset(self) -> None:
+        """Empty every column (called with the lock held, or from ``__init__``)."""
+        self._dimension: int | None = self._fixed_dimension
+        self._matrix: Matrix = np.empty((0, self._dimension or 0), dtype=np.float32)
+        self._inv_norms: npt.NDArray[np.float32] = np.empty(0, dtype=np.float32)
+        self._alive: npt.NDArray[np.bool_] = np.empty(0, dtype=bool)
+        self._size = 0  # rows in use, live and dead
+        self._dead = 0
+        self._ids: list[str] = []
+        self._texts: list[str | None] = []
+        self._metadata = MetadataTable()
+        # id -> row of the live rows; built lazily (bulk adds with generated ids skip it).
+        self._index: dict[str, int] | None = {}
+
+    # ------------------------------------------------------------------ properties
+
+    @property
+    def dimension(self) -> int | None:
+        """The vector dimension, or ``None`` while it is not known yet."""
+        return self._dimension
+
+    def __len__(self) -> int:
+        with self._lock:
+            return self._size - self._dead
+
+    def __repr__(self) -> str:
+        return f"InMemoryEmbeddingStore(dimension={self._dimension}, size={len(self)})"
+
+    # ------------------------------------------------------------------ adding
+
+    def add(
+        self,
+        embedding: Embedding,
+        segment: TextSegment | None = None,
+        *,
+        id: str | None = None,
+    ) -> str:
+        """Add one embedding (with its segment, under ``id`` when given); returns its id."""
+        return self.add_all(
+            [embedding], None if segment is None else [segment], ids=None if id is None else [id]
+        )[0]
+
+    def add_all(
+        self,
+        embeddings: Sequence[Embedding] | npt.NDArray[np.floating[Any]],
+        segments: Sequence[TextSegment] | None = None,
+        *,
+        ids: Sequence[str] | None = None,
+    ) -> list[str]:
+        """Add a batch; existing ids are replaced in place. Validates all before changing.
+
+        ``embeddings`` is a sequence of :class:`Embedding` or an ``(n, dimension)`` array.
+        """
+        count = len(embeddings)
+        texts, metadata = _split_segments(segments, count)
+        id_list = None if ids is None else _validate_ids(ids, count)
+        if count == 0:
+            return []
+        with self._lock:
+            dimension = _input_dimension(embeddings)
+            self._check_dimension(dimension)
+            if id_list is not None:
+                self._ensure_index()  # may compact, so before staging
+            self._stage(embeddings, dimension)
+            return self._commit(count, id_list, texts, metadata)
+
+    def _check_dimension(self, dimension: int) -> None:
+        if self._dimension is not None and dimension != self._dimension:
+            raise EmbeddingStoreError(
+                f"embedding dimension {dimension} does not match the store's {self._dimension}"
+            )
+
+    def _stage(
+        self, embeddings: Sequence[Embedding] | npt.NDArray[np.floating[Any]], dimension: int
+    ) -> None:
+        """Write the vectors and inverse norms into the spare rows after ``_size``.
+
+        Spare rows are invisible, so a validation error here changes nothing.
+        """
+        count = len(embeddings)
+        self._reserve(count, dimension)
+        start = self._size
+        staging = self._matrix[start : start + count]
+        with np.errstate(over="ignore", invalid="ignore"):
+            if isinstance(embeddings, np.ndarray):
+                np.copyto(staging, embeddings, casting="same_kind")
+            else:
+                np.stack([embedding.vector for embedding in embeddings], out=staging)
+            norms = np.sqrt(np.einsum("ij,ij->i", staging, staging))
+        bad = np.flatnonzero(~np.isfinite(norms))
+        if bad.size:
+            raise EmbeddingStoreError(
+                f"embedding at index {int(bad[0])} contains NaN or infinity "
+                "(or its norm overflows float32)"
+            )
+        inv = self._inv_norms[start : start + count]
+        inv[:] = 0.0
+        np.divide(1.0, norms, out=inv, where=norms > 0)
+
+    def _reserve(self, extra: int, dimension: int) -> None:
+        """Grow the columns (doubling) so that ``extra`` more rows fit."""
+        needed = self._size + extra
+        capacity = self._matrix.shape[0]
+        if self._matrix.shape[1] != dimension:
+            capacity = 0  # the store is empty: allocate with the right width
+        if needed <= capacity:
+            return
+        new_capacity = max(needed, 2 * capacity, _MIN_CAPACITY)
+        matrix = np.empty((new_capacity, dimension), dtype=np.float32)
+        inv_norms = np.empty(new_capacity, dtype=np.float32)
+        alive = np.zeros(new_capacity, dtype=bool)
+        size = self._size
+        if size:
+            matrix[:size] = self._matrix[:size]
+            inv_norms[:size] = self._inv_norms[:size]
+            alive[:size] = self._alive[:size]
+        self._matrix, self._inv_norms, self._alive = matrix, inv_norms, alive
+
+    def _commit(
+        self,
+        count: int,
+        ids: list[str] | None,
+        texts: list[str | None],
+        metadata: list[dict[str, MetadataValue]],
+    ) -> list[str]:
+        """Make ``count`` staged rows visible: append new ids, replace existing ones."""
+        start = self._size
+        replaced: dict[int, int] = {}  # position in the batch -> existing row
+        if ids is None:
+            ids = _uuid4_strings(count)
+        else:
+            index = self._ensure_index()
+            replaced = {i: index[x] for i, x in enumerate(ids) if x in index}
+        if not replaced:
+            self._metadata.append(metadata)
+            self._ids.extend(ids)
+            self._texts.extend(texts)
+            added = count
+        else:
+            new = [i for i in range(count) if i not in replaced]
+            targets = np.fromiter(replaced.values(), dtype=np.intp, count=len(replaced))
+            sources = start + np.fromiter(replaced.keys(), dtype=np.intp, count=len(replaced))
+            self._metadata.append([metadata[i] for i in new])
+            for i, row in replaced.items():
+                self._metadata.set_row(row, metadata[i])
+                self._texts[row] = texts[i]
+            self._matrix[targets] = self._matrix[sources]
+            self._inv_norms[targets] = self._inv_norms[sources]
+            added = len(new)
+            if new:
+                moved = start + np.array(new, dtype=np.intp)
+                self._matrix[start : start + added] = self._matrix[moved]
+                self._inv_norms[start : start + added] = self._inv_norms[moved]
+            self._ids.extend(ids[i] for i in new)
+            self._texts.extend(texts[i] for i in new)
+        self._alive[start : start + added] = True
+        self._size = start + added
+        if self._dimension is None:
+            self._dimension = int(self._matrix.shape[1])
+        if self._index is not None:
+            self._index.update(zip(self._ids[start:], range(start, start + added), strict=True))
+        return ids
+
+    def _ensure_index(self) -> dict[str, int]:
+        """The id -> row map of live rows, building it (after compacting) when missing."""
+        if self._index is None:
+            if self._dead:
+                self._compact()
+            self._index = dict(zip(self._ids, range(self._size), strict=True))
+        return self._index
+
+    # ------------------------------------------------------------------ searching
+
+    def search(self, request: EmbeddingSearchRequest) -> EmbeddingSearchResult:
+        """Exact top-k by cosine: matches best first, ties in insertion order."""
+        if not isinstance(request, EmbeddingSearchRequest):
+            raise EmbeddingStoreError(
+                f"search takes an EmbeddingSearchRequest, got {type(request).__name__}"
+            )
+        query = request.query_embedding.vector
+        with self._lock:
+            self._check_dimension(query.shape[0])
+            if self._size == self._dead:
+                return EmbeddingSearchResult([])
+            selected: Positions | None = None
+            if request.filter is not None:
+                mask = np.asarray(request.filter.mask(self._metadata), dtype=bool)
+                if self._dead:
+                    mask = mask & self._alive[: self._size]
+                selected = np.flatnonzero(mask)
+            elif self._dead:
+                selected = np.flatnonzero(self._alive[: self._size])
+            positions, cosines = self._top_k(query, selected, request)
+            return EmbeddingSearchResult(
+                [
+                    EmbeddingMatch(
+                        score=(cosine + 1.0) / 2.0,
+                        embedding_id=self._ids[row],
+                        embedding=Embedding._trusted(self._matrix[row].copy()),
+                        embedded=self._segment(row),
+                    )
+                    for row, cosine in zip(positions.tolist(), cosines.tolist(), strict=True)
+                ]
+            )
+
+    def _top_k(
+        self, query: Matrix, selected: Positions | None, request: EmbeddingSearchRequest
+    ) -> tuple[Positions, npt.NDArray[np.float64]]:
+        """Rows and exact cosines of the best matches among ``selected`` (None: all rows)."""
+        size = self._size
+        eligible = size if selected is None else int(selected.size)
+        if eligible == 0:
+            return np.empty(0, dtype=np.intp), np.empty(0, dtype=np.float64)
+        k = min(request.max_results, eligible)
+        query64 = query.astype(np.float64)
+        query_norm = math.sqrt(float(query64 @ query64))
+        if query_norm == 0.0:  # cosine 0 with everything: all tie, insertion order wins
+            first = np.arange(k, dtype=np.intp) if selected is None else selected[:k]
+            return _min_score(first, np.zeros(k), request.min_score)
+        unit = (query64 / query_norm).astype(np.float32)
+        if selected is None:
+            approx = self._matrix[:size] @ unit
+            approx *= self._inv_norms[:size]
+        elif selected.size < _GATHER_BELOW * size:
+            approx = self._matrix[selected] @ unit
+            approx *= self._inv_norms[selected]
+        else:
+            approx = self._matrix[:size] @ unit
+            approx *= self._inv_norms[:size]
+            approx = approx[selected]
+        # Every cosine that can reach the top k or min_score within float32 error.
+        tolerance = (2 * query.shape[0] + 16) * 2.0**-24
+        threshold = 2.0 * request.min_score - 1.0
+        if k < eligible:
+            threshold = max(threshold, float(np.partition(approx, eligible - k)[eligible - k]))
+        candidates = np.flatnonzero(approx >= threshold - tolerance)
+        rows = candidates if selected is None else selected[candidates]
+        cosines = self._exact_cosines(rows, query64, query_norm)
+        order = np.lexsort((rows, -cosines))[:k]
+        return _min_score(rows[order], cosines[order], request.min_score)
+
+    def _exact_cosines(
+        self, rows: Positions, query64: npt.NDArray[np.float64], query_norm: float
+    ) -> npt.NDArray[np.float64]:
+        """float64 cosines of ``rows``: products are exact, sums deterministic per row."""
+        result = np.empty(rows.size, dtype=np.float64)
+        for start in range(0, rows.size, _RESCORE_CHUNK):
+            block = self._matrix[rows[start : start + _RESCORE_CHUNK]].astype(np.float64)
+            dots = (block * query64).sum(axis=1)
+            norms = np.sqrt((block * block).sum(axis=1)) * query_norm
+            out = result[start : start + block.shape[0]]
+            out[:] = 0.0
+            np.divide(dots, norms, out=out, where=norms > 0)
+        np.clip(result, -1.0, 1.0, out=result)
+        return result
+
+    def _segment(self, row: int) -> TextSegment | None:
+        text = self._texts[row]
+        if text is None:
+            return None
+        return TextSegment(text, Metadata._trusted(dict(self._metadata.row(row))))
+
+    # ------------------------------------------------------------------ removing
+
+    def remove(self, id: str) -> None:
+        """Remove the entry with this id; an unknown id is ignored."""
+        self.remove_all(_validate_ids([id], 1))
+
+    def remove_all(self, ids: Iterable[str] | None = None, *, filter: Filter | None = None) -> None:
+        """Remove ``ids``, or the entries matching ``filter``, or (neither) everything."""
+        if ids is not None and filter is not None:
+            raise EmbeddingStoreError("remove_all takes ids or a filter, not both")
+        if ids is None and filter is None:
+            with self._lock:
+                self._reset()
+            return
+        if ids is not None:
+            if isinstance(ids, str):
+                raise EmbeddingStoreError("remove_all takes a collection of ids, not one str")
+            id_list = list(ids)
+            _validate_ids(id_list, len(id_list), unique=False)
+            with self._lock:
+                index = self._ensure_index()
+                popped = (index.pop(embedding_id, None) for embedding_id in id_list)
+                self._kill(np.array([row for row in popped if row is not None], dtype=np.intp))
+            return
+        if not isinstance(filter, Filter):
+            raise EmbeddingStoreError(
+                f"filter must be a ragloom Filter, got {type(filter).__name__}"
+            )
+        with self._lock:
+            if self._size == 0:
+                return
+            mask = np.asarray(filter.mask(self._metadata), dtype=bool) & self._alive[: self._size]
+            rows_array = np.flatnonzero(mask)
+            if self._index is not None:
+                for row in rows_array.tolist():
+                    del self._index[self._ids[row]]
+            self._kill(rows_array)
+
+    def _kill(self, rows: Positions) -> None:
+        """Tombstone ``rows`` (already out of the index); compact when dead rows pile up."""
+        if rows.size == 0:
+            return
+        self._alive[rows] = False
+        self._dead += int(rows.size)
+        if self._dead == self._size:
+            self._reset()
+        elif 4 * self._dead > self._size:
+            self._compact()
+
+    def _compact(self) -> None:
+        """Drop tombstoned rows, keeping order; the index is rebuilt lazily afterwards."""
+        size = self._size
+        alive = self._alive[:size]
+        keep = np.flatnonzero(alive)
+        # Chunks move rows down; keep[i] >= i, so a chunk never overwrites rows still to move.
+        for start in range(0, keep.size, _COMPACT_CHUNK):
+            chunk = keep[start : start + _COMPACT_CHUNK]
+            self._matrix[start : start + chunk.size] = self._matrix[chunk]
+            self._inv_norms[start : start + chunk.size] = self._inv_norms[chunk]
+        self._metadata.delete(np.flatnonzero(~alive))
+        kept = keep.tolist()
+        self._ids = [self._ids[row] for row in kept]
+        self._texts = [self._texts[row] for row in kept]
+        self._alive[: keep.size] = True
+        self._alive[keep.size : size] = False
+        self._size = int(keep.size)
+        self._dead = 0
+        self._index = None
+
+    # ------------------------------------------------------------------ persistence
+
+    def save(self, path: str | os.PathLike[str]) -> None:
+        """Write the store to the directory ``path`` atomically (see the module docstring).
+
+        ``path`` is created if missing; an existing directory must be empty or hold a
+        saved store. Older data files are deleted after the new manifest is in place.
+        """
+        directory = Path(path)
+        if directory.exists() and not directory.is_dir():
+            raise EmbeddingStoreError(f"{directory}: exists and is not a directory")
+        if directory.is_dir() and not (directory / _MANIFEST).exists() and any(directory.iterdir()):
+            raise EmbeddingStoreError(
+                f"{directory}: not empty and not a saved embedding store; refusing to write"
+            )
+        directory.mkdir(parents=True, exist_ok=True)
+        token = uuid.uuid4().hex
+        vectors_name, records_name = f"vectors-{token}.npy", f"records-{token}.jsonl"
+        written: list[Path] = []
+        committed = False
+        try:
+            with self._lock:
+                if self._dead:
+                    self._compact()
+                size = self._size
+                written.append(directory / vectors_name)
+                vectors_sha = _write_file(
+                    written[-1], lambda f: np.save(f, self._matrix[:size], allow_pickle=False)
+                )
+                written.append(directory / records_name)
+                records_sha = _write_file(written[-1], self._write_records)
+                manifest = {
+                    "format": FORMAT_NAME,
+                    "version": FORMAT_VERSION,
+                    "dimension": self._dimension,
+                    "count": size,
+                    "files": {
+                        "vectors": {"name": vectors_name, "sha256": vectors_sha},
+                        "records": {"name": records_name, "sha256": records_sha},
+                    },
+                }
+            temporary = directory / f"{_MANIFEST}.{token}.tmp"
+            written.append(temporary)
+            _write_file(temporary, lambda f: f.write(json.dumps(manifest, indent=2).encode()))
+            os.replace(temporary, directory / _MANIFEST)
+            committed = True
+            _fsync_directory(directory)
+        except BaseException:
+            for file in [] if committed else written:
+                with contextlib.suppress(OSError):
+                    file.unlink()
+            raise
+        for stale in directory.iterdir():
+            if stale.name not in (vectors_name, records_name) and (
+                _DATA_FILE.match(stale.name) or stale.name.endswith(".tmp")
+            ):
+                with contextlib.suppress(OSError):
+                    stale.unlink()
+
+    def _write_records(self, file: IO[bytes]) -> None:
+        for row in range(self._size):
+            record = {
+                "id": self._ids[row],
+                "text": self._texts[row],
+                "metadata": _encode_metadata(self._metadata.row(row)),
+            }
+            file.write(json.dumps(record, ensure_ascii=False, allow_nan=False).encode())
+            file.write(b"\n")
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str]) -> InMemoryEmbeddingStore:
+        """Read a store written by :meth:`save`; any defect raises naming ``path``."""
+        directory = Path(path)
+        try:
+            manifest = json.loads((directory / _MANIFEST).read_bytes())
+        except (OSError, ValueError) as exc:
+            raise EmbeddingStoreError(
+                f"{directory}: not a readable saved embedding store ({exc})"
+            ) from exc
+        dimension, count = _check_header(manifest, directory)
+        files = manifest.get("files")
+        vectors_path = directory / _data_file_name(files, "vectors", directory)
+        records_path = directory / _data_file_name(files, "records", directory)
+        try:
+            _verify_sha256(vectors_path, files["vectors"].get("sha256"))
+            _verify_sha256(records_path, files["records"].get("sha256"))
+            vectors = np.load(vectors_path, allow_pickle=False)
+            records = [
+                json.loads(line) for line in records_path.read_text(encoding="utf-8").splitlines()
+            ]
+        except EmbeddingStoreError:
+            raise
+        except (OSError, ValueError, AttributeError) as exc:
+            raise EmbeddingStoreError(
+                f"{directory}: corrupt saved embedding store ({exc})"
+            ) from exc
+        if vectors.dtype != np.float32 or vectors.shape != (count, dimension or 0):
+            raise EmbeddingStoreError(
+                f"{vectors_path}: expected float32 vectors of shape ({count}, {dimension}), "
+                f"found {vectors.dtype} {vectors.shape}"
+            )
+        return cls._from_records(vectors, records, dimension, str(directory))
+
+    def to_json(self) -> str:
+        """The whole store as one JSON document (the spec's ``serializeToJson``)."""
+        with self._lock:
+            entries = [
+                {
+                    "id": self._ids[row],
+                    "embedding": self._matrix[row].tolist(),
+                    "text": self._texts[row],
+                    "metadata": _encode_metadata(self._metadata.row(row)),
+                }
+                for row in np.flatnonzero(self._alive[: self._size]).tolist()
+            ]
+            document = {
+                "format": FORMAT_NAME,
+                "version": FORMAT_VERSION,
+                "dimension": self._dimension,
+                "count": len(entries),
+                "entries": entries,
+            }
+        return json.dumps(document, ensure_ascii=False, allow_nan=False)
+
+    @classmethod
+    def from_json(cls, text: str | bytes) -> InMemoryEmbeddingStore:
+        """A store from :meth:`to_json` output (the spec's ``fromJson``)."""
+        try:
+            document = json.loads(text)
+        except ValueError as exc:
+            raise EmbeddingStoreError(f"JSON input: not valid JSON ({exc})") from exc
+        dimension, count = _check_header(document, "JSON input")
+        entries = document.get("entries")
+        if not isinstance(entries, list) or len(entries) != count:
+            raise EmbeddingStoreError(f"JSON input: expected a list of {count} entries")
+        try:
+            vectors = np.array([entry["embedding"] for entry in entries], dtype=np.float32).reshape(
+                count, dimension or 0
+            )
+        except (TypeError, ValueError, KeyError) as exc:
+            raise EmbeddingStoreError(f"JSON input: malformed embeddings ({exc})") from exc
+        return cls._from_records(vectors, entries, dimension, "JSON input")
+
+    @classmethod
+    def _from_records(
+        cls,
+        vectors: Matrix,
+        records: list[Any],
+        dimension: int | None,
+        source: str,
+    ) -> InMemoryEmbeddingStore:
+        """Build a new store from decoded vectors and records, validating everything."""
+        if len(records) != vectors.shape[0]:
+            raise EmbeddingStoreError(
+                f"{source}: {len(records)} records for {vectors.shape[0]} vectors"
+            )
+        ids: list[str] = []
+        texts: list[str | None] = []
+        metadata: list[dict[str, MetadataValue]] = []
+        try:
+            for record in records:
+                ids.append(record["id"])
+                text = record["text"]
+                if text is not None and not isinstance(text, str):
+                    raise EmbeddingStoreError(f"{source}: text of {record['id']!r} is not a string")
+                texts.append(text)
+                metadata.append(Metadata(_decode_metadata(record["metadata"])).to_dict())
+        except (TypeError, KeyError, ValueError, AttributeError) as exc:
+            raise EmbeddingStoreError(f"{source}: malformed record ({exc!r})") from exc
+        try:
+            _validate_ids(ids, len(ids))
+        except EmbeddingStoreError as exc:
+            raise EmbeddingStoreError(f"{source}: {exc}") from exc
+        store = cls(dimension)
+        if ids:
+            try:
+                store._stage(vectors, vectors.shape[1])
+            except EmbeddingStoreError as exc:
+                raise EmbeddingStoreError(f"{source}: {exc}") from exc
+            store._commit(len(ids), ids, texts, metadata)
+        return store
+
+    # ------------------------------------------------------------------ merging
+
+    @classmethod
+    def merge(cls, *stores: InMemoryEmbeddingStore) -> InMemoryEmbeddingStore:
+        """A new store holding the entries of ``stores``; a later store's id wins.
+
+        The stores' dimensions must agree (empty stores are ignored).
+        """
+        merged = cls()
+        for store in stores:
+            if not isinstance(store, InMemoryEmbeddingStore):
+                raise EmbeddingStoreError(
+                    f"merge takes InMemoryEmbeddingStore objects, got {type(store).__name__}"
+                )
+            with store._lock:
+                rows = np.flatnonzero(store._alive[: store._size])
+                if rows.size == 0:
+                    continue
+                merged._check_dimension(int(store._matrix.shape[1]))
+                vectors = store._matrix[rows]
+                kept = rows.tolist()
+                ids = [store._ids[row] for row in kept]
+                texts = [store._texts[row] for row in kept]
+                metadata = [dict(store._metadata.row(row)) for row in kept]
+            merged._ensure_index()
+            merged._stage(vectors, vectors.shape[1])
+            merged._commit(len(ids), ids, texts, metadata)
+        return merged
+
+
+# ---------------------------------------------------------------------- validation
+
+
+def _validate_ids(ids: Sequence[str], count: int, *, unique: bool = True) -> list[str]:
+    """``ids`` as a list, checked: ``count`` non-empty ``str`` s, distinct if ``unique``."""
+    if isinstance(ids, str):
+        raise EmbeddingStoreError("ids must be a sequence of str, not one str")
+    id_list = list(ids)
+    if len(id_list) != count:
+        raise EmbeddingStoreError(f"got {len(id_list)} ids for {count} embeddings")
+    for embedding_id in id_list:
+        if not isinstance(embedding_id, str) or not embedding_id:
+            raise EmbeddingStoreError(f"embedding id must be a non-empty str, got {embedding_id!r}")
+    if unique and len(set(id_list)) != count:
+        duplicate = next(i for i, n in Counter(id_list).items() if n > 1)
+        raise EmbeddingStoreError(f"id {duplicate!r} appears more than once in one call")
+    return id_list
+
+
+def _split_segments(
+    segments: Sequence[TextSegment] | None, count: int
+) -> tuple[list[str | None], list[dict[str, MetadataValue]]]:
+    """Texts and metadata dicts of ``segments`` (``None`` texts and empty dicts without)."""
+    if segments is None:
+        return [None] * count, [{}] * count
+    if isinstance(segments, str | TextSegment) or len(segments) != count:
+        given = 1 if isinstance(segments, str | TextSegment) else len(segments)
+        raise EmbeddingStoreError(f"got {given} segments for {count} embeddings")
+    texts: list[str | None] = []
+    metadata: list[dict[str, MetadataValue]] = []
+    for segment in segments:
+        if not isinstance(segment, TextSegment):
+            raise EmbeddingStoreError(f"expected TextSegment, got {type(segment).__name__}")
+        texts.append(segment.text)
+        metadata.append(segment.metadata.to_dict())
+    return texts, metadata
+
+
+def _input_dimension(embeddings: Sequence[Embedding] | npt.NDArray[np.floating[Any]]) -> int:
+    """The common dimension of a batch, or :class:`EmbeddingStoreError`."""
+    if isinstance(embeddings, np.ndarray):
+        if embeddings.ndim != 2 or embeddings.shape[1] == 0:
+            raise EmbeddingStoreError(
+                f"an array of embeddings must have shape (n, dimension), got {embeddings.shape}"
+            )
+        if embeddings.dtype.kind not in "fiu":
+            raise EmbeddingStoreError(f"embeddings must be numeric, got dtype {embeddings.dtype}")
+        return int(embeddings.shape[1])
+    dimensions = set()
+    for position, embedding in enumerate(embeddings):
+        if not isinstance(embedding, Embedding):
+            raise EmbeddingStoreError(
+                f"embedding at index {position} is a {type(embedding).__name__}, not an Embedding"
+            )
+        dimensions.add(embedding.dimension)
+    if len(dimensions) != 1:
+        raise EmbeddingStoreError(
+            f"embeddings of different dimensions in one call: {sorted(dimensions)}"
+        )
+    return dimensions.pop()
+
+
+def _min_score(
+    rows: Positions, cosines: npt.NDArray[np.float64], min_score: float
+) -> tuple[Positions, npt.NDArray[np.float64]]:
+    """Keep the matches whose relevance ``(cos + 1) / 2`` is at least ``min_score``."""
+    keep = (cosines + 1.0) / 2.0 >= min_score
+    return rows[keep], cosines[keep]
+
+
+# ---------------------------------------------------------------------- ids
+
+
+_HEX = np.array([[ord(f"{b:02x}"[0]), ord(f"{b:02x}"[1])] for b in range(256)], dtype=np.uint8)
+# Where the 32 hex digits go in "xxxxxxxx-xxxx-4xxx-yxxx-xxxxxxxxxxxx\n".
+_HEX_COLUMNS = np.array(
+    [*range(0, 8), *range(9, 13), *range(14, 18), *range(19, 23), *range(24, 36)], dtype=np.intp
+)
+
+
+def _uuid4_strings(count: int) -> list[str]:
+    """``count`` random UUID4 strings, formatted in bulk (``str(uuid.uuid4())`` is 5x slower)."""
+    raw = np.frombuffer(os.urandom(16 * count), dtype=np.uint8).reshape(count, 16).copy()
+    raw[:, 6] = (raw[:, 6] & 0x0F) | 0x40  # version 4
+    raw[:, 8] = (raw[:, 8] & 0x3F) | 0x80  # RFC 4122 variant
+    text = np.full((count, 37), ord("-"), dtype=np.uint8)
+    text[:, 36] = ord("\n")
+    text[:, _HEX_COLUMNS] = _HEX[raw].reshape(count, 32)
+    return text.tobytes().decode("ascii").splitlines()
+
+
+# ---------------------------------------------------------------------- files
+
+
+def _write_file(path: Path, write: Any) -> str:
+    """Create ``path`` exclusively, fill it with ``write(file)``, fsync; return its SHA-256."""
+    with open(path, "xb") as raw:
+        hashing = _HashingWriter(raw)
+        write(hashing)
+        raw.flush()
+        os.fsync(raw.fileno())
+    return hashing.hexdigest()
+
+
+class _HashingWriter:
+    """A write-only binary file wrapper that hashes what passes through it."""
+
+    def __init__(self, raw: IO[bytes]) -> None:
+        self._raw = raw
+        self._hash = hashlib.sha256()
+
+    def write(self, data: bytes | memoryview) -> int:
+        self._hash.update(data)
+        return self._raw.write(data)
+
+    def hexdigest(self) -> str:
+        return self._hash.hexdigest()
+
+
+def _fsync_directory(directory: Path) -> None:
+    """Persist a rename in ``directory`` (a no-op where directories cannot be opened)."""
+    try:
+        descriptor = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(descriptor)
+    except OSError:
+        pass
+    finally:
+        os.close(descriptor)
+
+
+def _verify_sha256(path: Path, expected: object) -> None:
+    digest = hashlib.sha256()
+    with open(path, "rb") as file:
+        for block in iter(lambda: file.read(1 << 20), b""):
+            digest.update(block)
+    if digest.hexdigest() != expected:
+        raise EmbeddingStoreError(f"{path}: checksum mismatch, the file is corrupt or was edited")
+
+
+def _check_header(document: object, source: object) -> tuple[int | None, int]:
+    """Validate format, version, dimension and count of a manifest or JSON document."""
+    if not isinstance(document, Mapping) or document.get("format") != FORMAT_NAME:
+        raise EmbeddingStoreError(f"{source}: not a ragloom in-memory embedding store")
+    version = document.get("version")
+    if version != FORMAT_VERSION:
+        raise EmbeddingStoreError(
+            f"{source}: format version {version!r} is not supported (this ragloom reads "
+            f"version {FORMAT_VERSION})"
+        )
+    dimension, count = document.get("dimension"), document.get("count")
+    if type(count) is not int or count < 0:
+        raise EmbeddingStoreError(f"{source}: invalid count {count!r}")
+    if dimension is not None and (type(dimension) is not int or dimension < 1):
+        raise EmbeddingStoreError(f"{source}: invalid dimension {dimension!r}")
+    if dimension is None and count:
+        raise EmbeddingStoreError(f"{source}: {count} entries but no dimension")
+    return dimension, count
+
+
+def _data_file_name(files: object, kind: str, directory: Path) -> str:
+    """The manifest's file name for ``kind``, refusing anything but our own plain names."""
+    entry = files.get(kind) if isinstance(files, Mapping) else None
+    name = entry.get("name") if isinstance(entry, Mapping) else None
+    if not isinstance(name, str) or not _DATA_FILE.match(name) or not name.startswith(kind):
+        raise EmbeddingStoreError(f"{directory}: manifest names no valid {kind} file")
+    return name
+
+
+def _encode_metadata(metadata: Mapping[str, MetadataValue]) -> dict[str, Any]:
+    """Metadata as JSON values that keep their type (see the module docstring)."""
+    encoded: dict[str, Any] = {}
+    for key, value in metadata.items():
+        if isinstance(value, uuid.UUID):
+            encoded[key] = {"$uuid": str(value)}
+        elif isinstance(value, float) and not math.isfinite(value):
+            encoded[key] = {"$float": repr(value)}
+        else:
+            encoded[key] = value
+    return encoded
+
+
+def _decode_metadata(encoded: Mapping[str, Any]) -> dict[str, Any]:
+    """The inverse of :func:`_encode_metadata`; raises ValueError on unknown shapes."""
+    decoded: dict[str, Any] = {}
+    for key, value in encoded.items():
+        if isinstance(value, Mapping):
+            if set(value) == {"$uuid"}:
+                value = uuid.UUID(value["$uuid"])
+            elif set(value) == {"$float"} and value["$float"] in ("nan", "inf", "-inf"):
+                value = float(value["$float"])
+            else:
+                raise ValueError(f"metadata key {key!r}: unknown encoded value {value!r}")
+        elif value is None or isinstance(value, list):
+            raise InvalidMetadataError(f"metadata key {key!r}: unsupported value {value!r}")
+        decoded[key] = value
+    return decoded
