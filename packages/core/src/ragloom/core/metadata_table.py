@@ -1,0 +1,547 @@
+"""MetadataTable: the metadata of N rows in typed numpy columns, so filters evaluate as masks.
+
+This is the in-memory store's filtered-search hot path. Each key has two arrays of the
+table's capacity: ``codes`` (int8 type code, 0 = key missing in that row) and ``payload``
+(int64): the int itself, a float's IEEE bits, a bool as 0/1, or for str, UUID and ints beyond
+int64 an index into the column's dictionary of distinct values. Dictionary-encoding makes str
+equality and ``in`` plain integer compares; per-key type counts make the type check O(1) and
+let a column holding one type skip the type test. Not thread-safe: the owner locks.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import operator
+import uuid
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from ragloom.core.filters import (
+    _BOOL,
+    _NUMBER,
+    _OPS,
+    _STR,
+    _UUID,
+    FilterValue,
+    _exact_value,
+    _kind_of,
+    _mismatch_error,
+)
+from ragloom.core.metadata import Metadata, MetadataValue, validate_key, validate_value
+
+__all__ = ["MetadataTable"]
+
+_MISSING, _BOOL_CODE, _INT_CODE, _FLOAT_CODE, _STR_CODE, _UUID_CODE, _BIGINT_CODE = range(7)
+_N_CODES = 7
+_OBJECT_CODES = (_STR_CODE, _UUID_CODE, _BIGINT_CODE)
+_CODES_OF_KIND = {
+    _NUMBER: (_INT_CODE, _FLOAT_CODE, _BIGINT_CODE),
+    _BOOL: (_BOOL_CODE,),
+    _STR: (_STR_CODE,),
+    _UUID: (_UUID_CODE, _STR_CODE),
+}
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+_NP_OPS: dict[str, Callable[[Any, Any], NDArray[np.bool_]]] = {
+    "==": operator.eq,
+    ">": operator.gt,
+    ">=": operator.ge,
+    "<": operator.lt,
+    "<=": operator.le,
+}
+_ABSENT = object()  # a key missing from a row, while encoding
+
+Mask = NDArray[np.bool_]
+
+
+def _int64_compare(values: NDArray[np.int64], op: str, target: int | float) -> Mask:
+    """Exactly ``values <op> target`` for int64 ``values`` and any finite number ``target``."""
+    if type(target) is float:
+        if target.is_integer():
+            target = int(target)
+        elif op == "==":
+            return np.zeros(len(values), dtype=bool)
+        else:  # no int lies strictly between floor(target) and target
+            op = ">" if op in (">", ">=") else "<="
+            target = math.floor(target)
+    if target > _INT64_MAX:
+        return np.full(len(values), op in ("<", "<="))
+    if target < _INT64_MIN:
+        return np.full(len(values), op in (">", ">="))
+    return _NP_OPS[op](values, np.int64(target))
+
+
+def _float64_compare(values: NDArray[np.float64], op: str, target: int | float) -> Mask:
+    """Exactly ``values <op> target``, also for ints that no float64 represents."""
+    if type(target) is int:
+        try:
+            nearest = float(target)
+        except OverflowError:
+            nearest = math.inf if target > 0 else -math.inf
+        if nearest != target:  # exact int/float comparison; no float lies between the two
+            if op == "==":
+                return np.zeros(len(values), dtype=bool)
+            above = op in (">", ">=")
+            op = (">" if above else "<=") if nearest < target else (">=" if above else "<")
+        target = nearest
+    return _NP_OPS[op](values, target)
+
+
+def _as_float(value: int | float) -> float | None:
+    """``value`` as a float if that is exact, else None."""
+    if type(value) is float:
+        return value
+    try:
+        as_float = float(value)
+    except OverflowError:
+        return None
+    return as_float if as_float == value else None
+
+
+def _as_int64(value: int | float) -> int | None:
+    """``value`` as an int in the int64 range if that is exact, else None."""
+    if isinstance(value, float):
+        if not value.is_integer():
+            return None
+        value = int(value)
+    return value if _INT64_MIN <= value <= _INT64_MAX else None
+
+
+def _counts(codes: NDArray[np.int8]) -> list[int]:
+    counts: list[int] = np.bincount(codes, minlength=_N_CODES).tolist()
+    counts[_MISSING] = 0  # only present codes are counted
+    return counts
+
+
+class _Column:
+    """The values of one key: type codes, payloads and the dictionary of object values."""
+
+    __slots__ = ("codes", "counts", "index", "objects", "payload")
+
+    def __init__(self, capacity: int) -> None:
+        self.codes: NDArray[np.int8] = np.zeros(capacity, dtype=np.int8)
+        self.payload: NDArray[np.int64] = np.zeros(capacity, dtype=np.int64)
+        self.counts: list[int] = [0] * _N_CODES
+        self.objects: list[MetadataValue] = []
+        self.index: dict[MetadataValue, int] = {}
+
+    def copy(self) -> _Column:
+        column = _Column(0)
+        column.codes = self.codes.copy()
+        column.payload = self.payload.copy()
+        column.counts = list(self.counts)
+        column.objects = list(self.objects)
+        column.index = dict(self.index)
+        return column
+
+    def resize(self, capacity: int) -> None:
+        codes = np.zeros(capacity, dtype=np.int8)
+        payload = np.zeros(capacity, dtype=np.int64)
+        keep = min(capacity, len(self.codes))
+        codes[:keep] = self.codes[:keep]
+        payload[:keep] = self.payload[:keep]
+        self.codes, self.payload = codes, payload
+
+    def intern(self, values: list[Any]) -> list[int]:
+        """Dictionary codes of ``values``, adding the new ones."""
+        index = self.index
+        codes = [index.setdefault(value, len(index)) for value in values]
+        added = len(index) - len(self.objects)
+        if added:  # the new values are the last ones inserted into the dict
+            self.objects.extend(reversed(list(itertools.islice(reversed(index), added))))
+        return codes
+
+    def present(self) -> int:
+        return sum(self.counts)
+
+    def value(self, row: int) -> MetadataValue:
+        value: MetadataValue = _decode(
+            self, self.codes[row : row + 1], self.payload[row : row + 1]
+        )[0]
+        return value
+
+    def compact(self, keep: Mask, size: int) -> None:
+        """Keep the rows of ``keep`` (a mask over the first ``size`` rows), in order."""
+        codes = self.codes[:size][keep]
+        kept = len(codes)
+        self.codes[:kept] = codes
+        self.codes[kept:size] = _MISSING
+        self.payload[:kept] = self.payload[:size][keep]
+        self.counts = _counts(codes)
+        self.shrink_dictionary(kept)
+
+    def shrink_dictionary(self, size: int) -> None:
+        """Drop the dictionary values no row refers to, once they outnumber the rows."""
+        if len(self.objects) <= 2 * size + 64:
+            return
+        rows = np.flatnonzero(np.isin(self.codes[:size], _OBJECT_CODES))
+        used, inverse = np.unique(self.payload[rows], return_inverse=True)
+        self.objects = [self.objects[code] for code in used.tolist()]
+        self.index = {value: code for code, value in enumerate(self.objects)}
+        self.payload[rows] = inverse
+
+
+def _decode(column: _Column, codes: NDArray[np.int8], payload: NDArray[np.int64]) -> list[Any]:
+    """The Python values of cells given by ``codes`` and ``payload`` (all present)."""
+    values: list[Any] = payload.tolist()
+    floats: list[float] | None = None
+    for i, code in enumerate(codes.tolist()):
+        if code == _BOOL_CODE:
+            values[i] = bool(values[i])
+        elif code == _FLOAT_CODE:
+            if floats is None:
+                floats = payload.view(np.float64).tolist()
+            values[i] = floats[i]
+        elif code != _INT_CODE:
+            values[i] = column.objects[values[i]]
+    return values
+
+
+def _encode(
+    column: _Column, key: str, values: list[Any]
+) -> tuple[NDArray[np.int8], NDArray[np.int64]]:
+    """Type codes and payloads of ``values`` (``_ABSENT`` = missing); validates every value."""
+    size = len(values)
+    types = set(map(type, values))
+    if len(types) == 1:  # one exact type in every row: convert the whole column at once
+        kind = types.pop()
+        if kind is int:
+            try:
+                return np.full(size, _INT_CODE, np.int8), np.array(values, dtype=np.int64)
+            except OverflowError:
+                pass  # beyond int64: dictionary-encoded below
+        elif kind is float:
+            floats = np.array(values, dtype=np.float64)
+            return np.full(size, _FLOAT_CODE, np.int8), floats.view(np.int64)
+        elif kind is bool:
+            return np.full(size, _BOOL_CODE, np.int8), np.array(values, dtype=np.int64)
+        elif kind is str or kind is uuid.UUID:
+            code = _STR_CODE if kind is str else _UUID_CODE
+            return np.full(size, code, np.int8), np.array(column.intern(values), dtype=np.int64)
+    codes = [_MISSING] * size
+    payload = [0] * size
+    float_rows: list[int] = []
+    float_values: list[float] = []
+    object_rows: list[int] = []
+    object_values: list[MetadataValue] = []
+    for row, raw in enumerate(values):
+        if raw is _ABSENT:
+            continue
+        value = _exact_value(validate_value(key, raw))
+        if isinstance(value, bool):
+            codes[row], payload[row] = _BOOL_CODE, int(value)
+        elif isinstance(value, int) and _INT64_MIN <= value <= _INT64_MAX:
+            codes[row], payload[row] = _INT_CODE, value
+        elif isinstance(value, float):
+            codes[row] = _FLOAT_CODE
+            float_rows.append(row)
+            float_values.append(value)
+        else:
+            codes[row] = (
+                _STR_CODE
+                if isinstance(value, str)
+                else _UUID_CODE
+                if isinstance(value, uuid.UUID)
+                else _BIGINT_CODE
+            )
+            object_rows.append(row)
+            object_values.append(value)
+    payload_array = np.array(payload, dtype=np.int64)
+    if float_rows:
+        payload_array[float_rows] = np.array(float_values, dtype=np.float64).view(np.int64)
+    if object_rows:
+        payload_array[object_rows] = column.intern(object_values)
+    return np.array(codes, dtype=np.int8), payload_array
+
+
+def _as_dict(row: Mapping[str, MetadataValue]) -> Mapping[str, Any]:
+    if type(row) is dict:
+        return row
+    if isinstance(row, Metadata):
+        return row._data  # already validated; avoids copying every row
+    return dict(row)
+
+
+class MetadataTable:
+    """The metadata of N rows as typed columns, for vectorized filtering with ``Filter.mask``.
+
+    Appends are amortized O(1) (capacity doubling); ``delete`` compacts and keeps order.
+    Rows are returned as plain dicts of exact types (a StrEnum value comes back as str).
+    """
+
+    __slots__ = ("_capacity", "_columns", "_size")
+
+    def __init__(self) -> None:
+        self._columns: dict[str, _Column] = {}
+        self._size = 0
+        self._capacity = 0
+
+    def __len__(self) -> int:
+        return self._size
+
+    def __repr__(self) -> str:
+        return f"MetadataTable(rows={self._size}, keys={list(self._columns)!r})"
+
+    def append(self, rows: Sequence[Mapping[str, MetadataValue]]) -> None:
+        """Add ``rows`` at the end; nothing is added if one of them is invalid."""
+        dicts = [_as_dict(row) for row in rows]
+        if not dicts:
+            return
+        encoded = []
+        for key in dict.fromkeys(itertools.chain.from_iterable(dicts)):
+            validate_key(key)
+            column = self._columns.get(key) or _Column(0)
+            codes, payload = _encode(column, key, [d.get(key, _ABSENT) for d in dicts])
+            encoded.append((key, column, codes, payload))
+        start = self._size
+        self._reserve(start + len(dicts))
+        for key, column, codes, payload in encoded:
+            self._write(key, column, start, codes, payload)
+        self._size = start + len(dicts)
+
+    def set_row(self, i: int, row: Mapping[str, MetadataValue]) -> None:
+        """Replace the metadata of row ``i``; nothing changes if ``row`` is invalid."""
+        i = self._row_index(i)
+        values = _as_dict(row)
+        encoded = []
+        for key, value in values.items():
+            validate_key(key)
+            column = self._columns.get(key) or _Column(0)
+            encoded.append((key, column, *_encode(column, key, [value])))
+        for column in self._columns.values():
+            code = int(column.codes[i])
+            if code:
+                column.counts[code] -= 1
+                column.codes[i] = _MISSING
+        for key, column, codes, payload in encoded:
+            self._write(key, column, i, codes, payload)
+            column.shrink_dictionary(self._size)
+        self._drop_empty_columns()
+
+    def delete(self, positions: NDArray[np.integer[Any]] | Sequence[int]) -> None:
+        """Remove the rows at ``positions`` (duplicates allowed); the others keep their order."""
+        selected = self._positions(positions)
+        if not selected.size:
+            return
+        keep = np.ones(self._size, dtype=bool)
+        keep[selected] = False
+        for column in self._columns.values():
+            column.compact(keep, self._size)
+        self._size = int(keep.sum())
+        self._drop_empty_columns()
+
+    def row(self, i: int) -> dict[str, MetadataValue]:
+        """The metadata of row ``i`` (negative ``i`` counts from the end)."""
+        i = self._row_index(i)
+        return {key: column.value(i) for key, column in self._columns.items() if column.codes[i]}
+
+    def take(
+        self, positions: NDArray[np.integer[Any]] | Sequence[int]
+    ) -> list[dict[str, MetadataValue]]:
+        """The metadata of the rows at ``positions``, in that order."""
+        selected = self._positions(positions)
+        rows: list[dict[str, MetadataValue]] = [{} for _ in range(len(selected))]
+        for key, column in self._columns.items():
+            codes = column.codes[selected]
+            present = np.flatnonzero(codes)
+            if not present.size:
+                continue
+            values = _decode(column, codes[present], column.payload[selected[present]])
+            for row, value in zip(present.tolist(), values, strict=True):
+                rows[row][key] = value
+        return rows
+
+    def clear(self) -> None:
+        """Remove every row and release the memory."""
+        self._columns = {}
+        self._size = 0
+        self._capacity = 0
+
+    def copy(self) -> MetadataTable:
+        """An independent copy."""
+        table = MetadataTable()
+        table._columns = {key: column.copy() for key, column in self._columns.items()}
+        table._size = self._size
+        table._capacity = self._capacity
+        return table
+
+    # -- storage ---------------------------------------------------------------------------
+
+    def _reserve(self, size: int) -> None:
+        if size <= self._capacity:
+            return
+        self._capacity = max(size, 2 * self._capacity, 16)
+        for column in self._columns.values():
+            column.resize(self._capacity)
+
+    def _write(
+        self,
+        key: str,
+        column: _Column,
+        start: int,
+        codes: NDArray[np.int8],
+        payload: NDArray[np.int64],
+    ) -> None:
+        if key not in self._columns:
+            column.resize(self._capacity)
+            self._columns[key] = column
+        column.codes[start : start + len(codes)] = codes
+        column.payload[start : start + len(codes)] = payload
+        for code, count in enumerate(_counts(codes)):
+            column.counts[code] += count
+
+    def _drop_empty_columns(self) -> None:
+        for key in [key for key, column in self._columns.items() if not column.present()]:
+            del self._columns[key]
+
+    def _row_index(self, i: int) -> int:
+        i = operator.index(i)
+        if not -self._size <= i < self._size:
+            raise IndexError(f"row {i} is out of range for a table of {self._size} rows")
+        return i % self._size
+
+    def _positions(self, positions: NDArray[np.integer[Any]] | Sequence[int]) -> NDArray[np.intp]:
+        array = np.asarray(positions)
+        if array.size == 0:
+            return np.zeros(0, dtype=np.intp)
+        if array.ndim != 1 or array.dtype == bool or not np.issubdtype(array.dtype, np.integer):
+            raise TypeError(
+                f"positions must be a 1-d array of ints, got {array.dtype} {array.shape}"
+            )
+        if array.min() < 0 or array.max() >= self._size:
+            raise IndexError(
+                f"positions must be in [0, {self._size}), got {array.min()}..{array.max()}"
+            )
+        return array.astype(np.intp, copy=False)
+
+    # -- evaluation, used by Filter.mask ----------------------------------------------------
+
+    def _compare_mask(self, key: str, op: str, value: FilterValue) -> Mask:
+        """Rows whose ``key`` value satisfies ``<op> value`` (``op`` in ==, >, >=, <, <=)."""
+        column = self._checked_column(key, _kind_of(value), value)
+        if column is None:
+            return np.zeros(self._size, dtype=bool)
+        payload = column.payload[: self._size]
+        counts = column.counts
+        parts: list[Mask | None] = []
+        if type(value) is bool:  # only == is allowed on bools
+            parts.append(self._gate(column, _BOOL_CODE, payload == int(value)))
+        elif type(value) is int or type(value) is float:
+            if counts[_INT_CODE]:
+                parts.append(self._gate(column, _INT_CODE, _int64_compare(payload, op, value)))
+            if counts[_FLOAT_CODE]:
+                floats = payload.view(np.float64)
+                parts.append(self._gate(column, _FLOAT_CODE, _float64_compare(floats, op, value)))
+            compare = _OPS[op]
+            parts.append(
+                self._lookup(column, _BIGINT_CODE, lambda v: type(v) is int and compare(v, value))
+            )
+        elif op == "==":  # str or UUID: one integer compare against the dictionary code
+            if type(value) is uuid.UUID:
+                parts.append(self._codes_in(column, _UUID_CODE, [value]))
+                value = str(value)
+            parts.append(self._codes_in(column, _STR_CODE, [value]))
+        else:
+            compare = _OPS[op]
+            parts.append(
+                self._lookup(column, _STR_CODE, lambda v: type(v) is str and compare(v, value))
+            )
+        return self._union(parts)
+
+    def _in_mask(self, key: str, values: tuple[FilterValue, ...]) -> Mask:
+        """Rows whose ``key`` value equals one of ``values`` (all of one kind)."""
+        column = self._checked_column(key, _kind_of(values[0]), values)
+        if column is None:
+            return np.zeros(self._size, dtype=bool)
+        payload = column.payload[: self._size]
+        counts = column.counts
+        parts: list[Mask | None] = []
+        first = values[0]
+        if type(first) is bool:
+            parts.append(self._gate(column, _BOOL_CODE, np.isin(payload, [int(v) for v in values])))
+        elif type(first) is int or type(first) is float:
+            numbers = [v for v in values if isinstance(v, int | float)]
+            ints = [i for i in map(_as_int64, numbers) if i is not None]
+            floats = [f for f in map(_as_float, numbers) if f is not None]
+            if counts[_INT_CODE] and ints:
+                found = np.isin(payload, np.array(ints, dtype=np.int64))
+                parts.append(self._gate(column, _INT_CODE, found))
+            if counts[_FLOAT_CODE] and floats:
+                found = np.isin(payload.view(np.float64), np.array(floats, dtype=np.float64))
+                parts.append(self._gate(column, _FLOAT_CODE, found))
+            parts.append(
+                self._lookup(column, _BIGINT_CODE, lambda v: type(v) is int and v in values)
+            )
+        elif type(first) is uuid.UUID:
+            parts.append(self._codes_in(column, _UUID_CODE, values))
+            parts.append(self._codes_in(column, _STR_CODE, [str(v) for v in values]))
+        else:
+            parts.append(self._codes_in(column, _STR_CODE, values))
+        return self._union(parts)
+
+    def _contains_mask(self, key: str, text: str) -> Mask:
+        """Rows whose ``key`` value is a str containing ``text``."""
+        column = self._checked_column(key, _STR, text)
+        if column is None:
+            return np.zeros(self._size, dtype=bool)
+        return self._union(
+            [self._lookup(column, _STR_CODE, lambda v: type(v) is str and text in v)]
+        )
+
+    def _checked_column(self, key: str, kind: str, value: object) -> _Column | None:
+        """The column of ``key``, after checking that every present value is of a kind
+        comparable with ``kind``; raises the error ``Filter.test`` raises for the first one."""
+        column = self._columns.get(key)
+        if column is None:
+            return None
+        allowed = _CODES_OF_KIND[kind]
+        if column.present() != sum(column.counts[code] for code in allowed):
+            codes = column.codes[: self._size]
+            first = int(np.flatnonzero((codes != _MISSING) & ~np.isin(codes, allowed))[0])
+            raise _mismatch_error(key, column.value(first), value)
+        return column
+
+    def _gate(self, column: _Column, code: int, matches: Mask) -> Mask:
+        """``matches`` restricted to the rows holding type ``code`` (in place)."""
+        if column.counts[code] != self._size:
+            matches &= column.codes[: self._size] == code
+        return matches
+
+    def _codes_in(self, column: _Column, code: int, values: Iterable[MetadataValue]) -> Mask | None:
+        """Rows of type ``code`` whose dictionary value is one of ``values``."""
+        if not column.counts[code]:
+            return None
+        found = [c for c in map(column.index.get, values) if c is not None]
+        if not found:
+            return None
+        payload = column.payload[: self._size]
+        matches = payload == found[0] if len(found) == 1 else np.isin(payload, found)
+        return self._gate(column, code, matches)
+
+    def _lookup(self, column: _Column, code: int, predicate: Callable[[Any], bool]) -> Mask | None:
+        """Rows of type ``code`` whose dictionary value satisfies ``predicate``: the predicate
+        runs once per distinct value, then a table lookup maps it onto the rows."""
+        if not column.counts[code]:
+            return None
+        table = np.fromiter(map(predicate, column.objects), dtype=bool, count=len(column.objects))
+        payload = column.payload[: self._size]
+        if column.counts[code] == self._size:
+            return table[payload]
+        rows = column.codes[: self._size] == code
+        matches = np.zeros(self._size, dtype=bool)
+        matches[rows] = table[payload[rows]]
+        return matches
+
+    def _union(self, parts: list[Mask | None]) -> Mask:
+        result: Mask | None = None
+        for part in parts:
+            if part is None:
+                continue
+            if result is None:
+                result = part
+            else:
+                result |= part
+        return np.zeros(self._size, dtype=bool) if result is None else result
