@@ -14,6 +14,26 @@ from ragloom.core.errors import (
     RagloomError,
     UnsupportedDocumentError,
 )
+from ragloom.core.filter_parser import parse_filter
+from ragloom.core.filters import (
+    And,
+    ContainsString,
+    Filter,
+    IsEqualTo,
+    IsGreaterThan,
+    IsGreaterThanOrEqualTo,
+    IsIn,
+    IsLessThan,
+    IsLessThanOrEqualTo,
+    IsNotEqualTo,
+    IsNotIn,
+    Not,
+    Or,
+    and_,
+    metadata_key,
+    not_,
+    or_,
+)
 from ragloom.core.loaders.file_system import FileSystemDocumentLoader
 from ragloom.core.loaders.package_resource import (
     ClassPathDocumentLoader,
@@ -22,6 +42,7 @@ from ragloom.core.loaders.package_resource import (
 from ragloom.core.loaders.result import LoadedDocuments, LoadFailure
 from ragloom.core.loaders.url import UrlDocumentLoader
 from ragloom.core.metadata import Metadata, MetadataValue
+from ragloom.core.metadata_table import MetadataTable
 from ragloom.core.parsers.base import DocumentParser
 from ragloom.core.parsers.text import TextDocumentParser
 from ragloom.core.transformers import DocumentTransformer, TextSegmentTransformer
@@ -38,18 +59,37 @@ __all__ = [
     "TextSegmentTransformer",
     "UrlDocumentLoader",
     "plugins",
+    "And",
+    "ContainsString",
     "Document",
     "DocumentLoadError",
     "DocumentParseError",
     "DocumentSplitError",
     "EmbeddingStoreError",
     "EmptyDocumentError",
+    "Filter",
     "InvalidFilterError",
     "InvalidMetadataError",
+    "IsEqualTo",
+    "IsGreaterThan",
+    "IsGreaterThanOrEqualTo",
+    "IsIn",
+    "IsLessThan",
+    "IsLessThanOrEqualTo",
+    "IsNotEqualTo",
+    "IsNotIn",
     "Metadata",
+    "MetadataTable",
     "MetadataValue",
+    "Not",
+    "Or",
     "PluginError",
     "RagloomError",
     "TextSegment",
     "UnsupportedDocumentError",
+    "and_",
+    "metadata_key",
+    "not_",
+    "or_",
+    "parse_filter",
 ]
