@@ -107,7 +107,7 @@ def _normalize_value(value: object) -> MetadataValue | None:
     """``value`` as an exact metadata type (numpy scalars unwrapped), or None if it is none."""
     if isinstance(value, _EXACT_TYPES):
         return _exact_value(value)
-    if type(value).__module__ == "numpy" and hasattr(value, "item"):
+    if isinstance(value, np.generic):
         item = value.item()
         if isinstance(item, _EXACT_TYPES):
             return _exact_value(item)
