@@ -2,6 +2,12 @@
 
 from ragloom.core import plugins
 from ragloom.core.document import Document, TextSegment
+from ragloom.core.embedding import (
+    Embedding,
+    EmbeddingModel,
+    EmbeddingResult,
+    TokenUsage,
+)
 from ragloom.core.errors import (
     DocumentLoadError,
     DocumentParseError,
@@ -45,6 +51,13 @@ from ragloom.core.metadata import Metadata, MetadataValue
 from ragloom.core.metadata_table import MetadataTable
 from ragloom.core.parsers.base import DocumentParser
 from ragloom.core.parsers.text import TextDocumentParser
+from ragloom.core.stores.base import (
+    EmbeddingMatch,
+    EmbeddingSearchRequest,
+    EmbeddingSearchResult,
+    EmbeddingStore,
+)
+from ragloom.core.stores.in_memory import InMemoryEmbeddingStore
 from ragloom.core.transformers import DocumentTransformer, TextSegmentTransformer
 
 __all__ = [
@@ -65,9 +78,17 @@ __all__ = [
     "DocumentLoadError",
     "DocumentParseError",
     "DocumentSplitError",
+    "Embedding",
+    "EmbeddingMatch",
+    "EmbeddingModel",
+    "EmbeddingResult",
+    "EmbeddingSearchRequest",
+    "EmbeddingSearchResult",
+    "EmbeddingStore",
     "EmbeddingStoreError",
     "EmptyDocumentError",
     "Filter",
+    "InMemoryEmbeddingStore",
     "InvalidFilterError",
     "InvalidMetadataError",
     "IsEqualTo",
@@ -86,6 +107,7 @@ __all__ = [
     "PluginError",
     "RagloomError",
     "TextSegment",
+    "TokenUsage",
     "UnsupportedDocumentError",
     "and_",
     "metadata_key",

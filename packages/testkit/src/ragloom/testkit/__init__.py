@@ -1,0 +1,29 @@
+"""ragloom-testkit: conformance suites that every ragloom integration passes unchanged.
+
+Subclass a suite in your tests and provide its one fixture (``store`` or ``model``);
+see the package README. Suites can be extended with more tests, never weakened.
+"""
+
+import pytest
+
+# Rewrite the suites' asserts so that failures show values; must run before their import.
+pytest.register_assert_rewrite(
+    "ragloom.testkit.embedding_model",
+    "ragloom.testkit.embedding_store",
+    "ragloom.testkit.embedding_store_filter",
+)
+
+from ragloom.testkit.embedding_model import EmbeddingModelSuite  # noqa: E402
+from ragloom.testkit.embedding_store import EmbeddingStoreSuite  # noqa: E402
+from ragloom.testkit.embedding_store_filter import EmbeddingStoreFilterSuite  # noqa: E402
+from ragloom.testkit.fake_embedding_model import FakeEmbeddingModel  # noqa: E402
+from ragloom.testkit.suite import ConformanceSuite, SuiteWeakenedError  # noqa: E402
+
+__all__ = [
+    "ConformanceSuite",
+    "EmbeddingModelSuite",
+    "EmbeddingStoreFilterSuite",
+    "EmbeddingStoreSuite",
+    "FakeEmbeddingModel",
+    "SuiteWeakenedError",
+]

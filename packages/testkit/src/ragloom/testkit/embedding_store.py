@@ -1,0 +1,405 @@
+"""EmbeddingStoreSuite: the contract every EmbeddingStore must pass unchanged.
+
+Subclass it in your integration's tests and provide one fixture, ``store``, returning a
+fresh, empty store (it may request the suite's ``dimension`` fixture, 4, for stores
+that need the vector size up front)::
+
+    class TestMyStore(EmbeddingStoreSuite):
+        @pytest.fixture
+        def store(self, dimension):
+            return MyStore(dimension=dimension)
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+
+import numpy as np
+import numpy.typing as npt
+import pytest
+
+from ragloom.core.document import TextSegment
+from ragloom.core.embedding import Embedding
+from ragloom.core.errors import EmbeddingStoreError
+from ragloom.core.filters import metadata_key
+from ragloom.core.stores.base import (
+    EmbeddingMatch,
+    EmbeddingSearchRequest,
+    EmbeddingSearchResult,
+    EmbeddingStore,
+)
+from ragloom.testkit.suite import ConformanceSuite
+
+__all__ = ["DIMENSION", "EmbeddingStoreSuite", "EmbeddingStoreSuiteBase"]
+
+DIMENSION = 4
+_ALL = 1000  # max_results that returns every entry the suites add
+_TOLERANCE = 1e-5  # stores may compute scores in float32
+
+
+def embedding(*values: float) -> Embedding:
+    """An embedding from its components."""
+    return Embedding(values)
+
+
+def search(
+    store: EmbeddingStore,
+    query: Embedding,
+    max_results: int = _ALL,
+    min_score: float = 0.0,
+) -> list[EmbeddingMatch]:
+    """The matches of a plain search."""
+    result = store.search(EmbeddingSearchRequest(query, max_results, min_score))
+    assert isinstance(result, EmbeddingSearchResult)
+    return result.matches
+
+
+def entries(store: EmbeddingStore, dimension: int) -> dict[str, EmbeddingMatch]:
+    """Every entry of ``store`` by id (a search with ``min_score`` 0 returns them all)."""
+    matches = search(store, Embedding(np.ones(dimension)))
+    by_id = {match.embedding_id: match for match in matches}
+    assert len(by_id) == len(matches), "a search returned the same id twice"
+    return by_id
+
+
+def relevance(vectors: npt.ArrayLike, query: npt.ArrayLike) -> npt.NDArray[np.float64]:
+    """Reference relevance scores ``(cos + 1) / 2`` of ``vectors`` for ``query``, in float64."""
+    a = np.asarray(vectors, dtype=np.float64)
+    q = np.asarray(query, dtype=np.float64)
+    cosines = a @ q / (np.linalg.norm(a, axis=1) * np.linalg.norm(q))
+    scores: npt.NDArray[np.float64] = (np.clip(cosines, -1.0, 1.0) + 1.0) / 2.0
+    return scores
+
+
+def assert_top_matches(
+    matches: Sequence[EmbeddingMatch],
+    ids: Sequence[str],
+    scores: npt.NDArray[np.float64],
+    max_results: int,
+    min_score: float = 0.0,
+) -> None:
+    """``matches`` are the best ``max_results`` of ``ids`` by reference ``scores``.
+
+    Scores may differ from the reference by float32 rounding, so entries whose scores
+    are that close may trade places; nothing better than a returned entry is left out.
+    """
+    reference = dict(zip(ids, scores.tolist(), strict=True))
+    eligible = sorted((s for s in reference.values() if s >= min_score - _TOLERANCE), reverse=True)
+    got = [match.score for match in matches]
+    assert got == sorted(got, reverse=True), f"scores not descending: {got}"
+    assert len({m.embedding_id for m in matches}) == len(matches), "duplicate ids in matches"
+    strictly_eligible = sum(s >= min_score + _TOLERANCE for s in reference.values())
+    assert min(max_results, strictly_eligible) <= len(matches) <= min(max_results, len(eligible))
+    for match in matches:
+        assert match.embedding_id in reference, f"unknown id {match.embedding_id!r}"
+        assert match.score == pytest.approx(reference[match.embedding_id], abs=_TOLERANCE)
+        assert match.score >= min_score
+    if matches:
+        returned = {match.embedding_id for match in matches}
+        worst = min(reference[i] for i in returned)
+        for other, score in reference.items():
+            if other not in returned and len(matches) == max_results:
+                assert score <= worst + _TOLERANCE, f"{other!r} ({score}) beats a returned match"
+
+
+def random_vectors(count: int, dimension: int, seed: int) -> npt.NDArray[np.float32]:
+    """Seeded random vectors with components in [-1, 1)."""
+    rng = np.random.default_rng(seed)
+    return rng.uniform(-1.0, 1.0, size=(count, dimension)).astype(np.float32)
+
+
+class EmbeddingStoreSuiteBase(ConformanceSuite, standard=True):
+    """Fixtures shared by the store suites: the integration's ``store`` and ``dimension``."""
+
+    integration_fixtures = frozenset({"store"})
+
+    @pytest.fixture
+    def store(self) -> EmbeddingStore:
+        """Provided by the integration: a fresh, empty store."""
+        raise NotImplementedError(
+            f"{type(self).__name__} must define a `store` fixture returning a fresh, empty "
+            "EmbeddingStore (it may take the `dimension` fixture)"
+        )
+
+    @pytest.fixture
+    def dimension(self) -> int:
+        """The dimension of every vector the suites use."""
+        return DIMENSION
+
+
+class EmbeddingStoreSuite(EmbeddingStoreSuiteBase, standard=True):
+    """Adding, ids, replacing, search order and scores, min_score, max_results, removal."""
+
+    # ------------------------------------------------------------------ adding and ids
+
+    def test_add_generates_a_uuid4_string_id(self, store: EmbeddingStore) -> None:
+        embedding_id = store.add(embedding(1, 0, 0, 0))
+        assert isinstance(embedding_id, str)
+        assert str(uuid.UUID(embedding_id)) == embedding_id
+        assert uuid.UUID(embedding_id).version == 4
+
+    def test_add_with_id_uses_that_id(self, store: EmbeddingStore, dimension: int) -> None:
+        assert store.add(embedding(1, 0, 0, 0), id="my-id") == "my-id"
+        assert list(entries(store, dimension)) == ["my-id"]
+
+    def test_add_all_returns_distinct_ids_in_input_order(self, store: EmbeddingStore) -> None:
+        vectors = [embedding(1, 0, 0, 0), embedding(0, 1, 0, 0), embedding(0, 0, 1, 0)]
+        ids = store.add_all(vectors)
+        assert len(ids) == 3
+        assert len(set(ids)) == 3
+        for vector, embedding_id in zip(vectors, ids, strict=True):
+            assert search(store, vector, 1)[0].embedding_id == embedding_id
+
+    def test_add_all_with_ids_returns_those_ids(self, store: EmbeddingStore) -> None:
+        ids = store.add_all([embedding(1, 0, 0, 0), embedding(0, 1, 0, 0)], ids=["a", "b"])
+        assert ids == ["a", "b"]
+        assert search(store, embedding(0, 1, 0, 0), 1)[0].embedding_id == "b"
+
+    def test_add_all_of_nothing_returns_no_ids(self, store: EmbeddingStore, dimension: int) -> None:
+        assert list(store.add_all([])) == []
+        assert entries(store, dimension) == {}
+
+    def test_segment_text_and_typed_metadata_round_trip(self, store: EmbeddingStore) -> None:
+        value = uuid.UUID("8f5b8ac4-1c4e-4d7e-9a55-0c8f2a4b6d10")
+        metadata = {"s": "text", "i": 42, "f": 2.5, "b": True, "u": value, "neg": -7}
+        segment = TextSegment("The quick brown fox.", metadata)
+        store.add(embedding(1, 0, 0, 0), segment)
+        match = search(store, embedding(1, 0, 0, 0), 1)[0]
+        assert match.embedded == segment
+        assert match.embedded is not None
+        for key, expected in metadata.items():
+            actual = match.embedded.metadata[key]
+            assert type(actual) is type(expected), f"{key}: {type(actual).__name__}"
+            assert actual == expected
+
+    def test_embedding_without_segment_has_no_embedded(self, store: EmbeddingStore) -> None:
+        store.add(embedding(1, 0, 0, 0))
+        assert search(store, embedding(1, 0, 0, 0), 1)[0].embedded is None
+
+    def test_match_carries_the_stored_embedding(self, store: EmbeddingStore) -> None:
+        stored = embedding(0.25, -0.5, 0.125, 1.0)
+        store.add(stored)
+        match = search(store, embedding(1, 0, 0, 0), 1)[0]
+        assert isinstance(match.embedding, Embedding)
+        np.testing.assert_allclose(match.embedding.vector, stored.vector, rtol=1e-6)
+
+    def test_adding_an_existing_id_replaces_the_entry(
+        self, store: EmbeddingStore, dimension: int
+    ) -> None:
+        store.add(embedding(1, 0, 0, 0), TextSegment("old", {"v": 1}), id="x")
+        store.add(embedding(0, 1, 0, 0), TextSegment("new", {"v": 2}), id="x")
+        found = entries(store, dimension)
+        assert list(found) == ["x"]
+        assert found["x"].embedded == TextSegment("new", {"v": 2})
+        np.testing.assert_allclose(found["x"].embedding.vector, [0, 1, 0, 0])
+
+    def test_add_all_replaces_existing_ids_and_adds_new_ones(
+        self, store: EmbeddingStore, dimension: int
+    ) -> None:
+        store.add_all(
+            [embedding(1, 0, 0, 0), embedding(0, 1, 0, 0)],
+            [TextSegment("a1"), TextSegment("b1")],
+            ids=["a", "b"],
+        )
+        store.add_all(
+            [embedding(0, 0, 1, 0), embedding(0, 0, 0, 1)],
+            [TextSegment("b2"), TextSegment("c2")],
+            ids=["b", "c"],
+        )
+        found = entries(store, dimension)
+        assert sorted(found) == ["a", "b", "c"]
+        assert {i: m.embedded.text for i, m in found.items() if m.embedded} == {
+            "a": "a1",
+            "b": "b2",
+            "c": "c2",
+        }
+        assert search(store, embedding(0, 0, 1, 0), 1)[0].embedding_id == "b"
+
+    def test_a_removed_id_can_be_added_again(self, store: EmbeddingStore, dimension: int) -> None:
+        store.add(embedding(1, 0, 0, 0), id="x")
+        store.remove("x")
+        store.add(embedding(0, 1, 0, 0), id="x")
+        found = entries(store, dimension)
+        assert list(found) == ["x"]
+        np.testing.assert_allclose(found["x"].embedding.vector, [0, 1, 0, 0])
+
+    # ------------------------------------------------------------------ searching
+
+    def test_search_in_an_empty_store_finds_nothing(self, store: EmbeddingStore) -> None:
+        assert search(store, embedding(1, 0, 0, 0)) == []
+
+    def test_scores_are_relevance_from_cosine_similarity(self, store: EmbeddingStore) -> None:
+        ids = store.add_all(
+            [
+                embedding(2, 0, 0, 0),  # same direction: cos 1
+                embedding(1, 1, 0, 0),  # 45 degrees: cos 0.7071
+                embedding(0, 3, 0, 0),  # orthogonal: cos 0
+                embedding(-1, 0, 0, 0),  # opposite: cos -1
+            ]
+        )
+        matches = search(store, embedding(1, 0, 0, 0))
+        assert [m.embedding_id for m in matches] == ids
+        expected = [1.0, (2**-0.5 + 1) / 2, 0.5, 0.0]
+        assert [m.score for m in matches] == pytest.approx(expected, abs=_TOLERANCE)
+
+    def test_matches_are_sorted_by_score_descending(self, store: EmbeddingStore) -> None:
+        vectors = random_vectors(60, DIMENSION, seed=1)
+        ids = store.add_all([Embedding(v) for v in vectors])
+        query = random_vectors(1, DIMENSION, seed=2)[0]
+        matches = search(store, Embedding(query), 60)
+        assert_top_matches(matches, ids, relevance(vectors, query), 60)
+
+    def test_search_equals_brute_force_on_many_entries(self, store: EmbeddingStore) -> None:
+        vectors = random_vectors(300, DIMENSION, seed=3)
+        ids = store.add_all([Embedding(v) for v in vectors])
+        for seed, max_results, min_score in [(4, 1, 0.0), (5, 10, 0.0), (6, 25, 0.7)]:
+            query = random_vectors(1, DIMENSION, seed=seed)[0]
+            matches = search(store, Embedding(query), max_results, min_score)
+            assert_top_matches(matches, ids, relevance(vectors, query), max_results, min_score)
+
+    def test_ties_keep_insertion_order(self, store: EmbeddingStore) -> None:
+        same = embedding(0.3, 0.4, 0.5, 0.6)
+        first = store.add_all([same, embedding(-1, 0, 0, 0), same])
+        second = store.add(same)
+        third = store.add_all([same, same])
+        matches = search(store, embedding(0.1, 0.2, 0.3, 0.4), 10)
+        expected = [first[0], first[2], second, *third, first[1]]
+        assert [m.embedding_id for m in matches] == expected
+        assert len({m.score for m in matches[:5]}) == 1
+
+    def test_max_results_limits_the_matches(self, store: EmbeddingStore) -> None:
+        ids = store.add_all([embedding(1, i, 0, 0) for i in range(10)])
+        matches = search(store, embedding(1, 0, 0, 0), max_results=3)
+        assert [m.embedding_id for m in matches] == ids[:3]
+
+    def test_default_max_results_is_three(self, store: EmbeddingStore) -> None:
+        store.add_all([embedding(1, i, 0, 0) for i in range(10)])
+        request = EmbeddingSearchRequest(embedding(1, 0, 0, 0))
+        assert len(store.search(request).matches) == 3
+
+    def test_min_score_is_inclusive(self, store: EmbeddingStore) -> None:
+        ids = store.add_all(
+            [
+                embedding(1, 0, 0, 0),  # score 1
+                embedding(1, 1, 0, 0),  # 0.85
+                embedding(0, 1, 0, 0),  # exactly 0.5
+                embedding(-1, 0, 0, 0),  # 0
+            ]
+        )
+        query = embedding(1, 0, 0, 0)
+        assert [m.embedding_id for m in search(store, query, min_score=0.5)] == ids[:3]
+        assert [m.embedding_id for m in search(store, query, min_score=0.8)] == ids[:2]
+        assert [m.embedding_id for m in search(store, query, min_score=0.0)] == ids
+
+    def test_query_of_the_wrong_dimension_is_rejected(self, store: EmbeddingStore) -> None:
+        store.add(embedding(1, 0, 0, 0))
+        with pytest.raises(EmbeddingStoreError):
+            search(store, embedding(1, 0, 0))
+
+    # ------------------------------------------------------------------ removing
+
+    def test_remove_by_id(self, store: EmbeddingStore, dimension: int) -> None:
+        ids = store.add_all([embedding(1, 0, 0, 0), embedding(0, 1, 0, 0)])
+        store.remove(ids[0])
+        assert list(entries(store, dimension)) == [ids[1]]
+
+    def test_removing_an_unknown_id_changes_nothing(
+        self, store: EmbeddingStore, dimension: int
+    ) -> None:
+        ids = store.add_all([embedding(1, 0, 0, 0)])
+        store.remove("no-such-id")
+        store.remove_all(["no-such-id", "another"])
+        assert list(entries(store, dimension)) == ids
+
+    def test_remove_all_by_ids(self, store: EmbeddingStore, dimension: int) -> None:
+        ids = store.add_all([embedding(1, i, 0, 0) for i in range(5)])
+        store.remove_all([ids[1], ids[3], "unknown"])
+        assert set(entries(store, dimension)) == {ids[0], ids[2], ids[4]}
+
+    def test_remove_all_with_no_ids_removes_nothing(
+        self, store: EmbeddingStore, dimension: int
+    ) -> None:
+        ids = store.add_all([embedding(1, 0, 0, 0), embedding(0, 1, 0, 0)])
+        store.remove_all([])
+        assert sorted(entries(store, dimension)) == sorted(ids)
+
+    def test_remove_all_by_filter(self, store: EmbeddingStore, dimension: int) -> None:
+        ids = store.add_all(
+            [embedding(1, 0, 0, 0), embedding(0, 1, 0, 0), embedding(0, 0, 1, 0)],
+            [TextSegment("a", {"k": "x"}), TextSegment("b", {"k": "y"}), TextSegment("c")],
+        )
+        store.remove_all(filter=metadata_key("k").is_equal_to("x"))
+        assert sorted(entries(store, dimension)) == sorted(ids[1:])
+
+    def test_remove_all_without_arguments_empties_the_store(
+        self, store: EmbeddingStore, dimension: int
+    ) -> None:
+        store.add_all([embedding(1, i, 0, 0) for i in range(5)])
+        store.remove_all()
+        assert entries(store, dimension) == {}
+        new_id = store.add(embedding(0, 0, 0, 1))
+        assert list(entries(store, dimension)) == [new_id]
+
+    def test_remove_all_with_ids_and_filter_is_rejected(
+        self, store: EmbeddingStore, dimension: int
+    ) -> None:
+        ids = store.add_all([embedding(1, 0, 0, 0)], [TextSegment("a", {"k": 1})])
+        with pytest.raises(EmbeddingStoreError):
+            store.remove_all(ids, filter=metadata_key("k").is_equal_to(1))
+        assert list(entries(store, dimension)) == ids
+
+    def test_removed_entries_are_not_found(self, store: EmbeddingStore) -> None:
+        vectors = random_vectors(40, DIMENSION, seed=7)
+        ids = store.add_all([Embedding(v) for v in vectors])
+        removed = set(ids[::3])
+        store.remove_all(sorted(removed))
+        kept = [i for i, embedding_id in enumerate(ids) if embedding_id not in removed]
+        query = random_vectors(1, DIMENSION, seed=8)[0]
+        matches = search(store, Embedding(query), 10)
+        assert_top_matches(
+            matches, [ids[i] for i in kept], relevance(vectors[kept], query), max_results=10
+        )
+
+    # ------------------------------------------------------------------ bad input
+
+    def test_wrong_dimension_is_rejected_and_changes_nothing(
+        self, store: EmbeddingStore, dimension: int
+    ) -> None:
+        ids = store.add_all([embedding(1, 0, 0, 0)], ids=["a"])
+        with pytest.raises(EmbeddingStoreError):
+            store.add(embedding(1, 0, 0))
+        with pytest.raises(EmbeddingStoreError):  # a batch with one bad vector: none added
+            store.add_all([embedding(0, 1, 0, 0), embedding(1, 0)], ids=["a", "b"])
+        found = entries(store, dimension)
+        assert list(found) == ids
+        np.testing.assert_allclose(found["a"].embedding.vector, [1, 0, 0, 0])
+
+    @pytest.mark.parametrize("bad_id", ["", 42, None, b"bytes"])
+    def test_invalid_ids_are_rejected_and_change_nothing(
+        self, store: EmbeddingStore, dimension: int, bad_id: object
+    ) -> None:
+        store.add(embedding(1, 0, 0, 0), id="a")
+        with pytest.raises(EmbeddingStoreError):
+            store.add_all(
+                [embedding(0, 1, 0, 0), embedding(0, 0, 1, 0)],
+                ids=["a", bad_id],  # type: ignore[list-item]
+            )
+        assert list(entries(store, dimension)) == ["a"]
+
+    def test_duplicate_ids_in_one_call_are_rejected(
+        self, store: EmbeddingStore, dimension: int
+    ) -> None:
+        with pytest.raises(EmbeddingStoreError):
+            store.add_all([embedding(1, 0, 0, 0), embedding(0, 1, 0, 0)], ids=["a", "a"])
+        assert entries(store, dimension) == {}
+
+    def test_mismatched_counts_are_rejected_and_change_nothing(
+        self, store: EmbeddingStore, dimension: int
+    ) -> None:
+        two = [embedding(1, 0, 0, 0), embedding(0, 1, 0, 0)]
+        with pytest.raises(EmbeddingStoreError):
+            store.add_all(two, ids=["a"])
+        with pytest.raises(EmbeddingStoreError):
+            store.add_all(two, [TextSegment("only one")])
+        assert entries(store, dimension) == {}
