@@ -3,10 +3,16 @@
 from __future__ import annotations
 
 import textwrap
+from typing import Any
 
 import pytest
 
-from ragloom.testkit import ConformanceSuite, EmbeddingStoreSuite, SuiteWeakenedError
+from ragloom.testkit import (
+    ConformanceSuite,
+    EmbeddingStoreFilterSuite,
+    EmbeddingStoreSuite,
+    SuiteWeakenedError,
+)
 
 pytest_plugins = ["pytester"]
 
@@ -37,7 +43,7 @@ def test_overriding_a_real_suite_test_is_an_error() -> None:
     with pytest.raises(SuiteWeakenedError, match="test_remove_by_id"):
 
         class _Weak(EmbeddingStoreSuite):
-            def test_remove_by_id(self) -> None:
+            def test_remove_by_id(self, store: Any, dimension: int) -> None:
                 pass
 
 
@@ -67,6 +73,27 @@ def test_overriding_a_suite_fixture_other_than_the_integration_one_is_an_error()
 def test_skipping_or_xfailing_the_whole_suite_is_an_error(mark: pytest.MarkDecorator) -> None:
     with pytest.raises(SuiteWeakenedError, match="must run"):
         type("_Weak", (_Suite,), {"pytestmark": [mark]})
+
+
+def test_combining_suites_that_define_the_same_name_is_an_error() -> None:
+    class _Other(ConformanceSuite, standard=True):
+        def test_standard(self) -> None:
+            pass
+
+    with pytest.raises(SuiteWeakenedError, match="both define test_standard"):
+
+        class _Both(_Suite, _Other):  # type: ignore[misc]
+            pass
+
+
+def test_the_store_suites_combine_without_hiding_each_other() -> None:
+    class _Both(EmbeddingStoreSuite, EmbeddingStoreFilterSuite):
+        pass
+
+    suite_tests = {n for n in vars(EmbeddingStoreSuite) if n.startswith("test")}
+    filter_tests = {n for n in vars(EmbeddingStoreFilterSuite) if n.startswith("test")}
+    assert suite_tests.isdisjoint(filter_tests)
+    assert suite_tests | filter_tests <= set(_Both._ragloom_protected)
 
 
 def test_providing_the_fixture_and_adding_tests_is_allowed() -> None:

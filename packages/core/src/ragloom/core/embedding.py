@@ -33,7 +33,8 @@ class Embedding:
 
     def __init__(self, vector: npt.ArrayLike) -> None:
         try:
-            array = np.array(vector, dtype=np.float32)
+            with np.errstate(over="ignore", invalid="ignore"):  # reported below as non-finite
+                array = np.array(vector, dtype=np.float32)
         except (TypeError, ValueError) as exc:
             raise ValueError(f"embedding vector must be numeric, got {_describe(vector)}") from exc
         if array.ndim != 1 or array.size == 0:

@@ -300,7 +300,7 @@ class EmbeddingStoreFilterSuite(EmbeddingStoreSuiteBase, standard=True):
         ],
         ids=["or", "missing-key-matches-not-equal", "in", "nothing"],
     )
-    def test_remove_all_by_filter(
+    def test_remove_all_by_filter_semantics(
         self, store: EmbeddingStore, condition: Filter, removed: set[int]
     ) -> None:
         ids = self._fill(store, _DOCS)

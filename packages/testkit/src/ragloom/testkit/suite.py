@@ -36,8 +36,11 @@ class ConformanceSuite:
     def __init_subclass__(cls, *, standard: bool = False, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         protected: dict[str, Any] = {}
+        clashes: set[str] = set()
         for base in reversed(cls.__mro__[1:]):
-            protected.update(getattr(base, "_ragloom_protected", {}))
+            for name, value in getattr(base, "_ragloom_protected", {}).items():
+                if protected.setdefault(name, value) is not value:
+                    clashes.add(name)  # two suites define it: one would silently hide the other
         if standard:
             allowed = set(cls.integration_fixtures) | {"integration_fixtures"}
             protected.update(
@@ -47,6 +50,11 @@ class ConformanceSuite:
             )
             cls._ragloom_protected = protected
             return
+        if clashes:
+            raise SuiteWeakenedError(
+                f"{cls.__qualname__} combines suites that both define "
+                f"{', '.join(sorted(clashes))}; one would hide the other"
+            )
         overridden = sorted(
             name
             for name in vars(cls)
@@ -70,6 +78,7 @@ class ConformanceSuite:
                 f"{cls.__qualname__} marks a ragloom conformance suite "
                 f"{'/'.join(sorted(marks & _WEAKENING_MARKS))}; every standard test must run"
             )
+        cls._ragloom_protected = protected  # every suite combined here, for the guard
 
     @pytest.fixture(autouse=True)
     def _ragloom_guard(self, request: pytest.FixtureRequest) -> None:
