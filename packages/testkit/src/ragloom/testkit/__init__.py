@@ -8,11 +8,17 @@ import pytest
 
 # Rewrite the suites' asserts so that failures show values; must run before their import.
 pytest.register_assert_rewrite(
+    "ragloom.testkit.content_retriever",
+    "ragloom.testkit.document_loader",
+    "ragloom.testkit.document_parser",
     "ragloom.testkit.embedding_model",
     "ragloom.testkit.embedding_store",
     "ragloom.testkit.embedding_store_filter",
 )
 
+from ragloom.testkit.content_retriever import ContentRetrieverSuite  # noqa: E402
+from ragloom.testkit.document_loader import DocumentLoaderSuite, LoaderHarness  # noqa: E402
+from ragloom.testkit.document_parser import DocumentParserSuite, ParserSample  # noqa: E402
 from ragloom.testkit.embedding_model import EmbeddingModelSuite  # noqa: E402
 from ragloom.testkit.embedding_store import EmbeddingStoreSuite  # noqa: E402
 from ragloom.testkit.embedding_store_filter import EmbeddingStoreFilterSuite  # noqa: E402
@@ -21,9 +27,14 @@ from ragloom.testkit.suite import ConformanceSuite, SuiteWeakenedError  # noqa: 
 
 __all__ = [
     "ConformanceSuite",
+    "ContentRetrieverSuite",
+    "DocumentLoaderSuite",
+    "DocumentParserSuite",
     "EmbeddingModelSuite",
     "EmbeddingStoreFilterSuite",
     "EmbeddingStoreSuite",
     "FakeEmbeddingModel",
+    "LoaderHarness",
+    "ParserSample",
     "SuiteWeakenedError",
 ]

@@ -1,0 +1,1 @@
+"""Content retrievers: fetch the Contents relevant to a Query from some source."""

@@ -1,0 +1,86 @@
+"""EmbeddingStoreContentRetriever: semantic search of an embedding store for a query."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TypeVar, cast
+
+from ragloom.core import plugins
+from ragloom.core.content import EMBEDDING_ID, SCORE, Content
+from ragloom.core.document import TextSegment
+from ragloom.core.embedding import EmbeddingModel
+from ragloom.core.filters import Filter
+from ragloom.core.query import Query
+from ragloom.core.stores.base import EmbeddingSearchRequest, EmbeddingStore
+
+T = TypeVar("T")
+Dynamic = T | Callable[[Query], T]
+"""A setting given as a value, or as a function of the query (the spec's ``dynamic...``)."""
+
+
+def _resolve(setting: Dynamic[T], query: Query) -> T:
+    if callable(setting):
+        return cast(Callable[[Query], T], setting)(query)
+    return cast(T, setting)
+
+
+class EmbeddingStoreContentRetriever:
+    """Embeds the query with ``embedding_model`` and searches ``embedding_store``.
+
+    ``max_results``, ``min_score`` and ``filter`` may each be a value or a function of the
+    :class:`Query` (e.g. a filter built from ``query.metadata.chat_memory_id`` to restrict
+    a user to their own documents). Each :class:`Content` carries the match's ``score``
+    and ``embedding_id`` in its metadata; matches stored without a segment are skipped.
+    """
+
+    def __init__(
+        self,
+        embedding_store: EmbeddingStore,
+        embedding_model: EmbeddingModel | None = None,
+        *,
+        max_results: Dynamic[int] = 3,
+        min_score: Dynamic[float] = 0.0,
+        filter: Dynamic[Filter | None] = None,
+        display_name: str = "default",
+    ) -> None:
+        self.embedding_store = embedding_store
+        self.embedding_model = embedding_model or cast(
+            EmbeddingModel, plugins.load_default(plugins.EMBEDDING_MODELS)
+        )
+        self.max_results = max_results
+        self.min_score = min_score
+        self.filter = filter
+        self.display_name = display_name
+        if not callable(max_results) or not callable(min_score):
+            # Validate static settings now rather than at the first query.
+            EmbeddingSearchRequest(
+                [1.0],
+                max_results=max_results if not callable(max_results) else 1,
+                min_score=min_score if not callable(min_score) else 0.0,
+            )
+
+    @classmethod
+    def from_defaults(cls, embedding_store: EmbeddingStore) -> EmbeddingStoreContentRetriever:
+        """The spec's ``EmbeddingStoreContentRetriever.from(store)``: default model, top 3."""
+        return cls(embedding_store)
+
+    def retrieve(self, query: Query) -> list[Content]:
+        """The most similar stored segments, best first."""
+        embedding = self.embedding_model.embed(query.text).embedding
+        request = EmbeddingSearchRequest(
+            embedding,
+            max_results=_resolve(self.max_results, query),
+            min_score=_resolve(self.min_score, query),
+            filter=_resolve(self.filter, query),
+        )
+        return [
+            Content(
+                cast(TextSegment, match.embedded),
+                {SCORE: match.score, EMBEDDING_ID: match.embedding_id},
+            )
+            for match in self.embedding_store.search(request).matches
+            if match.embedded is not None
+        ]
+
+    def __repr__(self) -> str:
+        return f"EmbeddingStoreContentRetriever({self.display_name!r})"
