@@ -13,6 +13,7 @@ from __future__ import annotations
 import itertools
 import math
 import operator
+import struct
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
@@ -52,9 +53,20 @@ _NP_OPS: dict[str, Callable[[Any, Any], NDArray[np.bool_]]] = {
     "<": operator.lt,
     "<=": operator.le,
 }
-_ABSENT = object()  # a key missing from a row, while encoding
+_FEW = 2  # up to this many candidates, == per candidate beats np.isin and gathers
+_VECTOR_MIN = 16  # below this many rows, plain Python beats numpy's per-call overhead
+_DOUBLE, _BITS = struct.Struct("<d"), struct.Struct("<q")
+
+
+class _Absent:
+    """Marks a key missing from a row, while encoding."""
+
+
+_ABSENT = _Absent()
 
 Mask = NDArray[np.bool_]
+# type codes and payloads of encoded values: arrays for whole columns, lists for a few values
+_Encoded = tuple[NDArray[np.int8] | list[int], NDArray[np.int64] | list[int]]
 
 
 def _int64_compare(values: NDArray[np.int64], op: str, target: int | float) -> Mask:
@@ -88,6 +100,18 @@ def _float64_compare(values: NDArray[np.float64], op: str, target: int | float) 
             op = (">" if above else "<=") if nearest < target else (">=" if above else "<")
         target = nearest
     return _NP_OPS[op](values, target)
+
+
+def _isin(values: NDArray[Any], candidates: Sequence[int] | Sequence[float]) -> Mask:
+    """``np.isin``: one compare per candidate for a few, sorting for many (never its
+    ``table`` method, which is slow on int64 payloads)."""
+    if len(candidates) <= _FEW:
+        matches: Mask = values == candidates[0]
+        for candidate in candidates[1:]:
+            matches |= values == candidate
+        return matches
+    matches = np.isin(values, np.asarray(candidates, dtype=values.dtype), kind="sort")
+    return matches
 
 
 def _as_float(value: int | float) -> float | None:
@@ -200,31 +224,57 @@ def _decode(column: _Column, codes: NDArray[np.int8], payload: NDArray[np.int64]
     return values
 
 
-def _encode(
-    column: _Column, key: str, values: list[Any]
-) -> tuple[NDArray[np.int8], NDArray[np.int64]]:
+def _encode(column: _Column, key: str, values: list[Any]) -> _Encoded:
     """Type codes and payloads of ``values`` (``_ABSENT`` = missing); validates every value."""
-    size = len(values)
+    if len(values) >= _VECTOR_MIN:
+        encoded = _encode_uniform(column, values)
+        if encoded is not None:
+            return encoded
+    return _encode_each(column, key, values)
+
+
+def _encode_uniform(column: _Column, values: list[Any]) -> _Encoded | None:
+    """Whole-column encoding when every present value has one exact type, else None."""
     types = set(map(type, values))
-    if len(types) == 1:  # one exact type in every row: convert the whole column at once
-        kind = types.pop()
-        if kind is int:
-            try:
-                return np.full(size, _INT_CODE, np.int8), np.array(values, dtype=np.int64)
-            except OverflowError:
-                pass  # beyond int64: dictionary-encoded below
-        elif kind is float:
-            floats = np.array(values, dtype=np.float64)
-            return np.full(size, _FLOAT_CODE, np.int8), floats.view(np.int64)
-        elif kind is bool:
-            return np.full(size, _BOOL_CODE, np.int8), np.array(values, dtype=np.int64)
-        elif kind is str or kind is uuid.UUID:
-            code = _STR_CODE if kind is str else _UUID_CODE
-            return np.full(size, code, np.int8), np.array(column.intern(values), dtype=np.int64)
-    codes = [_MISSING] * size
-    payload = [0] * size
-    float_rows: list[int] = []
-    float_values: list[float] = []
+    rows: list[int] | None = None
+    present = values
+    if _Absent in types:
+        types.discard(_Absent)
+        rows = [i for i, value in enumerate(values) if value is not _ABSENT]
+        present = [values[i] for i in rows]
+    if len(types) != 1:
+        return None
+    kind = types.pop()
+    if kind is int:
+        try:
+            payload = np.array(present, dtype=np.int64)
+        except OverflowError:  # beyond int64: dictionary-encoded one by one
+            return None
+        code = _INT_CODE
+    elif kind is float:
+        payload = np.array(present, dtype=np.float64).view(np.int64)
+        code = _FLOAT_CODE
+    elif kind is bool:
+        payload = np.array(present, dtype=np.int64)
+        code = _BOOL_CODE
+    elif kind is str or kind is uuid.UUID:
+        payload = np.array(column.intern(present), dtype=np.int64)
+        code = _STR_CODE if kind is str else _UUID_CODE
+    else:
+        return None
+    if rows is None:
+        return np.full(len(values), code, dtype=np.int8), payload
+    codes = np.zeros(len(values), dtype=np.int8)
+    codes[rows] = code
+    scattered = np.zeros(len(values), dtype=np.int64)
+    scattered[rows] = payload
+    return codes, scattered
+
+
+def _encode_each(column: _Column, key: str, values: list[Any]) -> _Encoded:
+    """Value-by-value encoding (mixed types, subclasses, numpy scalars, small batches)."""
+    codes = [_MISSING] * len(values)
+    payload = [0] * len(values)
     object_rows: list[int] = []
     object_values: list[MetadataValue] = []
     for row, raw in enumerate(values):
@@ -236,9 +286,7 @@ def _encode(
         elif isinstance(value, int) and _INT64_MIN <= value <= _INT64_MAX:
             codes[row], payload[row] = _INT_CODE, value
         elif isinstance(value, float):
-            codes[row] = _FLOAT_CODE
-            float_rows.append(row)
-            float_values.append(value)
+            codes[row], payload[row] = _FLOAT_CODE, _BITS.unpack(_DOUBLE.pack(value))[0]
         else:
             codes[row] = (
                 _STR_CODE
@@ -249,12 +297,9 @@ def _encode(
             )
             object_rows.append(row)
             object_values.append(value)
-    payload_array = np.array(payload, dtype=np.int64)
-    if float_rows:
-        payload_array[float_rows] = np.array(float_values, dtype=np.float64).view(np.int64)
-    if object_rows:
-        payload_array[object_rows] = column.intern(object_values)
-    return np.array(codes, dtype=np.int8), payload_array
+    for row, code in zip(object_rows, column.intern(object_values), strict=True):
+        payload[row] = code
+    return codes, payload
 
 
 def _as_dict(row: Mapping[str, MetadataValue]) -> Mapping[str, Any]:
@@ -290,12 +335,17 @@ class MetadataTable:
         dicts = [_as_dict(row) for row in rows]
         if not dicts:
             return
+        keys = dict.fromkeys(dicts[0])  # the first row's order, then the others sorted
+        keys.update(dict.fromkeys(sorted(set().union(*dicts).difference(keys), key=str)))
         encoded = []
-        for key in dict.fromkeys(itertools.chain.from_iterable(dicts)):
+        for key in keys:
             validate_key(key)
             column = self._columns.get(key) or _Column(0)
-            codes, payload = _encode(column, key, [d.get(key, _ABSENT) for d in dicts])
-            encoded.append((key, column, codes, payload))
+            try:
+                values = list(map(operator.itemgetter(key), dicts))
+            except KeyError:
+                values = [d.get(key, _ABSENT) for d in dicts]
+            encoded.append((key, column, *_encode(column, key, values)))
         start = self._size
         self._reserve(start + len(dicts))
         for key, column, codes, payload in encoded:
@@ -382,16 +432,22 @@ class MetadataTable:
         key: str,
         column: _Column,
         start: int,
-        codes: NDArray[np.int8],
-        payload: NDArray[np.int64],
+        codes: NDArray[np.int8] | list[int],
+        payload: NDArray[np.int64] | list[int],
     ) -> None:
         if key not in self._columns:
             column.resize(self._capacity)
             self._columns[key] = column
         column.codes[start : start + len(codes)] = codes
         column.payload[start : start + len(codes)] = payload
-        for code, count in enumerate(_counts(codes)):
-            column.counts[code] += count
+        counts = column.counts
+        if isinstance(codes, list):
+            for code in codes:
+                counts[code] += 1
+            counts[_MISSING] = 0
+        else:
+            for code, count in enumerate(_counts(codes)):
+                counts[code] += count
 
     def _drop_empty_columns(self) -> None:
         for key in [key for key, column in self._columns.items() if not column.present()]:
@@ -461,16 +517,22 @@ class MetadataTable:
         parts: list[Mask | None] = []
         first = values[0]
         if type(first) is bool:
-            parts.append(self._gate(column, _BOOL_CODE, np.isin(payload, [int(v) for v in values])))
+            parts.append(
+                self._gate(
+                    column,
+                    _BOOL_CODE,
+                    _isin(payload, [int(v) for v in values]),
+                )
+            )
         elif type(first) is int or type(first) is float:
             numbers = [v for v in values if isinstance(v, int | float)]
             ints = [i for i in map(_as_int64, numbers) if i is not None]
             floats = [f for f in map(_as_float, numbers) if f is not None]
             if counts[_INT_CODE] and ints:
-                found = np.isin(payload, np.array(ints, dtype=np.int64))
+                found = _isin(payload, ints)
                 parts.append(self._gate(column, _INT_CODE, found))
             if counts[_FLOAT_CODE] and floats:
-                found = np.isin(payload.view(np.float64), np.array(floats, dtype=np.float64))
+                found = _isin(payload.view(np.float64), floats)
                 parts.append(self._gate(column, _FLOAT_CODE, found))
             parts.append(
                 self._lookup(column, _BIGINT_CODE, lambda v: type(v) is int and v in values)
@@ -517,17 +579,29 @@ class MetadataTable:
         found = [c for c in map(column.index.get, values) if c is not None]
         if not found:
             return None
-        payload = column.payload[: self._size]
-        matches = payload == found[0] if len(found) == 1 else np.isin(payload, found)
-        return self._gate(column, code, matches)
+        if len(found) <= _FEW:
+            payload = column.payload[: self._size]
+            return self._gate(column, code, _isin(payload, found))
+        table = np.zeros(len(column.objects), dtype=bool)
+        table[found] = True
+        return self._rows_in_table(column, code, table)
 
     def _lookup(self, column: _Column, code: int, predicate: Callable[[Any], bool]) -> Mask | None:
-        """Rows of type ``code`` whose dictionary value satisfies ``predicate``: the predicate
-        runs once per distinct value, then a table lookup maps it onto the rows."""
+        """Rows of type ``code`` whose dictionary value satisfies ``predicate`` (which runs
+        once per distinct value, not per row)."""
         if not column.counts[code]:
             return None
         table = np.fromiter(map(predicate, column.objects), dtype=bool, count=len(column.objects))
+        return self._rows_in_table(column, code, table)
+
+    def _rows_in_table(self, column: _Column, code: int, table: Mask) -> Mask | None:
+        """Rows of type ``code`` whose dictionary index is marked in ``table``."""
+        marked = np.flatnonzero(table)
+        if not marked.size:
+            return None
         payload = column.payload[: self._size]
+        if marked.size <= _FEW:  # a compare or two beats a gather
+            return self._gate(column, code, _isin(payload, marked.tolist()))
         if column.counts[code] == self._size:
             return table[payload]
         rows = column.codes[: self._size] == code
