@@ -1,6 +1,7 @@
 """ragloom core: the RAG domain model, interfaces and in-memory implementations."""
 
 from ragloom.core import plugins
+from ragloom.core.content import Content
 from ragloom.core.document import Document, TextSegment
 from ragloom.core.embedding import (
     Embedding,
@@ -51,6 +52,9 @@ from ragloom.core.metadata import Metadata, MetadataValue
 from ragloom.core.metadata_table import MetadataTable
 from ragloom.core.parsers.base import DocumentParser
 from ragloom.core.parsers.text import TextDocumentParser
+from ragloom.core.query import Query, QueryMetadata
+from ragloom.core.retrievers.base import ContentRetriever
+from ragloom.core.retrievers.embedding_store import EmbeddingStoreContentRetriever
 from ragloom.core.stores.base import (
     EmbeddingMatch,
     EmbeddingSearchRequest,
@@ -61,6 +65,11 @@ from ragloom.core.stores.in_memory import InMemoryEmbeddingStore
 from ragloom.core.transformers import DocumentTransformer, TextSegmentTransformer
 
 __all__ = [
+    "Content",
+    "ContentRetriever",
+    "EmbeddingStoreContentRetriever",
+    "Query",
+    "QueryMetadata",
     "ClassPathDocumentLoader",
     "DocumentParser",
     "DocumentTransformer",
