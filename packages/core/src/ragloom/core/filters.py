@@ -90,10 +90,8 @@ _SIMPLE_ESCAPES = {"\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
 def _exact_value(value: MetadataValue) -> MetadataValue:
     """``value`` as its exact base type (StrEnum -> str, IntEnum -> int, UUID subclass -> UUID)."""
-    if type(value) in _EXACT_TYPES:
+    if type(value) in _EXACT_TYPES:  # bool cannot be subclassed, so it always is exact
         return value
-    if isinstance(value, bool):
-        return bool(value)
     if isinstance(value, int):
         return int(value)
     if isinstance(value, float):

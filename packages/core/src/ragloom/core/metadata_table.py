@@ -517,13 +517,8 @@ class MetadataTable:
         parts: list[Mask | None] = []
         first = values[0]
         if type(first) is bool:
-            parts.append(
-                self._gate(
-                    column,
-                    _BOOL_CODE,
-                    _isin(payload, [int(v) for v in values]),
-                )
-            )
+            found = _isin(payload, [int(v) for v in values])
+            parts.append(self._gate(column, _BOOL_CODE, found))
         elif type(first) is int or type(first) is float:
             numbers = [v for v in values if isinstance(v, int | float)]
             ints = [i for i in map(_as_int64, numbers) if i is not None]
