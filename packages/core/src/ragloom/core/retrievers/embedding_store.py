@@ -3,25 +3,24 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TypeVar, cast
+from typing import TypeAlias, TypeVar, cast
 
 from ragloom.core import plugins
 from ragloom.core.content import EMBEDDING_ID, SCORE, Content
-from ragloom.core.document import TextSegment
 from ragloom.core.embedding import EmbeddingModel
 from ragloom.core.filters import Filter
 from ragloom.core.query import Query
 from ragloom.core.stores.base import EmbeddingSearchRequest, EmbeddingStore
 
 T = TypeVar("T")
-Dynamic = T | Callable[[Query], T]
+Dynamic: TypeAlias = T | Callable[[Query], T]
 """A setting given as a value, or as a function of the query (the spec's ``dynamic...``)."""
 
 
 def _resolve(setting: Dynamic[T], query: Query) -> T:
     if callable(setting):
-        return cast(Callable[[Query], T], setting)(query)
-    return cast(T, setting)
+        return setting(query)
+    return setting
 
 
 class EmbeddingStoreContentRetriever:
@@ -75,7 +74,7 @@ class EmbeddingStoreContentRetriever:
         )
         return [
             Content(
-                cast(TextSegment, match.embedded),
+                match.embedded,
                 {SCORE: match.score, EMBEDDING_ID: match.embedding_id},
             )
             for match in self.embedding_store.search(request).matches
