@@ -31,7 +31,14 @@ for pkg in packages/*/; do
   pkg=${pkg%/}
   [ "$pkg" != packages/core ] && [ -f "$pkg/pyproject.toml" ] && args+=(-e "$pkg")
 done
-echo "setup: installing ${args[*]}"
-pip install -q --no-build-isolation "${args[@]}"
+# each package's own test-only dependencies: its [dependency-groups] test
+groups=()
+for pkg in packages/*/pyproject.toml; do
+  if "$VENV/bin/python" -c 'import sys, tomllib; sys.exit("test" not in tomllib.load(open(sys.argv[1], "rb")).get("dependency-groups", {}))' "$pkg"; then
+    groups+=(--group "$pkg:test")
+  fi
+done
+echo "setup: installing ${args[*]} ${groups[*]}"
+pip install -q --no-build-isolation "${args[@]}" "${groups[@]}"
 echo "$stamp" > "$STAMP"
 echo "setup: done ($($VENV/bin/python --version))"
