@@ -73,6 +73,7 @@ _MIN_CAPACITY = 16
 # full product followed by indexing when fewer than this share of the rows is selected.
 _GATHER_BELOW = 1 / 3
 _RESCORE_CHUNK = 4096
+_STAGE_BLOCK_BYTES = 1 << 21  # about an L2 cache
 _COMPACT_CHUNK = 4096
 
 Matrix = npt.NDArray[np.float32]
@@ -106,8 +107,9 @@ class InMemoryEmbeddingStore(EmbeddingStore):
         self._ids: list[str] = []
         self._texts: list[str | None] = []
         self._metadata = MetadataTable()
-        # id -> row of the live rows; built lazily (bulk adds with generated ids skip it).
-        self._index: dict[str, int] | None = {}
+        # id -> row of the live rows, built on first need (a lookup by id) and then kept up
+        # to date; bulk loads into an empty store and adds with generated ids skip it.
+        self._index: dict[str, int] | None = None
 
     # ------------------------------------------------------------------ properties
 
@@ -156,7 +158,7 @@ class InMemoryEmbeddingStore(EmbeddingStore):
         with self._lock:
             dimension = _input_dimension(embeddings)
             self._check_dimension(dimension)
-            if id_list is not None:
+            if id_list is not None and self._size:
                 self._ensure_index()  # may compact, so before staging
             self._stage(embeddings, dimension)
             return self._commit(count, id_list, texts, metadata)
@@ -177,13 +179,20 @@ class InMemoryEmbeddingStore(EmbeddingStore):
         count = len(embeddings)
         self._reserve(count, dimension)
         start = self._size
-        staging = self._matrix[start : start + count]
+        norms = np.empty(count, dtype=np.float32)
+        vectors = None if isinstance(embeddings, np.ndarray) else [e.vector for e in embeddings]
+        # Block by block, so that the norms read rows still in cache from the copy.
+        block = max(1, _STAGE_BLOCK_BYTES // (4 * dimension))
         with np.errstate(over="ignore", invalid="ignore"):
-            if isinstance(embeddings, np.ndarray):
-                np.copyto(staging, embeddings, casting="same_kind")
-            else:
-                np.stack([embedding.vector for embedding in embeddings], out=staging)
-            norms = np.sqrt(np.einsum("ij,ij->i", staging, staging))
+            for first in range(0, count, block):
+                last = min(first + block, count)
+                rows = self._matrix[start + first : start + last]
+                if vectors is None:
+                    np.copyto(rows, embeddings[first:last], casting="same_kind")
+                else:
+                    np.stack(vectors[first:last], out=rows)
+                np.einsum("ij,ij->i", rows, rows, out=norms[first:last])
+            np.sqrt(norms, out=norms)
         bad = np.flatnonzero(~np.isfinite(norms))
         if bad.size:
             raise EmbeddingStoreError(
@@ -225,7 +234,7 @@ class InMemoryEmbeddingStore(EmbeddingStore):
         replaced: dict[int, int] = {}  # position in the batch -> existing row
         if ids is None:
             ids = _uuid4_strings(count)
-        else:
+        elif start:  # an empty store has nothing to replace
             index = self._ensure_index()
             replaced = {i: index[x] for i, x in enumerate(ids) if x in index}
         if not replaced:
@@ -632,7 +641,8 @@ class InMemoryEmbeddingStore(EmbeddingStore):
                 ids = [store._ids[row] for row in kept]
                 texts = [store._texts[row] for row in kept]
                 metadata = [dict(store._metadata.row(row)) for row in kept]
-            merged._ensure_index()
+            if merged._size:
+                merged._ensure_index()
             merged._stage(vectors, vectors.shape[1])
             merged._commit(len(ids), ids, texts, metadata)
         return merged
@@ -711,10 +721,9 @@ def _min_score(
 # ---------------------------------------------------------------------- ids
 
 
-_HEX = np.array([[ord(f"{b:02x}"[0]), ord(f"{b:02x}"[1])] for b in range(256)], dtype=np.uint8)
-# Where the 32 hex digits go in "xxxxxxxx-xxxx-4xxx-yxxx-xxxxxxxxxxxx\n".
-_HEX_COLUMNS = np.array(
-    [*range(0, 8), *range(9, 13), *range(14, 18), *range(19, 23), *range(24, 36)], dtype=np.intp
+# Two ASCII hex digits per byte value, as the little-endian uint16 whose bytes they are.
+_HEX_PAIRS = np.array(
+    [int.from_bytes(f"{byte:02x}".encode(), "little") for byte in range(256)], dtype="<u2"
 )
 
 
@@ -723,10 +732,16 @@ def _uuid4_strings(count: int) -> list[str]:
     raw = np.frombuffer(os.urandom(16 * count), dtype=np.uint8).reshape(count, 16).copy()
     raw[:, 6] = (raw[:, 6] & 0x0F) | 0x40  # version 4
     raw[:, 8] = (raw[:, 8] & 0x3F) | 0x80  # RFC 4122 variant
-    text = np.full((count, 37), ord("-"), dtype=np.uint8)
+    digits = _HEX_PAIRS[raw].view(np.uint8)  # (count, 32) hex digits
+    text = np.empty((count, 37), dtype=np.uint8)  # "8-4-4-4-12" digits and a newline
+    for source, target in ((0, 0), (8, 9), (12, 14), (16, 19), (20, 24)):
+        width = {0: 8, 20: 12}.get(source, 4)
+        text[:, target : target + width] = digits[:, source : source + width]
+    text[:, [8, 13, 18, 23]] = ord("-")
     text[:, 36] = ord("\n")
-    text[:, _HEX_COLUMNS] = _HEX[raw].reshape(count, 32)
-    return text.tobytes().decode("ascii").splitlines()
+    ids = text.tobytes().decode("ascii").split("\n")
+    ids.pop()  # the empty string after the last newline
+    return ids
 
 
 # ---------------------------------------------------------------------- files
