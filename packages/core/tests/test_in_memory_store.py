@@ -459,6 +459,16 @@ def test_zero_vectors_score_one_half_and_keep_insertion_order() -> None:
     assert _search(store, [0.0, 0.0], min_score=0.6) == []
 
 
+def test_tiny_and_huge_norms_are_ranked_exactly_or_rejected() -> None:
+    store = InMemoryEmbeddingStore()
+    ids = store.add_all(np.array([[0, 1e20], [1e-25, 0], [0, 0]], dtype=np.float32))
+    assert _search(store, [1.0, 0.0]) == [(ids[1], 1.0), (ids[0], 0.5), (ids[2], 0.5)]
+    for vector in ([1e-35, 0.0], [1e35, 1.0]):
+        with pytest.raises(EmbeddingStoreError, match="outside"):
+            store.add_all(np.array([vector], dtype=np.float32))
+    assert len(store) == 3
+
+
 def test_capacity_doubles_so_appends_are_amortized() -> None:
     store = InMemoryEmbeddingStore()
     capacities = set()

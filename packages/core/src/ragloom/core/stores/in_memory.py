@@ -13,6 +13,8 @@ matching) rows gives approximate cosines; ``np.partition`` finds the k-th best; 
 row within the ``float32`` error bound of it is rescored exactly in ``float64`` (few
 rows), so scores are reproducible, identical vectors tie exactly and ties keep
 insertion order. Filters are evaluated as one vectorized mask over the metadata table.
+A zero vector has cosine 0 with everything (score 0.5); other norms must lie within
+[1e-30, 1e30], where that float32 error bound holds.
 
 Removal. Removed rows become tombstones (masked out of searches); when they exceed a
 quarter of the rows the store compacts, preserving order, so removal is amortized
@@ -74,6 +76,8 @@ _MIN_CAPACITY = 16
 _GATHER_BELOW = 1 / 3
 _RESCORE_CHUNK = 4096
 _STAGE_BLOCK_BYTES = 1 << 21  # about an L2 cache
+# Vector norms the float32 search handles exactly enough (besides 0): far beyond any model's.
+_MIN_NORM, _MAX_NORM = 1e-30, 1e30
 _COMPACT_CHUNK = 4096
 
 Matrix = npt.NDArray[np.float32]
@@ -179,29 +183,39 @@ class InMemoryEmbeddingStore(EmbeddingStore):
         count = len(embeddings)
         self._reserve(count, dimension)
         start = self._size
-        norms = np.empty(count, dtype=np.float32)
+        staged = self._matrix[start : start + count]
+        squares = np.empty(count, dtype=np.float32)
         vectors = None if isinstance(embeddings, np.ndarray) else [e.vector for e in embeddings]
         # Block by block, so that the norms read rows still in cache from the copy.
         block = max(1, _STAGE_BLOCK_BYTES // (4 * dimension))
         with np.errstate(over="ignore", invalid="ignore"):
             for first in range(0, count, block):
                 last = min(first + block, count)
-                rows = self._matrix[start + first : start + last]
                 if vectors is None:
-                    np.copyto(rows, embeddings[first:last], casting="same_kind")
+                    np.copyto(staged[first:last], embeddings[first:last], casting="same_kind")
                 else:
-                    np.stack(vectors[first:last], out=rows)
-                np.einsum("ij,ij->i", rows, rows, out=norms[first:last])
-            np.sqrt(norms, out=norms)
-        bad = np.flatnonzero(~np.isfinite(norms))
-        if bad.size:
-            raise EmbeddingStoreError(
-                f"embedding at index {int(bad[0])} contains NaN or infinity "
-                "(or its norm overflows float32)"
-            )
+                    np.stack(vectors[first:last], out=staged[first:last])
+                rows = staged[first:last]
+                np.einsum("ij,ij->i", rows, rows, out=squares[first:last])
+        norms = np.sqrt(squares.astype(np.float64))
+        # float32 squares under- or overflow outside this range: redo those rows in float64.
+        odd = np.flatnonzero(~((squares >= 1e-30) & (squares <= 1e30)))
+        if odd.size:
+            exact = staged[odd].astype(np.float64)
+            norms[odd] = np.sqrt((exact * exact).sum(axis=1))
+            usable = (norms[odd] == 0) | ((norms[odd] >= _MIN_NORM) & (norms[odd] <= _MAX_NORM))
+            if not usable.all():
+                position = int(odd[np.flatnonzero(~usable)[0]])
+                norm = float(norms[position])
+                raise EmbeddingStoreError(
+                    f"embedding at index {position} contains NaN or infinity"
+                    if not math.isfinite(norm)
+                    else f"embedding at index {position} has norm {norm:.3g}, outside "
+                    f"[{_MIN_NORM:g}, {_MAX_NORM:g}] (the zero vector is allowed)"
+                )
         inv = self._inv_norms[start : start + count]
         inv[:] = 0.0
-        np.divide(1.0, norms, out=inv, where=norms > 0)
+        np.divide(1.0, norms, out=inv, where=norms > 0, casting="same_kind")
 
     def _reserve(self, extra: int, dimension: int) -> None:
         """Grow the columns (doubling) so that ``extra`` more rows fit."""
