@@ -1,6 +1,6 @@
 """ragloom core: the RAG domain model, interfaces and in-memory implementations."""
 
-from ragloom.core import plugins
+from ragloom.core import document_splitters, plugins
 from ragloom.core.content import Content
 from ragloom.core.document import Document, TextSegment
 from ragloom.core.embedding import (
@@ -55,6 +55,16 @@ from ragloom.core.parsers.text import TextDocumentParser
 from ragloom.core.query import Query, QueryMetadata
 from ragloom.core.retrievers.base import ContentRetriever
 from ragloom.core.retrievers.embedding_store import EmbeddingStoreContentRetriever
+from ragloom.core.splitters import (
+    DocumentByCharacterSplitter,
+    DocumentByLineSplitter,
+    DocumentByParagraphSplitter,
+    DocumentByRegexSplitter,
+    DocumentBySentenceSplitter,
+    DocumentByWordSplitter,
+    DocumentSplitter,
+    RecursiveDocumentSplitter,
+)
 from ragloom.core.stores.base import (
     EmbeddingMatch,
     EmbeddingSearchRequest,
@@ -62,6 +72,7 @@ from ragloom.core.stores.base import (
     EmbeddingStore,
 )
 from ragloom.core.stores.in_memory import InMemoryEmbeddingStore
+from ragloom.core.tokenizer import Tokenizer
 from ragloom.core.transformers import DocumentTransformer, TextSegmentTransformer
 
 __all__ = [
@@ -84,9 +95,16 @@ __all__ = [
     "And",
     "ContainsString",
     "Document",
+    "DocumentByCharacterSplitter",
+    "DocumentByLineSplitter",
+    "DocumentByParagraphSplitter",
+    "DocumentByRegexSplitter",
+    "DocumentBySentenceSplitter",
+    "DocumentByWordSplitter",
     "DocumentLoadError",
     "DocumentParseError",
     "DocumentSplitError",
+    "DocumentSplitter",
     "Embedding",
     "EmbeddingMatch",
     "EmbeddingModel",
@@ -115,10 +133,13 @@ __all__ = [
     "Or",
     "PluginError",
     "RagloomError",
+    "RecursiveDocumentSplitter",
     "TextSegment",
     "TokenUsage",
+    "Tokenizer",
     "UnsupportedDocumentError",
     "and_",
+    "document_splitters",
     "metadata_key",
     "not_",
     "or_",

@@ -1,0 +1,211 @@
+"""The machinery shared by the splitters (the spec's HierarchicalDocumentSplitter).
+
+A splitter finds its units (paragraphs, lines, ...) as spans of the document text with
+one regex scan, then packs them greedily: from unit ``i`` the segment runs to the last
+unit ``j`` whose end still fits, found by bisection over the cumulative sizes, so the
+Python loop runs once per *segment*, never per unit or character. Sizes are character
+offsets themselves, or cumulative token counts from one batch call. A unit too big for
+a segment is handed to the sub-splitter (on the same text, so offsets stay exact).
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left, bisect_right
+from collections.abc import Iterable
+from itertools import accumulate, pairwise
+
+from ragloom.core.document import END, INDEX, START, Document, TextSegment
+from ragloom.core.errors import DocumentSplitError
+from ragloom.core.metadata import Metadata
+from ragloom.core.splitters._text import (
+    Source,
+    Span,
+    next_non_space,
+    overlap_start,
+    strip_end,
+)
+from ragloom.core.splitters._tokens import verify
+from ragloom.core.splitters.base import DocumentSplitter
+from ragloom.core.tokenizer import Tokenizer, count_tokens_batch
+
+
+class HierarchicalSplitter:
+    """Base of ragloom's splitters: units, greedy packing, sub-splitting, overlap.
+
+    ``max_segment_size`` and ``max_overlap`` are in characters, or in tokens when a
+    ``tokenizer`` is given. ``sub_splitter`` splits units too big for one segment; by
+    default the next finer splitter with the same settings.
+    """
+
+    #: Whether units are sentences (their starts are then the only sentence starts).
+    _units_are_sentences = False
+
+    def __init__(
+        self,
+        max_segment_size: int,
+        max_overlap: int = 0,
+        tokenizer: Tokenizer | None = None,
+        sub_splitter: DocumentSplitter | None = None,
+    ) -> None:
+        _check_sizes(max_segment_size, max_overlap)
+        if tokenizer is not None and not isinstance(tokenizer, Tokenizer):
+            raise DocumentSplitError(f"tokenizer {tokenizer!r} has no count_tokens(text) method")
+        if sub_splitter is not None and not isinstance(sub_splitter, DocumentSplitter):
+            raise DocumentSplitError(f"sub_splitter {sub_splitter!r} is not a DocumentSplitter")
+        self.max_segment_size = max_segment_size
+        self.max_overlap = max_overlap
+        self.tokenizer = tokenizer
+        self.sub_splitter = sub_splitter or self._default_sub_splitter()
+
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__name__}(max_segment_size={self.max_segment_size}, "
+            f"max_overlap={self.max_overlap}, tokenizer={self.tokenizer!r})"
+        )
+
+    def split(self, document: Document) -> list[TextSegment]:
+        """The segments of ``document``; ``[]`` when it is empty or only whitespace."""
+        text = document.text
+        lo = next_non_space(text, 0, len(text))
+        if lo == len(text):
+            return []
+        spans = self._pack(Source.of(text), lo, strip_end(text, lo, len(text)), None)
+        if self.tokenizer is not None:
+            spans = verify(self.tokenizer, text, spans, self.max_segment_size, self.max_overlap)
+        base = document.metadata.to_dict()
+        return [
+            TextSegment(text[s:e], Metadata._trusted({**base, INDEX: k, START: s, END: e}))
+            for k, (s, e, _) in enumerate(spans)
+        ]
+
+    def split_all(self, documents: Iterable[Document]) -> list[TextSegment]:
+        """The segments of every document, each document indexed from 0."""
+        return [segment for document in documents for segment in self.split(document)]
+
+    # --- what each splitter defines -------------------------------------------------
+
+    def _default_sub_splitter(self) -> DocumentSplitter | None:
+        """The splitter for units too big for a segment (``None``: units always fit)."""
+        return None
+
+    def _units(self, source: Source, lo: int, hi: int) -> tuple[list[int], list[int]]:
+        """Starts and ends of this splitter's trimmed units in ``[lo, hi)``."""
+        raise NotImplementedError
+
+    # --- packing ----------------------------------------------------------------------
+
+    def _pack(self, source: Source, lo: int, hi: int, prev: Span | None) -> list[Span]:
+        """Segments covering the trimmed span ``[lo, hi)``; ``prev`` is the segment just
+        before it (the first segment overlaps it when it can)."""
+        if prev is None and self.tokenizer is None and hi - lo <= self.max_segment_size:
+            return [(lo, hi, hi - lo)]
+        text = source.text
+        starts, ends = self._units(source, lo, hi)
+        if self.tokenizer is None:
+            first, last = starts, ends
+        else:
+            # Each unit is counted with the separator before it: for tokenizers whose
+            # tokens never span whitespace that is exact, for the others it errs high.
+            pieces = [text[starts[0] : ends[0]]]
+            pieces += [text[a:b] for a, b in pairwise(ends)]
+            last = list(accumulate(count_tokens_batch(self.tokenizer, pieces)))
+            first = [0, *last[:-1]]
+        limit, overlap = self.max_segment_size, self.max_overlap
+        out: list[Span] = []
+        i, n = 0, len(starts)
+        while i < n:
+            start, head = starts[i], 0
+            if prev is not None and overlap:
+                start, head = self._overlap(source, prev, starts, i, last[i] - first[i])
+            j = bisect_right(last, first[i] + limit - head, i) - 1
+            if j < i:
+                out.extend(self._sub_split(source, starts[i], ends[i], prev))
+                i += 1
+            else:
+                out.append((start, ends[j], head + last[j] - first[i]))
+                i = j + 1
+            prev = out[-1] if out else prev
+        return out
+
+    def _overlap(
+        self, source: Source, prev: Span, starts: list[int], i: int, unit_size: int
+    ) -> tuple[int, int]:
+        """Start of the segment that begins with unit ``i`` after ``prev``, and the size
+        of what precedes the unit in it (overlap, plus the gap in characters)."""
+        prev_start, prev_end, prev_size = prev
+        chars = self.tokenizer is None
+        gap = starts[i] - prev_end if chars else 0
+        budget = self.max_segment_size - gap - unit_size
+        if budget > self.max_overlap:
+            budget = self.max_overlap
+        if budget <= 0:
+            return starts[i], 0
+        # With a tokenizer, positions inside prev are sized at prev's chars per token;
+        # verify() checks the estimate afterwards.
+        span = prev_end - prev_start
+        prev_size = max(prev_size, 1)
+        lower = prev_end - (budget if chars else budget * span // prev_size)
+        k = bisect_left(starts, lower, 0, i)
+        o = overlap_start(
+            source,
+            prev_start,
+            prev_end,
+            lower,
+            starts[k] if k < i else None,
+            self._units_are_sentences and prev_start >= starts[0],
+        )
+        if o is None:
+            return starts[i], 0
+        return o, gap + (prev_end - o if chars else -((o - prev_end) * prev_size // span))
+
+    def _sub_split(self, source: Source, lo: int, hi: int, prev: Span | None) -> list[Span]:
+        """Segments of one unit too big for a segment, from the sub-splitter."""
+        sub = self.sub_splitter
+        if isinstance(sub, HierarchicalSplitter):
+            return sub._pack(source, lo, hi, prev)
+        if sub is None:
+            raise DocumentSplitError(
+                f"{self!r} has no sub_splitter for a unit too big for one segment: "
+                f"{source.text[lo : lo + 40]!r}..."
+            )
+        return self._foreign_split(sub, source.text, lo, hi)
+
+    def _foreign_split(self, sub: DocumentSplitter, text: str, lo: int, hi: int) -> list[Span]:
+        """Spans of the segments of a sub-splitter that is not one of ragloom's own: at
+        their ``start`` metadata when that matches, else found in the text in order."""
+        out: list[Span] = []
+        cursor = previous = lo
+        for segment in sub.split(Document(text[lo:hi])):
+            piece, start = segment.text, segment.metadata.get(START)
+            if isinstance(start, int) and text.startswith(piece, lo + start):
+                at = lo + start
+            else:
+                at = text.find(piece, cursor, hi)
+                at = at if at >= 0 else text.find(piece, previous + 1, hi)
+            if at < 0:
+                raise DocumentSplitError(
+                    f"sub_splitter {sub!r} produced a segment that is not a span of its "
+                    f"input: {piece[:40]!r}"
+                )
+            s = next_non_space(text, at, at + len(piece))
+            e = strip_end(text, s, at + len(piece))
+            if s < e:
+                size = e - s if self.tokenizer is None else self.tokenizer.count_tokens(text[s:e])
+                out.append((s, e, size))
+                cursor, previous = e, s
+        return out
+
+
+def _check_sizes(max_segment_size: int, max_overlap: int) -> None:
+    for name, value in (("max_segment_size", max_segment_size), ("max_overlap", max_overlap)):
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise DocumentSplitError(f"{name} must be an int, got {value!r}")
+    if max_segment_size < 1:
+        raise DocumentSplitError(f"max_segment_size must be at least 1, got {max_segment_size}")
+    if max_overlap < 0:
+        raise DocumentSplitError(f"max_overlap must not be negative, got {max_overlap}")
+    if max_overlap >= max_segment_size:
+        raise DocumentSplitError(
+            f"max_overlap ({max_overlap}) must be smaller than "
+            f"max_segment_size ({max_segment_size})"
+        )

@@ -1,0 +1,133 @@
+"""Span arithmetic on the original text: units, trimming and overlap starts.
+
+Every helper works on ``(start, end)`` offsets into the document text and never copies
+more than one unit, so that segments stay exact spans of the document.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from ragloom.core.splitters._patterns import (
+    NON_SPACE,
+    SENTENCE_BOUNDARY,
+    WORD_START,
+    plain_breaks,
+)
+
+#: ``(start, end, size)``: a segment's span and its size (chars, or estimated tokens).
+Span = tuple[int, int, int]
+
+# How far before the overlap window a sentence-boundary match may begin.
+_BOUNDARY_LOOKBACK = 16
+
+
+@dataclass(frozen=True, slots=True)
+class Source:
+    """The text being split plus what was learnt about it once."""
+
+    text: str
+    plain: int  # 1 when all line breaks are \n or \r\n: index into the pattern pairs
+
+    @classmethod
+    def of(cls, text: str) -> Source:
+        return cls(text, int(plain_breaks(text)))
+
+
+def units(
+    pattern: re.Pattern[str], text: str, lo: int, hi: int, group: int = 0
+) -> tuple[list[int], list[int]]:
+    """Starts and ends of the trimmed, non-empty pieces of ``text[lo:hi]`` between matches.
+
+    ``group`` selects the part of a match that separates two pieces (0: all of it).
+    """
+    cuts = [m.span(group) for m in pattern.finditer(text, lo, hi)]
+    starts = [lo, *(b for _, b in cuts)]
+    ends = [*(a for a, _ in cuts), hi]
+    return trimmed(text, starts, ends)
+
+
+def trimmed(text: str, starts: list[int], ends: list[int]) -> tuple[list[int], list[int]]:
+    """The spans with leading and trailing whitespace removed; empty ones dropped."""
+    bad = [
+        k
+        for k, (s, e) in enumerate(zip(starts, ends, strict=True))
+        if s >= e or text[s].isspace() or text[e - 1].isspace()
+    ]
+    if not bad:
+        return starts, ends
+    for k in bad:
+        s = next_non_space(text, starts[k], ends[k])
+        starts[k], ends[k] = s, strip_end(text, s, ends[k])
+    keep = [k for k, (s, e) in enumerate(zip(starts, ends, strict=True)) if s < e]
+    return [starts[k] for k in keep], [ends[k] for k in keep]
+
+
+def next_non_space(text: str, pos: int, hi: int) -> int:
+    """The first non-whitespace position in ``[pos, hi)``, or ``hi``."""
+    m = NON_SPACE.search(text, pos, hi)
+    return hi if m is None else m.start()
+
+
+def strip_end(text: str, lo: int, hi: int) -> int:
+    """``hi`` moved back over trailing whitespace, not before ``lo``."""
+    if hi > lo and text[hi - 1].isspace():
+        return lo + len(text[lo:hi].rstrip())
+    return hi
+
+
+def cut_mid_word(text: str, end: int) -> bool:
+    """Whether a segment ending at ``end`` was cut inside a word."""
+    return end < len(text) and not text[end].isspace()
+
+
+def overlap_start(
+    source: Source,
+    prev_start: int,
+    prev_end: int,
+    lower: int,
+    unit_start: int | None,
+    units_are_sentences: bool,
+) -> int | None:
+    """Where the overlap taken from segment ``[prev_start, prev_end)`` may begin.
+
+    The earliest position ``>= lower`` (and after ``prev_start``) that starts a sentence;
+    else the earliest that starts a word or ``unit_start`` (the splitter's own unit
+    starting in the window, if any); else, only when the previous segment was itself cut
+    inside a word, ``lower``. ``None``: no overlap. ``units_are_sentences``: the units
+    in the window are sentences, so ``unit_start`` is the earliest sentence start.
+    """
+    text = source.text
+    if lower <= prev_start:
+        lower = prev_start + 1
+    if lower >= prev_end:
+        return None
+    if unit_start is not None and not lower <= unit_start < prev_end:
+        unit_start = None
+    if units_are_sentences:
+        if unit_start is not None:
+            return unit_start
+    else:
+        start = sentence_start(source, max(prev_start, lower - _BOUNDARY_LOOKBACK), lower, prev_end)
+        if start is not None:
+            return start
+    m = WORD_START.search(text, lower - 1, prev_end)
+    if m is not None:
+        return m.start() + 1 if unit_start is None else min(m.start() + 1, unit_start)
+    if unit_start is not None:
+        return unit_start
+    return lower if cut_mid_word(text, prev_end) else None
+
+
+def sentence_start(source: Source, lo: int, lower: int, hi: int) -> int | None:
+    """The earliest sentence start in ``[lower, hi)``, from boundaries that begin at or
+    after ``lo``."""
+    boundary = SENTENCE_BOUNDARY[source.plain]
+    while (m := boundary.search(source.text, lo, hi)) is not None:
+        lo = m.end()
+        if lo >= hi:
+            break
+        if lo >= lower:
+            return lo
+    return None

@@ -1,0 +1,50 @@
+"""DocumentByCharacterSplitter: segments of as many characters (or tokens) as fit."""
+
+from __future__ import annotations
+
+from ragloom.core.splitters._hierarchical import HierarchicalSplitter
+from ragloom.core.splitters._text import Source, Span, next_non_space, strip_end
+from ragloom.core.splitters._tokens import largest_fit
+
+# Initial guess of characters per token, before a segment has been measured.
+_CHARS_PER_TOKEN = 4.0
+
+
+class DocumentByCharacterSplitter(HierarchicalSplitter):
+    """Cuts the text into segments of ``max_segment_size`` characters (or tokens), in
+    the middle of words if need be; the last resort of the other splitters.
+
+    Leading and trailing whitespace of each segment is dropped. With a tokenizer, each
+    cut is found by bisection with exact counts. ``sub_splitter`` is accepted for a
+    uniform signature and never used: a character cannot be split further.
+    """
+
+    def _pack(self, source: Source, lo: int, hi: int, prev: Span | None) -> list[Span]:
+        text, limit = source.text, self.max_segment_size
+        out: list[Span] = []
+        pos = lo
+        while pos < hi:
+            start = pos
+            if prev is not None and self.max_overlap:
+                start = self._overlap(source, prev, [pos], 0, 1)[0]
+            if self.tokenizer is None:
+                end = strip_end(text, pos, min(start + limit, hi))
+                out.append((start, end, end - start))
+            else:
+                out.append(self._token_cut(text, start, pos, hi, prev))
+            prev = out[-1]
+            pos = next_non_space(text, prev[1], hi)
+        return out
+
+    def _token_cut(self, text: str, start: int, pos: int, hi: int, prev: Span | None) -> Span:
+        """The longest segment from ``start`` (an overlap start, or ``pos``) that takes in
+        at least the character at ``pos``; without the overlap if that does not fit."""
+        assert self.tokenizer is not None
+        count, limit = self.tokenizer.count_tokens, self.max_segment_size
+        ratio = (prev[1] - prev[0]) / max(prev[2], 1) if prev is not None else _CHARS_PER_TOKEN
+        end = largest_fit(count, text, start, pos + 1, hi, limit, start + int(limit * ratio))
+        if end is None and start != pos:
+            start = pos
+            end = largest_fit(count, text, pos, pos + 1, hi, limit, pos + int(limit * ratio))
+        end = strip_end(text, pos, pos + 1 if end is None else end)  # None: one char too big
+        return (start, end, count(text[start:end]))

@@ -1,0 +1,74 @@
+"""Tokenizer: how splitters measure text in tokens instead of characters.
+
+A :class:`Tokenizer` only has to count. Splitters look for an optional
+``count_tokens_batch(texts)`` and use it to count many pieces in one call, which is
+what makes real tokenizers (Rust, multi-threaded) fast. :class:`HuggingFaceTokenizer`
+adapts a Hugging Face ``tokenizers.Tokenizer`` by duck typing, so core never imports
+``tokenizers``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Protocol, runtime_checkable
+
+
+@runtime_checkable
+class Tokenizer(Protocol):
+    """Counts the tokens of a text (the spec's ``TokenCountEstimator``).
+
+    Implementations may also define ``count_tokens_batch(texts: Sequence[str]) ->
+    list[int]``; splitters call it, when present, to count many texts at once.
+    """
+
+    def count_tokens(self, text: str) -> int:
+        """The number of tokens in ``text``."""
+        ...
+
+
+def count_tokens_batch(tokenizer: Tokenizer, texts: Sequence[str]) -> list[int]:
+    """Count every text, in one call when ``tokenizer`` has ``count_tokens_batch``."""
+    batch = getattr(tokenizer, "count_tokens_batch", None)
+    if batch is not None:
+        counts: list[int] = batch(texts)
+        return counts
+    return [tokenizer.count_tokens(text) for text in texts]
+
+
+class HuggingFaceTokenizer:
+    """A :class:`Tokenizer` over a Hugging Face ``tokenizers.Tokenizer``-like object.
+
+    The object needs ``encode_batch(texts, add_special_tokens=False)`` returning
+    encodings with ``.ids``. Special tokens are not counted. If the tokenizer truncates
+    or pads (as ``tokenizer.json`` files for embedding models often do), counts would be
+    capped or inflated, so a private copy with both turned off is used; the caller's
+    object is left as it is.
+    """
+
+    __slots__ = ("_encode_batch",)
+
+    def __init__(self, tokenizer: Any) -> None:
+        if getattr(tokenizer, "truncation", None) or getattr(tokenizer, "padding", None):
+            tokenizer = type(tokenizer).from_str(tokenizer.to_str())
+            tokenizer.no_truncation()
+            tokenizer.no_padding()
+        # encode_batch_fast (tokenizers >= 0.20) skips computing character offsets.
+        self._encode_batch = getattr(tokenizer, "encode_batch_fast", None) or (
+            tokenizer.encode_batch
+        )
+
+    @classmethod
+    def from_file(cls, path: str) -> HuggingFaceTokenizer:
+        """Load a ``tokenizer.json`` (needs the ``tokenizers`` package, imported here)."""
+        from tokenizers import Tokenizer as _HfTokenizer
+
+        return cls(_HfTokenizer.from_file(path))
+
+    def count_tokens(self, text: str) -> int:
+        """The number of tokens in ``text``, special tokens excluded."""
+        return self.count_tokens_batch([text])[0]
+
+    def count_tokens_batch(self, texts: Sequence[str]) -> list[int]:
+        """Token counts of ``texts``, encoded in one (parallel) call."""
+        encodings = self._encode_batch(list(texts), add_special_tokens=False)
+        return [len(encoding.ids) for encoding in encodings]
