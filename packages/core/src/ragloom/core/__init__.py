@@ -41,6 +41,7 @@ from ragloom.core.filters import (
     not_,
     or_,
 )
+from ragloom.core.ingestor import DocumentOutcome, EmbeddingStoreIngestor, IngestionResult
 from ragloom.core.loaders.file_system import FileSystemDocumentLoader
 from ragloom.core.loaders.package_resource import (
     ClassPathDocumentLoader,
@@ -76,6 +77,9 @@ from ragloom.core.tokenizer import Tokenizer
 from ragloom.core.transformers import DocumentTransformer, TextSegmentTransformer
 
 __all__ = [
+    "DocumentOutcome",
+    "EmbeddingStoreIngestor",
+    "IngestionResult",
     "Content",
     "ContentRetriever",
     "EmbeddingStoreContentRetriever",
