@@ -1,20 +1,26 @@
-"""The parser a loader uses when none is given: the discovered plugin, else plain text."""
+"""The parser a loader uses when none is given: per-file dispatch over the plugins."""
 
 from __future__ import annotations
 
-from typing import cast
+import os
 
 from ragloom.core import plugins
 from ragloom.core.parsers.base import DocumentParser
+from ragloom.core.parsers.dispatch import DispatchingDocumentParser
 from ragloom.core.parsers.text import TextDocumentParser
 
 
 def default_document_parser(charset: str | None = None) -> DocumentParser:
-    """The ``ragloom.document_parsers`` default, else a :class:`TextDocumentParser`.
+    """The parser of loaders called without one.
 
-    ``charset`` (e.g. declared by an HTTP server) is given to the plain-text fallback.
+    With no ``ragloom.document_parsers`` plugin installed (and no
+    ``RAGLOOM_DOCUMENT_PARSER`` set), a :class:`TextDocumentParser`; otherwise a
+    :class:`DispatchingDocumentParser` that picks the installed parser handling each file
+    (see :mod:`ragloom.core.parsers.dispatch`). ``charset`` (e.g. declared by an HTTP
+    server) is given to the plain-text parser.
     """
-    return cast(
-        DocumentParser,
-        plugins.load_default(plugins.DOCUMENT_PARSERS, lambda: TextDocumentParser(charset)),
-    )
+    text = TextDocumentParser(charset)
+    group = plugins.DOCUMENT_PARSERS
+    if not plugins.providers(group) and not os.environ.get(plugins.env_var(group)):
+        return text
+    return DispatchingDocumentParser.from_plugins(text_parser=text)

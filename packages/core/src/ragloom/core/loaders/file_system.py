@@ -7,7 +7,7 @@ import os
 from pathlib import Path, PurePath
 
 from ragloom.core.document import ABSOLUTE_DIRECTORY_PATH, FILE_NAME, Document
-from ragloom.core.errors import DocumentLoadError, RagloomError
+from ragloom.core.errors import DocumentLoadError, PluginError, RagloomError
 from ragloom.core.loaders.default_parser import default_document_parser
 from ragloom.core.loaders.result import LoadedDocuments, LoadFailure
 from ragloom.core.parsers.base import DocumentParser
@@ -67,6 +67,8 @@ class FileSystemDocumentLoader:
         for file in files:
             try:
                 documents.append(FileSystemDocumentLoader.load_document(file, chosen))
+            except PluginError:
+                raise  # a broken or ambiguous installation, not a bad file
             except RagloomError as exc:
                 if strict:
                     raise

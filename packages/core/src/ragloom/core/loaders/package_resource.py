@@ -12,7 +12,7 @@ from importlib.resources.abc import Traversable
 from pathlib import PurePosixPath
 
 from ragloom.core.document import FILE_NAME, Document
-from ragloom.core.errors import DocumentLoadError, RagloomError
+from ragloom.core.errors import DocumentLoadError, PluginError, RagloomError
 from ragloom.core.loaders.default_parser import default_document_parser
 from ragloom.core.loaders.result import LoadedDocuments, LoadFailure
 from ragloom.core.parsers.base import DocumentParser
@@ -92,6 +92,8 @@ class PackageResourceDocumentLoader:
                 documents.append(
                     PackageResourceDocumentLoader.load_document(package, str(name), chosen)
                 )
+            except PluginError:
+                raise  # a broken or ambiguous installation, not a bad file
             except RagloomError as exc:
                 if strict:
                     raise
