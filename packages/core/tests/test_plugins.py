@@ -62,8 +62,8 @@ def test_no_plugin_falls_back_to_text_parser(site: Path, text_file: Path) -> Non
 
 
 def test_no_plugin_without_fallback_is_an_error(site: Path) -> None:
-    with pytest.raises(PluginError, match="ragloom.embedding_models"):
-        plugins.load_default("ragloom.embedding_models")
+    with pytest.raises(PluginError, match="ragloom.nothing_installed_here"):
+        plugins.load_default("ragloom.nothing_installed_here")
 
 
 def test_single_plugin_is_the_default(site: Path, text_file: Path) -> None:
