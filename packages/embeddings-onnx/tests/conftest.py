@@ -14,10 +14,17 @@ FIXTURES = Path(__file__).parent / "fixtures"
 
 
 @pytest.fixture(scope="session")
-def model() -> AllMiniLmL6V2QuantizedEmbeddingModel:
+def shared_model() -> AllMiniLmL6V2QuantizedEmbeddingModel:
     model = AllMiniLmL6V2QuantizedEmbeddingModel()
     model.load()
     return model
+
+
+@pytest.fixture
+def model(
+    shared_model: AllMiniLmL6V2QuantizedEmbeddingModel,
+) -> AllMiniLmL6V2QuantizedEmbeddingModel:
+    return shared_model
 
 
 @pytest.fixture(scope="session")

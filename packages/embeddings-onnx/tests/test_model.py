@@ -100,7 +100,7 @@ def test_token_usage_counts_tokens_read_without_padding(
     texts = ["hello world", "A much longer sentence than the first one, with commas."]
     usage = model.embed_all(texts).token_usage
     assert usage is not None
-    expected = sum(counter.count_tokens(t) + counter.special_tokens for t in texts)
+    expected = sum(counter.count_tokens(t) + model.special_tokens for t in texts)
     assert usage.input_token_count == expected
     assert usage.total_token_count == expected
     assert usage.output_token_count is None

@@ -49,5 +49,5 @@ def test_token_counts_match_the_reference_tokenizer(
         usage = model.embed(item["text"]).token_usage
         assert usage is not None
         assert usage.input_token_count == item["tokens"]["truncated"]
-        full = model.tokenizer.count_tokens(item["text"]) + model.tokenizer.special_tokens
+        full = model.tokenizer.count_tokens(item["text"]) + model.special_tokens
         assert full == item["tokens"]["full"]

@@ -1,11 +1,14 @@
-"""The token counter of all-MiniLM-L6-v2."""
+"""The token counter of all-MiniLM-L6-v2 (core's Tokenizer protocol)."""
 
 from __future__ import annotations
 
-import pytest
+from ragloom.core.splitters import RecursiveDocumentSplitter
+from ragloom.core.tokenizer import Tokenizer
+from ragloom.embeddings.onnx import AllMiniLmL6V2QuantizedEmbeddingModel, AllMiniLmL6V2Tokenizer
 
-from ragloom.embeddings.onnx import AllMiniLmL6V2Tokenizer, HuggingFaceTokenizer
-from ragloom.embeddings.onnx.all_minilm import tokenizer_file
+
+def test_is_a_core_tokenizer() -> None:
+    assert isinstance(AllMiniLmL6V2Tokenizer(), Tokenizer)
 
 
 def test_counts_wordpiece_tokens_without_special_tokens() -> None:
@@ -13,18 +16,10 @@ def test_counts_wordpiece_tokens_without_special_tokens() -> None:
     assert tokenizer.count_tokens("hello world") == 2
     assert tokenizer.count_tokens("") == 0
     assert tokenizer.count_tokens("unbelievably") > 1  # split into word pieces
-    assert tokenizer.special_tokens == 2
-
-
-def test_counts_special_tokens_when_asked() -> None:
-    tokenizer = AllMiniLmL6V2Tokenizer(add_special_tokens=True)
-    assert tokenizer.count_tokens("hello world") == 4
-    assert tokenizer.count_tokens("") == 2
 
 
 def test_does_not_truncate() -> None:
-    tokenizer = HuggingFaceTokenizer(tokenizer_file())
-    assert tokenizer.count_tokens("word " * 1000) == 1000
+    assert AllMiniLmL6V2Tokenizer().count_tokens("word " * 1000) == 1000
 
 
 def test_batch_counts_match_single_counts() -> None:
@@ -34,9 +29,31 @@ def test_batch_counts_match_single_counts() -> None:
     assert tokenizer.count_tokens_batch([]) == []
 
 
-def test_rejects_non_strings() -> None:
+def test_model_tokenizer_counts_what_the_model_reads(
+    model: AllMiniLmL6V2QuantizedEmbeddingModel,
+) -> None:
+    text = "Counting tokens the way the model does keeps segments inside its limit."
+    counted = model.tokenizer.count_tokens(text)
+    assert counted == AllMiniLmL6V2Tokenizer().count_tokens(text)
+    usage = model.embed(text).token_usage
+    assert usage is not None
+    assert usage.input_token_count == counted + model.special_tokens
+
+
+def test_splitter_with_the_tokenizer_makes_segments_the_model_reads_whole(
+    model: AllMiniLmL6V2QuantizedEmbeddingModel,
+) -> None:
+    from ragloom.core import Document
+
     tokenizer = AllMiniLmL6V2Tokenizer()
-    with pytest.raises(TypeError):
-        tokenizer.count_tokens(b"bytes")  # type: ignore[arg-type]
-    with pytest.raises(TypeError, match="index 1"):
-        tokenizer.count_tokens_batch(["ok", 3])  # type: ignore[list-item]
+    limit = model.max_length - model.special_tokens
+    text = "\n\n".join(
+        f"Section {i}. The ingestion pipeline loads, parses, splits and embeds documents; "
+        "each segment must fit the embedding model's window of tokens." * (i % 4 + 1)
+        for i in range(30)
+    )
+    segments = RecursiveDocumentSplitter(limit, 20, tokenizer=tokenizer).split(Document(text))
+    assert len(segments) > 1
+    strict = AllMiniLmL6V2QuantizedEmbeddingModel(strict=True)
+    result = strict.embed_all(segments)  # raises TextTooLongError if one did not fit
+    assert len(result.embeddings) == len(segments)

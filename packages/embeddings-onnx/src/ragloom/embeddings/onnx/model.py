@@ -26,12 +26,13 @@ from ragloom.core.embedding import (
     TokenUsage,
     text_of,
 )
+from ragloom.core.tokenizer import HuggingFaceTokenizer
 from ragloom.embeddings.onnx.errors import EmbeddingModelError, TextTooLongError
-from ragloom.embeddings.onnx.tokenizer import HuggingFaceTokenizer, load_tokenizer
+from ragloom.embeddings.onnx.tokenizer import load_tokenizer
 
 if TYPE_CHECKING:
     import onnxruntime  # type: ignore[import-untyped]
-    from tokenizers import Encoding
+    from tokenizers import Encoding, Tokenizer
 
 Pooling = Literal["mean", "cls"]
 
@@ -135,8 +136,10 @@ class OnnxEmbeddingModel(EmbeddingModel):
             raise EmbeddingModelError(f"ONNX model file not found: {self._model_path}")
         self._tokenizer_path = Path(tokenizer_path)
         self._tokenizer = load_tokenizer(self._tokenizer_path)
-        if self._tokenizer.num_special_tokens_to_add(False) >= max_length:
+        self._special_tokens = self._tokenizer.num_special_tokens_to_add(False)
+        if self._special_tokens >= max_length:
             raise ValueError(f"max_length {max_length} leaves no room beside the special tokens")
+        self._untruncated: Tokenizer | None = None  # for counting, made on first need
         self._tokenizer.enable_truncation(max_length)
         self._pad_id = _pad_id(self._tokenizer)
         self._pooling: Pooling = pooling
@@ -176,11 +179,25 @@ class OnnxEmbeddingModel(EmbeddingModel):
 
     @property
     def tokenizer(self) -> HuggingFaceTokenizer:
-        """A token counter with this model's tokenizer (special tokens not counted)."""
-        with self._lock:
-            if self._counter is None:
-                self._counter = HuggingFaceTokenizer(self._tokenizer_path)
-            return self._counter
+        """A token counter (core's ``Tokenizer``) with this model's tokenizer.
+
+        Its counts leave out the special tokens (see :attr:`special_tokens`) and are not
+        truncated: a text of ``n`` counted tokens fits when ``n + special_tokens <=
+        max_length``.
+        """
+        if self._counter is None:
+            self._counter = HuggingFaceTokenizer(self._untruncated_tokenizer())
+        return self._counter
+
+    @property
+    def special_tokens(self) -> int:
+        """How many special tokens the model's tokenizer adds to a text (2 for BERT)."""
+        return self._special_tokens
+
+    def _untruncated_tokenizer(self) -> Tokenizer:
+        if self._untruncated is None:
+            self._untruncated = load_tokenizer(self._tokenizer_path)
+        return self._untruncated
 
     @property
     def dimension(self) -> int:
@@ -245,9 +262,14 @@ class OnnxEmbeddingModel(EmbeddingModel):
 
     def _reject_too_long(self, strings: list[str], lengths: npt.NDArray[np.int64]) -> None:
         # A truncated text has exactly max_length tokens; count those candidates in full.
-        counter = self.tokenizer
-        for index in np.flatnonzero(lengths >= self._max_length).tolist():
-            full = counter.count_tokens(strings[index]) + counter.special_tokens
+        candidates = np.flatnonzero(lengths >= self._max_length).tolist()
+        if not candidates:
+            return
+        encodings = self._untruncated_tokenizer().encode_batch_fast(
+            [strings[i] for i in candidates]
+        )
+        for index, encoding in zip(candidates, encodings, strict=True):
+            full = len(encoding.ids)
             if full > self._max_length:
                 raise TextTooLongError(index, full, self._max_length)
 
