@@ -489,6 +489,15 @@ def test_removal_compacts_and_keeps_order() -> None:
     assert [i for i, _ in _search(store, [1.0, 0.0])][-1] == ids[70]
 
 
+def test_compaction_gives_memory_back() -> None:
+    store = InMemoryEmbeddingStore()
+    ids = store.add_all(np.ones((4096, 8), dtype=np.float32))
+    store.remove_all(ids[:4000])
+    assert len(store) == 96
+    assert store._matrix.shape[0] <= 4 * 96
+    assert [i for i, _ in _search(store, np.ones(8), 5)] == ids[4000:4005]
+
+
 def test_exact_scores_identical_vectors_tie_at_any_position() -> None:
     rng = np.random.default_rng(0)
     vectors = rng.standard_normal((500, 37)).astype(np.float32)

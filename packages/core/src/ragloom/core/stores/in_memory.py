@@ -225,15 +225,19 @@ class InMemoryEmbeddingStore(EmbeddingStore):
             capacity = 0  # the store is empty: allocate with the right width
         if needed <= capacity:
             return
-        new_capacity = max(needed, 2 * capacity, _MIN_CAPACITY)
-        matrix = np.empty((new_capacity, dimension), dtype=np.float32)
-        inv_norms = np.empty(new_capacity, dtype=np.float32)
-        alive = np.zeros(new_capacity, dtype=bool)
+        if capacity == 0:
+            self._matrix = np.empty((0, dimension), dtype=np.float32)
+        self._resize(max(needed, 2 * capacity, _MIN_CAPACITY))
+
+    def _resize(self, capacity: int) -> None:
+        """Reallocate the row columns with room for ``capacity`` rows (at least ``_size``)."""
         size = self._size
-        if size:
-            matrix[:size] = self._matrix[:size]
-            inv_norms[:size] = self._inv_norms[:size]
-            alive[:size] = self._alive[:size]
+        matrix = np.empty((capacity, self._matrix.shape[1]), dtype=np.float32)
+        inv_norms = np.empty(capacity, dtype=np.float32)
+        alive = np.zeros(capacity, dtype=bool)
+        matrix[:size] = self._matrix[:size]
+        inv_norms[:size] = self._inv_norms[:size]
+        alive[:size] = self._alive[:size]
         self._matrix, self._inv_norms, self._alive = matrix, inv_norms, alive
 
     def _commit(
@@ -448,6 +452,8 @@ class InMemoryEmbeddingStore(EmbeddingStore):
         self._size = int(keep.size)
         self._dead = 0
         self._index = None
+        if self._matrix.shape[0] > max(4 * self._size, _MIN_CAPACITY):  # give memory back
+            self._resize(max(2 * self._size, _MIN_CAPACITY))
 
     # ------------------------------------------------------------------ persistence
 
@@ -535,7 +541,7 @@ class InMemoryEmbeddingStore(EmbeddingStore):
         try:
             _verify_sha256(vectors_path, files["vectors"].get("sha256"))
             _verify_sha256(records_path, files["records"].get("sha256"))
-            vectors = np.load(vectors_path, allow_pickle=False)
+            vectors = np.load(vectors_path, mmap_mode="r", allow_pickle=False)  # copied once
             records = [
                 json.loads(line) for line in records_path.read_text(encoding="utf-8").splitlines()
             ]
