@@ -41,3 +41,15 @@ class EmbeddingStoreError(RagloomError):
 
 class PluginError(RagloomError):
     """A plugin (entry point) is missing, broken or ambiguous."""
+
+
+class ChatModelError(RagloomError):
+    """A chat model call failed or broke the ChatModel contract (names the model or stream)."""
+
+
+class PromptTemplateError(RagloomError, ValueError):
+    """A prompt template is malformed, lacks a required variable, or a value is missing."""
+
+
+class RetrievalError(RagloomError):
+    """A retrieval-augmentation stage (routing, aggregation, re-ranking) could not proceed."""
