@@ -7,12 +7,14 @@ with the same number of onnxruntime threads, the same ONNX file and tokenizer.js
         numpy arrays -> ``InferenceSession.run`` -> mean pooling -> L2 normalisation,
         the least code that gives the same vectors;
 - ours: ``AllMiniLmL6V2QuantizedEmbeddingModel.embed_all(batch)`` (Embedding objects and
-        token usage included).
+        token usage included), twice: "fixed", with the batch run as one onnxruntime
+        call exactly like raw (the like-for-like overhead), and "default", which may
+        cut a length-sorted batch in two where one long text would pad all the others.
 
 Each batch is embedded by both pipelines back to back (which one goes first alternates),
 in several rounds, so that load from other processes on the machine hits both alike.
 Per pipeline, each batch's best time over the rounds is kept and summed; overhead =
-ours / raw - 1 (goal <= 10%); the median of the per-batch ratios is printed too. Time
+ours (fixed) / raw - 1 (goal <= 10%); the median of the per-batch ratios is printed too. Time
 spent outside ``InferenceSession.run`` (tokenizing, arrays, pooling, objects) is
 measured separately for both: it is what the pipelines differ in, and it is far less
 noisy than the model's time. The vectors of both pipelines are checked to agree.
@@ -135,31 +137,40 @@ def main() -> None:
     session = model.load().session
     ours_run = Timed(session.run)
     session.run = ours_run  # the model calls session.run: count its seconds
+    fixed = AllMiniLmL6V2QuantizedEmbeddingModel(
+        batch_size=args.batch_size, intra_op_threads=args.threads
+    )
+    fixed._split_factor = None  # one onnxruntime call per batch, as raw does
+    fixed_session = fixed.load().session
+    fixed_run = Timed(fixed_session.run)
+    fixed_session.run = fixed_run
     raw, raw_run = raw_pipeline(model_file(), tokenizer_file(), args.threads, model.max_length)
 
     def ours(texts: list[str]) -> list[Any]:
         return model.embed_all(texts).embeddings
 
-    # Same vectors from both pipelines, and warm-up of both sessions.
-    for batch in batches[:2]:
-        got = np.array([np.asarray(e) for e in ours(batch)])
-        want = raw(batch)
-        worst = float((got * want).sum(axis=1).min())
-        if worst < 0.9999:
-            sys.exit(f"pipelines disagree: min cosine {worst:.6f}")
+    def ours_fixed(texts: list[str]) -> list[Any]:
+        return fixed.embed_all(texts).embeddings
 
-    pipelines = {"raw": (raw, raw_run), "ours": (ours, ours_run)}
-    best: dict[str, list[float]] = {
-        "raw": [math.inf] * len(batches),
-        "ours": [math.inf] * len(batches),
-    }
-    outside: dict[str, list[float]] = {"raw": [], "ours": []}
+    # Same vectors from every pipeline, and warm-up of every session.
+    for batch in batches[:2]:
+        want = raw(batch)
+        for embed in (ours, ours_fixed):
+            got = np.array([np.asarray(e) for e in embed(batch)])
+            worst = float((got * want).sum(axis=1).min())
+            if worst < 0.9999:
+                sys.exit(f"pipelines disagree: min cosine {worst:.6f}")
+
+    pipelines = {"raw": (raw, raw_run), "fixed": (ours_fixed, fixed_run), "ours": (ours, ours_run)}
+    best = {name: [math.inf] * len(batches) for name in pipelines}
+    outside: dict[str, list[float]] = {name: [] for name in pipelines}
     ratios: list[float] = []
+    names = list(pipelines)
     for round_ in range(args.rounds):
         for i, batch in enumerate(batches):
-            names = ["raw", "ours"] if (round_ + i) % 2 == 0 else ["ours", "raw"]
+            shift = (round_ + i) % len(names)  # rotate who goes first
             took = {}
-            for name in names:
+            for name in names[shift:] + names[:shift]:
                 embed, run = pipelines[name]
                 run.seconds = 0.0
                 start = time.perf_counter()
@@ -167,7 +178,7 @@ def main() -> None:
                 took[name] = time.perf_counter() - start
                 outside[name].append(took[name] - run.seconds)
                 best[name][i] = min(best[name][i], took[name])
-            ratios.append(took["ours"] / took["raw"])
+            ratios.append(took["fixed"] / took["raw"])
 
     # One call with every sentence: our length sorting across the whole call.
     flat = [text for batch in batches for text in batch]
@@ -185,11 +196,13 @@ def main() -> None:
         "threads": args.threads,
         "rounds": args.rounds,
         "raw_sentences_per_s": sentences / total["raw"],
-        "ours_sentences_per_s": sentences / total["ours"],
-        "overhead": total["ours"] / total["raw"] - 1,
+        "ours_fixed_sentences_per_s": sentences / total["fixed"],
+        "ours_default_sentences_per_s": sentences / total["ours"],
+        "overhead": total["fixed"] / total["raw"] - 1,
         "overhead_median_of_batch_ratios": statistics.median(ratios) - 1,
+        "default_vs_raw": total["ours"] / total["raw"] - 1,
         "raw_ms_outside_onnxruntime_per_batch": 1000 * statistics.median(outside["raw"]),
-        "ours_ms_outside_onnxruntime_per_batch": 1000 * statistics.median(outside["ours"]),
+        "ours_ms_outside_onnxruntime_per_batch": 1000 * statistics.median(outside["fixed"]),
         "ms_per_batch_raw": 1000 * total["raw"] / len(batches),
         "ours_one_call_sentences_per_s": sentences / one_call,
     }
@@ -197,12 +210,18 @@ def main() -> None:
         f"{sentences} sentences ({report['tokens']} tokens) in {len(batches)} batches of "
         f"{args.batch_size}, {args.threads} onnxruntime threads, best of {args.rounds} rounds"
     )
-    print(f"raw onnxruntime + tokenizers : {report['raw_sentences_per_s']:8.1f} sentences/s")
-    print(f"ragloom OnnxEmbeddingModel   : {report['ours_sentences_per_s']:8.1f} sentences/s")
+    print(f"raw onnxruntime + tokenizers   :{report['raw_sentences_per_s']:8.1f} sentences/s")
     print(
-        f"overhead: {report['overhead']:+.1%} (sum of best batch times), "
+        f"ragloom, one run per batch     :{report['ours_fixed_sentences_per_s']:8.1f} sentences/s"
+    )
+    print(
+        f"ragloom, default batching      :{report['ours_default_sentences_per_s']:8.1f} sentences/s"
+    )
+    print(
+        f"overhead (like for like): {report['overhead']:+.1%} (sum of best batch times), "
         f"{report['overhead_median_of_batch_ratios']:+.1%} (median batch ratio); goal <= +10%"
     )
+    print(f"default batching vs raw: {report['default_vs_raw']:+.1%}")
     print(
         "time outside onnxruntime per batch (median): "
         f"raw {report['raw_ms_outside_onnxruntime_per_batch']:.2f} ms, "

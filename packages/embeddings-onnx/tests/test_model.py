@@ -235,3 +235,41 @@ def test_import_does_not_load_onnxruntime_or_tokenizers() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def batch_sizes(model: OnnxEmbeddingModel, lengths: list[int]) -> list[int]:
+    batches = model._batches(np.array(lengths, dtype=np.int64))
+    flat = np.concatenate(batches)
+    assert sorted(flat.tolist()) == list(range(len(lengths)))  # each text exactly once
+    for batch in batches:  # each batch is length-sorted and in global length order
+        assert np.all(np.diff(np.array(lengths)[batch]) >= 0)
+    return [len(batch) for batch in batches]
+
+
+def test_batches_are_cut_at_batch_size(model: AllMiniLmL6V2QuantizedEmbeddingModel) -> None:
+    assert batch_sizes(model, [12] * 70) == [32, 32, 6]
+    assert batch_sizes(model, list(range(20, 52))) == [32]  # slowly growing: one batch
+
+
+def test_one_long_text_does_not_pad_a_batch_of_short_ones(
+    model: AllMiniLmL6V2QuantizedEmbeddingModel,
+) -> None:
+    lengths = [12] * 15 + [256] + [14] * 16
+    assert batch_sizes(model, lengths) == [31, 1]
+    batches = model._batches(np.array(lengths, dtype=np.int64))
+    assert batches[1].tolist() == [15]
+
+
+def test_batches_fixed_when_splitting_is_off() -> None:
+    fixed = AllMiniLmL6V2QuantizedEmbeddingModel(batch_size=8)
+    fixed._split_factor = None
+    assert batch_sizes(fixed, [12] * 15 + [256]) == [8, 8]
+
+
+def test_batches_of_random_lengths_cover_every_text(
+    model: AllMiniLmL6V2QuantizedEmbeddingModel,
+) -> None:
+    rng = np.random.default_rng(3)
+    for size in (1, 2, 33, 200):
+        lengths = rng.integers(2, 257, size).tolist()
+        assert all(n <= 32 for n in batch_sizes(model, lengths))

@@ -87,11 +87,13 @@ class OnnxEmbeddingModel(EmbeddingModel):
     """An :class:`~ragloom.core.embedding.EmbeddingModel` run in-process by onnxruntime.
 
     Each ``embed_all`` call tokenizes all its texts in one call into ``tokenizers``,
-    sorts them by token length, runs them in batches of ``batch_size`` padded only to
-    the longest text of the batch, pools the token embeddings (``"mean"`` over the
-    attention mask, or the ``"cls"`` token), L2-normalises them (``normalize=True``)
-    and returns them in the input order. The token usage is the number of tokens the
-    model read (special tokens included, padding excluded).
+    sorts them by token length, runs them in batches of at most ``batch_size`` padded
+    only to the longest text of the batch (a batch is cut early where one text is so
+    much longer than the rest that padding them all to it would waste work), pools the
+    token embeddings (``"mean"`` over the attention mask, or the ``"cls"`` token),
+    L2-normalises them (``normalize=True``) and returns them in the input order. The
+    token usage is the number of tokens the model read (special tokens included,
+    padding excluded).
 
     Texts longer than ``max_length`` tokens (special tokens included) are truncated to
     their first ``max_length`` tokens, as sentence-transformers does; with
@@ -153,6 +155,8 @@ class OnnxEmbeddingModel(EmbeddingModel):
         self._counter: HuggingFaceTokenizer | None = None
         self._session: _Session | None = None
         self._lock = threading.Lock()
+        # Cut a length-sorted batch where padding would cost this much more (None: never).
+        self._split_factor: float | None = 1.25
 
     # -- configuration -----------------------------------------------------------------
 
@@ -248,10 +252,8 @@ class OnnxEmbeddingModel(EmbeddingModel):
         if self._strict:
             self._reject_too_long(strings, lengths)
         session = self.load()
-        order = np.argsort(lengths, kind="stable")
         vectors: npt.NDArray[np.float32] | None = None
-        for start in range(0, count, self._batch_size):
-            index = order[start : start + self._batch_size]
+        for index in self._batches(lengths):
             pooled = self._embed_batch(session, [encodings[i] for i in index], lengths[index])
             if vectors is None:
                 vectors = np.empty((count, pooled.shape[1]), dtype=np.float32)
@@ -259,6 +261,29 @@ class OnnxEmbeddingModel(EmbeddingModel):
         assert vectors is not None
         embeddings = [Embedding(row) for row in vectors]
         return EmbeddingResult(embeddings, TokenUsage(input_token_count=int(lengths.sum())))
+
+    def _batches(self, lengths: npt.NDArray[np.int64]) -> list[npt.NDArray[np.intp]]:
+        """Indices of the texts of each batch: sorted by length, cut to limit padding.
+
+        A batch ends at ``batch_size`` texts, or before a text so much longer than the
+        batch that padding the whole batch to it would cost more than ``_split_factor``
+        times running it separately (e.g. 31 short sentences and one long paragraph).
+        """
+        order = np.argsort(lengths, kind="stable")
+        ordered = lengths[order].tolist()
+        factor = self._split_factor
+        batches = []
+        start = 0
+        for j in range(1, len(ordered)):
+            rows = j - start
+            if rows >= self._batch_size or (
+                factor is not None
+                and (rows + 1) * ordered[j] > factor * (rows * ordered[j - 1] + ordered[j])
+            ):
+                batches.append(order[start:j])
+                start = j
+        batches.append(order[start:])
+        return batches
 
     def _reject_too_long(self, strings: list[str], lengths: npt.NDArray[np.int64]) -> None:
         # A truncated text has exactly max_length tokens; count those candidates in full.
