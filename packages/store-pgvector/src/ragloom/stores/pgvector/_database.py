@@ -1,0 +1,233 @@
+"""Connections: a psycopg pool, the vector type adapters, session settings and retries."""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import weakref
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any, TypeVar
+
+import numpy as np
+import numpy.typing as npt
+import psycopg
+from psycopg import errors as pg_errors
+from psycopg.adapt import Buffer, Dumper, Loader
+from psycopg.pq import Format
+from psycopg_pool import ConnectionPool, PoolTimeout
+
+from ragloom.core.errors import EmbeddingStoreError
+
+T = TypeVar("T")
+Connection = psycopg.Connection[Any]
+Vector = npt.NDArray[np.float32]
+
+_BIG_ENDIAN_FLOAT32 = np.dtype(">f4")
+
+
+class VectorParam:
+    """A vector already in pgvector's binary format: uint16 dimension, uint16 unused,
+    then big-endian float32s (sent as is by :class:`VectorDumper`)."""
+
+    __slots__ = ("payload",)
+
+    def __init__(self, payload: bytes) -> None:
+        self.payload = payload
+
+
+class VectorDumper(Dumper):
+    """Binary dumper of :class:`VectorParam`.
+
+    Subclassed per server with the ``vector`` type's OID set (see :meth:`Database.prepare`).
+    """
+
+    format = Format.BINARY
+
+    def dump(self, obj: VectorParam) -> Buffer:
+        return obj.payload
+
+
+class VectorLoader(Loader):
+    """Binary loader of ``vector`` values into float32 numpy arrays."""
+
+    format = Format.BINARY
+
+    def load(self, data: Buffer) -> Vector:
+        dimension = (data[0] << 8) | data[1]
+        return np.frombuffer(data, dtype=_BIG_ENDIAN_FLOAT32, count=dimension, offset=4).astype(
+            np.float32
+        )
+
+
+def describe(exc: BaseException) -> str:
+    """A one-line description of a psycopg error (its first line and SQLSTATE)."""
+    message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    state = getattr(exc, "sqlstate", None)
+    return f"{message} [{state}]" if state else message
+
+
+class Database:
+    """A pool of connections prepared for one store: adapters registered, settings applied.
+
+    ``connection`` is a libpq connection string/URI (a pool of ``pool_size`` autocommit
+    connections is created and owned, closed by :meth:`close`) or a
+    :class:`psycopg_pool.ConnectionPool` owned by the caller. Session settings the store
+    needs (``hnsw.ef_search`` and friends) are set on each connection the first time it is
+    used, with ``set_config``, and tracked so that they cost nothing afterwards.
+    """
+
+    def __init__(
+        self,
+        connection: str | ConnectionPool[Any],
+        *,
+        pool_size: int,
+        timeout: float,
+        settings: dict[str, str],
+    ) -> None:
+        self.timeout = timeout
+        self.settings = dict(settings)
+        self.vector_oid: int | None = None
+        self._dumper: type[VectorDumper] | None = None
+        self._prepared: weakref.WeakKeyDictionary[Connection, dict[str, str]] = (
+            weakref.WeakKeyDictionary()
+        )
+        self._lock = threading.Lock()
+        if isinstance(connection, str):
+            self.owns_pool = True
+            self.pool: ConnectionPool[Any] = ConnectionPool(
+                connection,
+                min_size=1,
+                max_size=max(1, pool_size),
+                kwargs={"autocommit": True},
+                timeout=timeout,
+                open=False,
+                name="ragloom-pgvector",
+            )
+            try:
+                self.pool.open(wait=False)
+            except psycopg.Error as exc:
+                message = f"cannot open a connection pool: {describe(exc)}"
+                raise EmbeddingStoreError(message) from exc
+        elif isinstance(connection, ConnectionPool):
+            self.owns_pool = False
+            self.pool = connection
+        else:
+            raise EmbeddingStoreError(
+                "connection must be a libpq connection string or a psycopg_pool.ConnectionPool, "
+                f"got {type(connection).__name__}"
+            )
+
+    def close(self) -> None:
+        if self.owns_pool:
+            self.pool.close()
+
+    # -- per-connection preparation -------------------------------------------------------
+
+    def set_vector_oid(self, oid: int) -> None:
+        with self._lock:
+            if self.vector_oid != oid:
+                self.vector_oid = oid
+                self._dumper = type("RagloomVectorDumper", (VectorDumper,), {"oid": oid})
+                self._prepared = weakref.WeakKeyDictionary()
+
+    def prepare(self, conn: Connection, settings: dict[str, str] | None = None) -> None:
+        """Register the vector adapters on ``conn`` and apply the session settings."""
+        state = self._prepared.get(conn)
+        if state is None:
+            if self.vector_oid is None or self._dumper is None:
+                raise EmbeddingStoreError("the vector type is not known yet (internal error)")
+            conn.adapters.register_dumper(VectorParam, self._dumper)
+            conn.adapters.register_loader(self.vector_oid, VectorLoader)
+            state = {}
+            self._prepared[conn] = state
+        wanted = self.settings if settings is None else {**self.settings, **settings}
+        changes = {name: value for name, value in wanted.items() if state.get(name) != value}
+        if changes:
+            names = list(changes)
+            query = "SELECT " + ", ".join(["set_config(%s, %s, false)"] * len(names))
+            params: list[str] = []
+            for name in names:
+                params += [name, changes[name]]
+            with self.transaction(conn):
+                conn.execute(query, params)
+            state.update(changes)
+
+    def forget(self, conn: Connection) -> None:
+        """Drop what we know of ``conn``'s session (after an error rolled it back)."""
+        self._prepared.pop(conn, None)
+
+    @staticmethod
+    @contextmanager
+    def transaction(conn: Connection) -> Iterator[None]:
+        """A transaction on an autocommit connection; the caller's on a non-autocommit one."""
+        with conn.transaction():
+            yield
+
+    # -- running work ----------------------------------------------------------------------
+
+    def run(
+        self,
+        work: Callable[[Connection], T],
+        *,
+        what: str,
+        write: bool,
+        idempotent: bool,
+        prepare: bool = True,
+        settings: dict[str, str] | None = None,
+    ) -> T:
+        """``work(conn)`` on a pooled connection; errors become :class:`EmbeddingStoreError`.
+
+        With ``write``, the work runs in one transaction. A connection found dead (e.g.
+        after a server restart) is discarded and the work is retried on a fresh one, when
+        that is safe: the work is ``idempotent``, or it failed before its transaction began
+        to commit. A deadlock or serialization failure (the transaction was rolled back) is
+        retried too. :class:`~ragloom.core.errors.RagloomError` raised by ``work`` (e.g.
+        ``InvalidFilterError``) passes through unchanged.
+        """
+        attempts = 0
+        while True:
+            attempts += 1
+            progress: dict[str, bool] = {"committing": False}
+            try:
+                with self.pool.connection(timeout=self.timeout) as conn:
+                    try:
+                        if prepare:
+                            self.prepare(conn, settings)
+                        if not write:
+                            return work(conn)
+                        with conn.transaction():
+                            result = work(conn)
+                            progress["committing"] = True
+                        return result
+                    except BaseException:
+                        self.forget(conn)
+                        if conn.broken or conn.closed:
+                            progress["broken"] = True
+                        raise
+            except PoolTimeout as exc:
+                raise EmbeddingStoreError(
+                    f"{what}: no connection to PostgreSQL within {self.timeout:g}s "
+                    f"({describe(exc)}); is the server running and reachable?"
+                ) from exc
+            except (pg_errors.DeadlockDetected, pg_errors.SerializationFailure) as exc:
+                if attempts < 3:
+                    continue
+                raise EmbeddingStoreError(f"{what} failed: {describe(exc)}") from exc
+            except psycopg.OperationalError as exc:
+                if progress.get("broken") and attempts <= 2:
+                    if idempotent or not progress["committing"]:
+                        self._check_pool()
+                        continue
+                    raise EmbeddingStoreError(
+                        f"{what}: the connection was lost while committing; the change may or "
+                        f"may not have been applied ({describe(exc)})"
+                    ) from exc
+                raise EmbeddingStoreError(f"{what} failed: {describe(exc)}") from exc
+            except psycopg.Error as exc:
+                raise EmbeddingStoreError(f"{what} failed: {describe(exc)}") from exc
+
+    def _check_pool(self) -> None:
+        """Replace the pool's dead idle connections (after one was found dead)."""
+        with contextlib.suppress(psycopg.Error):  # the retry reports any problem
+            self.pool.check()

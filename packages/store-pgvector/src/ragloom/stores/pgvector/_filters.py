@@ -1,0 +1,294 @@
+"""Filter -> SQL over the ``metadata`` JSONB column, with bound parameters only.
+
+Every key and value travels as a parameter; the SQL text is made of fixed fragments. The
+translation keeps the core semantics (``ragloom.core.filters``):
+
+- each comparison is ``COALESCE(<test>, false)``, never NULL, so a missing key makes it
+  false, ``NOT`` is plain negation, and ``IsNotEqualTo``/``IsNotIn`` (the negations of
+  ``IsEqualTo``/``IsIn``) are true for a missing key;
+- equality is JSONB containment ``metadata @> {"k": v}`` (GIN-indexable): JSONB compares
+  numbers as ``numeric``, so ``2 == 2.0`` and nothing else; a UUID value also matches a
+  str holding its canonical form; membership is ``metadata -> k = ANY(jsonb[])``;
+- orderings cast to ``numeric`` (exact; ±inf included, NaN excluded) or compare text
+  ``COLLATE "C"`` (code point order, in a UTF-8 database); ``ContainsString`` is
+  ``strpos`` (case-sensitive);
+- type mismatches: a filter's :attr:`CompiledFilter.mismatch_tags` are the kind tags of
+  stored values it cannot compare with; the caller looks for any row carrying one (one
+  GIN index probe) in the same statement, and raises ``InvalidFilterError`` if found, as
+  the in-memory store does whenever any stored value has an incompatible type.
+
+PostgreSQL text cannot hold NUL, and the store refuses it on input, so a key containing
+NUL is missing from every row and a str value containing NUL equals no stored value; the
+orderings against such a value are rewritten on its prefix before the NUL (exactly
+equivalent for NUL-free stored strings).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from psycopg import sql
+from psycopg.types.json import Jsonb
+
+from ragloom.core.errors import InvalidFilterError
+from ragloom.core.filters import (
+    And,
+    ContainsString,
+    Filter,
+    FilterValue,
+    IsEqualTo,
+    IsGreaterThan,
+    IsGreaterThanOrEqualTo,
+    IsIn,
+    IsLessThan,
+    IsLessThanOrEqualTo,
+    IsNotEqualTo,
+    IsNotIn,
+    Not,
+    Or,
+)
+from ragloom.stores.pgvector._metadata import (
+    BOOL,
+    NUMBER,
+    STR,
+    UUID,
+    encode_number,
+    kind_tag,
+)
+
+__all__ = ["CompiledFilter", "compile_filter", "jsonb_text"]
+
+_TRUE, _FALSE = sql.SQL("TRUE"), sql.SQL("FALSE")
+_OPERATORS: dict[type[Filter], str] = {
+    IsGreaterThan: ">",
+    IsGreaterThanOrEqualTo: ">=",
+    IsLessThan: "<",
+    IsLessThanOrEqualTo: "<=",
+}
+# Stored kinds that a filter value of each kind cannot be compared with.
+_INCOMPATIBLE = {
+    NUMBER: (STR, BOOL, UUID),
+    STR: (NUMBER, BOOL, UUID),
+    BOOL: (NUMBER, STR, UUID),
+    UUID: (NUMBER, BOOL),  # a UUID filter value also compares with stored str
+}
+# Each placeholder occurs once (psycopg binds positionally): k1..k3 are the key, v1, v2
+# the value.
+_NUMBER_ORDER = sql.SQL(
+    "COALESCE(CASE jsonb_typeof(metadata -> {k1}) "
+    "WHEN 'number' THEN (metadata -> {k2})::numeric {op} {v1}::numeric "
+    "WHEN 'object' THEN NULLIF((metadata -> {k3} ->> '$float')::numeric, 'NaN') {op} {v2}::numeric "
+    "END, false)"
+)
+_STR_ORDER = sql.SQL(
+    "COALESCE(CASE WHEN jsonb_typeof(metadata -> {k1}) = 'string' "
+    'THEN (metadata ->> {k2}) COLLATE "C" {op} {v1} END, false)'
+)
+_CONTAINS = sql.SQL(
+    "COALESCE(CASE WHEN jsonb_typeof(metadata -> {k1}) = 'string' "
+    "THEN strpos(metadata ->> {k2}, {v1}) > 0 END, false)"
+)
+_MEMBER = sql.SQL("COALESCE((metadata -> {k1}) = ANY({v1}::jsonb[]), false)")
+
+
+def _identity(text: Any) -> Any:
+    return text
+
+
+def jsonb_text(text: str) -> Jsonb:
+    """A JSONB parameter from JSON text we already encoded (sent as is)."""
+    return Jsonb(text, dumps=_identity)
+
+
+@dataclass
+class CompiledFilter:
+    """The SQL condition of a filter, its parameters and its mismatch tags."""
+
+    condition: sql.Composable
+    params: list[Any] = field(default_factory=list)
+    mismatch_tags: list[str] = field(default_factory=list)
+
+
+def _kind(value: FilterValue) -> str:
+    if type(value) is bool:
+        return BOOL
+    if type(value) is int or type(value) is float:
+        return NUMBER
+    if type(value) is str:
+        return STR
+    return UUID
+
+
+def _json(value: FilterValue) -> list[str]:
+    """The stored JSON forms ``value`` equals (a UUID equals two)."""
+    if type(value) is bool:
+        return ["true" if value else "false"]
+    if type(value) is int or type(value) is float:
+        return [encode_number(value)]
+    if type(value) is str:
+        return [_json_str(value)]
+    text = str(value)
+    return [f'{{"$uuid": "{text}"}}', f'"{text}"']
+
+
+def _json_str(value: str) -> str:
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _storable(text: str) -> bool:
+    """Whether PostgreSQL text can hold ``text`` (the store refuses anything else)."""
+    if "\x00" in text:
+        return False
+    if text.isascii():
+        return True
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+class _Compiler:
+    def __init__(self) -> None:
+        self.params: list[Any] = []
+        self.tags: dict[str, None] = {}
+
+    def param(self, value: Any) -> sql.Composable:
+        self.params.append(value)
+        return sql.Placeholder()
+
+    def fill(
+        self, template: sql.SQL, key: str, value: Any, **fixed: sql.Composable
+    ) -> sql.Composed:
+        """``template`` with a placeholder (and a parameter) per occurrence of k1.., v1..
+
+        The parameters are appended in the template's textual order.
+        """
+        text = template.as_string()
+        names = [name for name in ("k1", "k2", "k3", "v1", "v2") if "{" + name + "}" in text]
+        names.sort(key=lambda name: text.index("{" + name + "}"))
+        args: dict[str, sql.Composable] = {}
+        for name in names:
+            args[name] = self.param(key if name[0] == "k" else value)
+        return template.format(**args, **fixed)
+
+    def check_types(self, key: str, kind: str) -> None:
+        for other in _INCOMPATIBLE[kind]:
+            self.tags[kind_tag(other, key)] = None
+
+    def compile(self, node: Filter) -> sql.Composable:
+        if isinstance(node, And | Or):
+            operands = _flatten(node)
+            joiner = sql.SQL(" AND ") if isinstance(node, And) else sql.SQL(" OR ")
+            return sql.SQL("({})").format(joiner.join([self.compile(op) for op in operands]))
+        if isinstance(node, Not):
+            return _negate(self.compile(node.expression))
+        if isinstance(node, IsEqualTo | IsNotEqualTo):
+            condition = self.equal(node.key, node.value)
+            return _negate(condition) if type(node) is IsNotEqualTo else condition
+        if isinstance(node, IsIn | IsNotIn):
+            condition = self.member(node.key, node.values)
+            return _negate(condition) if type(node) is IsNotIn else condition
+        if isinstance(node, ContainsString):
+            return self.contains(node.key, node.value)
+        operator = _OPERATORS.get(type(node))
+        if operator is not None:
+            return self.order(node.key, operator, node.value)  # type: ignore[attr-defined]
+        raise InvalidFilterError(
+            f"the pgvector store cannot translate filter {type(node).__name__}: {node}"
+        )
+
+    def equal(self, key: str, value: FilterValue) -> sql.Composable:
+        if not _storable(key):  # no stored key holds NUL: missing everywhere
+            return _FALSE
+        self.check_types(key, _kind(value))
+        if type(value) is str and not _storable(value):  # no stored str holds it
+            return _FALSE
+        forms = [
+            sql.SQL("metadata @> {v}").format(v=self.param(self.document(key, form)))
+            for form in _json(value)
+        ]
+        if len(forms) == 1:
+            return forms[0]
+        return sql.SQL("({})").format(sql.SQL(" OR ").join(forms))
+
+    def member(self, key: str, values: tuple[FilterValue, ...]) -> sql.Composable:
+        if not _storable(key):
+            return _FALSE
+        self.check_types(key, _kind(values[0]))
+        forms = [
+            jsonb_text(form)
+            for value in values
+            if not (type(value) is str and not _storable(value))
+            for form in _json(value)
+        ]
+        if not forms:
+            return _FALSE
+        return self.fill(_MEMBER, key, forms)
+
+    def contains(self, key: str, value: str) -> sql.Composable:
+        if not _storable(key):
+            return _FALSE
+        self.check_types(key, STR)
+        if not _storable(value):  # no stored str contains it
+            return _FALSE
+        return self.fill(_CONTAINS, key, value)
+
+    def order(self, key: str, operator: str, value: FilterValue) -> sql.Composable:
+        if not _storable(key):
+            return _FALSE
+        kind = _kind(value)
+        self.check_types(key, kind)
+        if kind == NUMBER:
+            assert isinstance(value, int | float)
+            number = encode_number(value)
+            return self.fill(_NUMBER_ORDER, key, number, op=sql.SQL(operator))
+        assert isinstance(value, str)
+        if not _storable(value.replace("\x00", "")):
+            raise InvalidFilterError(
+                f"filter value {value!r} on key {key!r} is not valid Unicode (lone surrogate)"
+            )
+        if "\x00" in value:
+            # NUL-free s vs x = p + NUL + rest: s > x and s >= x iff s > p; s < x, s <= x
+            # iff s <= p (s == p sorts before x, and no s equals x).
+            value = value[: value.index("\x00")]
+            operator = ">" if operator in (">", ">=") else "<="
+        return self.fill(_STR_ORDER, key, value, op=sql.SQL(operator))
+
+    def document(self, key: str, form: str) -> Jsonb:
+        return jsonb_text("{" + _json_str(key) + ": " + form + "}")
+
+
+def _negate(condition: sql.Composable) -> sql.Composable:
+    if condition is _FALSE:
+        return _TRUE
+    if condition is _TRUE:
+        return _FALSE
+    return sql.SQL("(NOT {})").format(condition)
+
+
+def _flatten(node: And | Or) -> list[Filter]:
+    """The operands of a chain of nodes of ``node``'s class, in order, without recursion."""
+    cls = type(node)
+    operands: list[Filter] = []
+    stack: list[Filter] = [node]
+    while stack:
+        current = stack.pop()
+        if type(current) is cls:
+            assert isinstance(current, And | Or)
+            stack.append(current.right)
+            stack.append(current.left)
+        else:
+            operands.append(current)
+    return operands
+
+
+def compile_filter(condition: Filter) -> CompiledFilter:
+    """The SQL of ``condition`` over the ``metadata`` column (see the module docstring)."""
+    if not isinstance(condition, Filter):
+        raise InvalidFilterError(f"filter must be a ragloom Filter, got {type(condition).__name__}")
+    compiler = _Compiler()
+    sql_condition = compiler.compile(condition)
+    return CompiledFilter(sql_condition, compiler.params, list(compiler.tags))

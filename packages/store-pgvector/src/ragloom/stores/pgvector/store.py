@@ -1,0 +1,754 @@
+"""PgVectorEmbeddingStore: the EmbeddingStore contract on PostgreSQL with pgvector.
+
+Table (one per store, created on first use unless ``create_table=False``)::
+
+    id              text PRIMARY KEY          caller's id, or a generated UUID4 string
+    seq             bigint IDENTITY           insertion order: ties, like in memory
+    embedding       vector(<dimension>)       the vector as added (not normalized)
+    text            text                      the segment's text; NULL without a segment
+    metadata        jsonb                     typed values (see ``_metadata``)
+    metadata_kinds  text[]                    "<kind>:<key>" per key, for type checks
+
+with an HNSW (or IVFFlat) cosine index on ``embedding`` and GIN indexes on ``metadata``
+(``jsonb_path_ops``, for equality filters) and ``metadata_kinds``.
+
+Search is one statement: the index orders candidates by pgvector's cosine distance
+(``ORDER BY embedding <=> q, seq LIMIT k``; an incremental sort breaks exact ties by
+``seq``), then the matches are rescored in float64 from the stored float32 vectors, with
+the in-memory store's formula, and sorted by (score desc, seq): the scores are the
+in-memory store's, bit for bit, for the same candidates. With a filter, the same
+statement also probes the ``metadata_kinds`` index for a stored value the filter cannot
+compare (type mismatch), in the same snapshot, and ``InvalidFilterError`` is raised like
+in memory. HNSW is approximate: on large tables a true top-k entry can be missed (recall
+is measured by ``scripts/bench/bench_pgvector.py``); ``ef_search`` trades speed for recall.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import struct
+import uuid
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from typing import Any, Literal
+
+import numpy as np
+import numpy.typing as npt
+import psycopg
+from psycopg import sql
+from psycopg_pool import ConnectionPool
+
+from ragloom.core.document import TextSegment
+from ragloom.core.embedding import Embedding
+from ragloom.core.errors import EmbeddingStoreError, InvalidFilterError
+from ragloom.core.filters import Filter
+from ragloom.core.metadata import Metadata, MetadataValue
+from ragloom.core.stores.base import (
+    EmbeddingMatch,
+    EmbeddingSearchRequest,
+    EmbeddingSearchResult,
+    EmbeddingStore,
+)
+from ragloom.stores.pgvector._database import Connection, Database, VectorParam, describe
+from ragloom.stores.pgvector._filters import CompiledFilter, compile_filter, jsonb_text
+from ragloom.stores.pgvector._metadata import check_text, decode_metadata, encode_metadata
+
+__all__ = ["IndexType", "IterativeScan", "PgVectorEmbeddingStore"]
+
+IndexType = Literal["hnsw", "ivfflat", "none"]
+IterativeScan = Literal["off", "strict_order", "relaxed_order"]
+
+_MAX_IDENTIFIER_BYTES = 63
+_MAX_DIMENSION = 16000  # pgvector's limit for the vector type
+_EF_SEARCH_MAX = 1000  # pgvector's limit for hnsw.ef_search
+_STAGING_FROM = 64  # batches with ids of at least this size go through COPY + upsert
+_COLUMNS = ("id", "embedding", "text", "metadata", "metadata_kinds")
+_EXPECTED_TYPES = {
+    "id": "text",
+    "seq": "bigint",
+    "text": "text",
+    "metadata": "jsonb",
+    "metadata_kinds": "text[]",
+}
+_VECTOR_HEADER = struct.Struct(">HH")
+
+Matrix = npt.NDArray[np.float32]
+
+
+def _identifier(name: object, what: str) -> str:
+    if not isinstance(name, str) or not name:
+        raise EmbeddingStoreError(f"{what} must be a non-empty str, got {name!r}")
+    check_text(name, what)
+    if len(name.encode("utf-8")) > _MAX_IDENTIFIER_BYTES:
+        raise EmbeddingStoreError(
+            f"{what} {name!r} is longer than PostgreSQL's {_MAX_IDENTIFIER_BYTES} bytes"
+        )
+    return name
+
+
+def _index_name(table: str, suffix: str) -> str:
+    """``<table>_<suffix>``, shortened with a hash of the table name to fit 63 bytes."""
+    name = f"{table}_{suffix}"
+    if len(name.encode("utf-8")) <= _MAX_IDENTIFIER_BYTES:
+        return name
+    digest = hashlib.sha1(table.encode("utf-8")).hexdigest()[:8]
+    tail = f"_{digest}_{suffix}"
+    head = table.encode("utf-8")[: _MAX_IDENTIFIER_BYTES - len(tail)].decode("utf-8", "ignore")
+    return head + tail
+
+
+def _positive_int(value: object, what: str, upper: int | None = None) -> int:
+    if type(value) is not int or value < 1 or (upper is not None and value > upper):
+        limit = f" <= {upper}" if upper is not None else ""
+        raise EmbeddingStoreError(f"{what} must be an int >= 1{limit}, got {value!r}")
+    return value
+
+
+class PgVectorEmbeddingStore(EmbeddingStore):
+    """An :class:`~ragloom.core.EmbeddingStore` in a PostgreSQL table with pgvector.
+
+    ``connection`` is a libpq connection string or URI (the store then owns a pool of
+    ``pool_size`` connections; close it with :meth:`close` or a ``with`` block) or a
+    :class:`psycopg_pool.ConnectionPool` you own. ``dimension`` is fixed when the table is
+    created; for an existing table it may be omitted (read from the table) and, when
+    given, must match it. ``index`` is ``"hnsw"`` (default), ``"ivfflat"`` (build it after
+    loading data, see :meth:`create_index`) or ``"none"`` (exact scans). Metadata is stored
+    as typed JSONB; filters run in SQL with the in-memory store's semantics.
+
+    Thread-safe: each call takes a pooled connection. A connection broken by a server
+    restart is replaced, and the call retried when that is safe.
+    """
+
+    def __init__(
+        self,
+        connection: str | ConnectionPool[Any],
+        table: str = "ragloom_embeddings",
+        *,
+        dimension: int | None = None,
+        schema: str | None = None,
+        create_table: bool = True,
+        drop_table_first: bool = False,
+        create_extension: bool = True,
+        index: IndexType = "hnsw",
+        hnsw_m: int = 16,
+        hnsw_ef_construction: int = 64,
+        ef_search: int = 40,
+        ivfflat_lists: int = 100,
+        ivfflat_probes: int = 10,
+        iterative_scan: IterativeScan = "strict_order",
+        metadata_index: bool = True,
+        batch_size: int = 1000,
+        pool_size: int = 4,
+        timeout: float = 10.0,
+    ) -> None:
+        self._table_name = _identifier(table, "table name")
+        self._schema = None if schema is None else _identifier(schema, "schema name")
+        self._table = (
+            sql.Identifier(self._schema, self._table_name)
+            if self._schema is not None
+            else sql.Identifier(self._table_name)
+        )
+        if dimension is not None:
+            _positive_int(dimension, "dimension", _MAX_DIMENSION)
+        if index not in ("hnsw", "ivfflat", "none"):
+            raise EmbeddingStoreError(f"index must be 'hnsw', 'ivfflat' or 'none', got {index!r}")
+        if iterative_scan not in ("off", "strict_order", "relaxed_order"):
+            raise EmbeddingStoreError(
+                "iterative_scan must be 'off', 'strict_order' or 'relaxed_order', "
+                f"got {iterative_scan!r}"
+            )
+        self._index: IndexType = index
+        self._hnsw_m = _positive_int(hnsw_m, "hnsw_m", 100)
+        self._hnsw_ef_construction = _positive_int(hnsw_ef_construction, "hnsw_ef_construction")
+        self._ef_search = _positive_int(ef_search, "ef_search", _EF_SEARCH_MAX)
+        self._ivfflat_lists = _positive_int(ivfflat_lists, "ivfflat_lists", 32768)
+        self._metadata_index = bool(metadata_index)
+        self._batch_size = _positive_int(batch_size, "batch_size")
+        if not isinstance(timeout, int | float) or isinstance(timeout, bool) or timeout <= 0:
+            raise EmbeddingStoreError(f"timeout must be a positive number, got {timeout!r}")
+        settings = {
+            "hnsw.ef_search": str(self._ef_search),
+            "hnsw.iterative_scan": iterative_scan,
+            "ivfflat.probes": str(_positive_int(ivfflat_probes, "ivfflat_probes", 32768)),
+            "ivfflat.iterative_scan": "off" if iterative_scan == "off" else "relaxed_order",
+        }
+        self._db = Database(
+            connection,
+            pool_size=_positive_int(pool_size, "pool_size"),
+            timeout=float(timeout),
+            settings=settings,
+        )
+        try:
+            self._dimension: int = self._db.run(
+                lambda conn: self._setup(
+                    conn, dimension, create_table, drop_table_first, create_extension
+                ),
+                what=f"opening table {self.table_name}",
+                write=True,
+                idempotent=True,
+                prepare=False,
+            )
+        except BaseException:
+            self._db.close()
+            raise
+
+    # ------------------------------------------------------------------ properties
+
+    @property
+    def dimension(self) -> int:
+        """The vector dimension of the table."""
+        return self._dimension
+
+    @property
+    def table_name(self) -> str:
+        """The table, as ``schema.table`` when a schema was given."""
+        return f"{self._schema}.{self._table_name}" if self._schema else self._table_name
+
+    @property
+    def table(self) -> sql.Identifier:
+        """The table as a quoted SQL identifier (for your own queries)."""
+        return self._table
+
+    @property
+    def pool(self) -> ConnectionPool[Any]:
+        """The connection pool the store uses."""
+        return self._db.pool
+
+    def __repr__(self) -> str:
+        return f"PgVectorEmbeddingStore(table={self.table_name!r}, dimension={self._dimension})"
+
+    def __len__(self) -> int:
+        query = sql.SQL("SELECT count(*) FROM {}").format(self._table)
+
+        def work(conn: Connection) -> int:
+            row = conn.execute(query).fetchone()
+            return int(row[0]) if row else 0
+
+        return self._db.run(work, what="counting entries", write=False, idempotent=True)
+
+    def close(self) -> None:
+        """Close the connection pool, if the store created it."""
+        self._db.close()
+
+    def __enter__(self) -> PgVectorEmbeddingStore:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    # ------------------------------------------------------------------ schema
+
+    def _setup(
+        self,
+        conn: Connection,
+        dimension: int | None,
+        create_table: bool,
+        drop_table_first: bool,
+        create_extension: bool,
+    ) -> int:
+        qualified = self._table.as_string(conn)
+        # Serialize concurrent setups of one table (and of the extension).
+        conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 7))", ["ragloom-pgvector"])
+        if create_extension:
+            try:
+                with conn.transaction():
+                    conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+            except psycopg.Error as exc:
+                raise EmbeddingStoreError(
+                    f"cannot create the pgvector extension ({describe(exc)}); install pgvector "
+                    "and run CREATE EXTENSION vector as a privileged user"
+                ) from exc
+        row = conn.execute("SELECT to_regtype('vector')::oid").fetchone()
+        if row is None or row[0] is None:
+            raise EmbeddingStoreError(
+                "the pgvector extension is not installed in this database "
+                "(CREATE EXTENSION vector), or not on the search_path"
+            )
+        self._db.set_vector_oid(int(row[0]))
+        if drop_table_first:
+            conn.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(self._table))
+        columns = self._columns(conn, qualified)
+        if columns is None:
+            if not create_table:
+                raise EmbeddingStoreError(
+                    f"table {self.table_name} does not exist (and create_table=False)"
+                )
+            if dimension is None:
+                raise EmbeddingStoreError(
+                    f"table {self.table_name} does not exist: give the dimension to create it"
+                )
+            self._create(conn, dimension)
+            return dimension
+        return self._check_table(columns, dimension)
+
+    @staticmethod
+    def _columns(conn: Connection, qualified: str) -> dict[str, tuple[str, int]] | None:
+        exists = conn.execute("SELECT to_regclass(%s)::oid", [qualified]).fetchone()
+        if exists is None or exists[0] is None:
+            return None
+        rows = conn.execute(
+            "SELECT attname, format_type(atttypid, atttypmod), atttypmod FROM pg_attribute "
+            "WHERE attrelid = %s AND attnum > 0 AND NOT attisdropped",
+            [exists[0]],
+        ).fetchall()
+        return {name: (type_name, typmod) for name, type_name, typmod in rows}
+
+    def _check_table(self, columns: dict[str, tuple[str, int]], dimension: int | None) -> int:
+        problems = [
+            f"{name} {expected}"
+            for name, expected in _EXPECTED_TYPES.items()
+            if columns.get(name, ("", 0))[0] != expected
+        ]
+        embedding = columns.get("embedding")
+        if embedding is None or not embedding[0].startswith("vector"):
+            problems.append("embedding vector(<dimension>)")
+        if problems:
+            raise EmbeddingStoreError(
+                f"table {self.table_name} exists but is not a ragloom pgvector table: it lacks "
+                f"the columns {', '.join(problems)}; use another table or drop_table_first=True"
+            )
+        assert embedding is not None
+        stored = embedding[1]
+        if stored < 1:
+            raise EmbeddingStoreError(
+                f"table {self.table_name}: column embedding has no fixed dimension ({embedding[0]})"
+            )
+        if dimension is not None and dimension != stored:
+            raise EmbeddingStoreError(
+                f"table {self.table_name} holds vectors of dimension {stored}, but this store "
+                f"was opened with dimension {dimension}; use another table, the same dimension, "
+                "or drop_table_first=True to recreate it (deleting its data)"
+            )
+        return stored
+
+    def _create(self, conn: Connection, dimension: int) -> None:
+        conn.execute(
+            sql.SQL(
+                "CREATE TABLE {table} ("
+                "id text PRIMARY KEY, "
+                "seq bigint GENERATED ALWAYS AS IDENTITY, "
+                "embedding vector({dimension}) NOT NULL, "
+                "text text, "
+                "metadata jsonb NOT NULL DEFAULT '{{}}', "
+                "metadata_kinds text[] NOT NULL DEFAULT '{{}}')"
+            ).format(table=self._table, dimension=sql.Literal(dimension))
+        )
+        if self._metadata_index:
+            conn.execute(
+                sql.SQL("CREATE INDEX {} ON {} USING gin (metadata jsonb_path_ops)").format(
+                    sql.Identifier(_index_name(self._table_name, "metadata_idx")), self._table
+                )
+            )
+        conn.execute(
+            sql.SQL("CREATE INDEX {} ON {} USING gin (metadata_kinds)").format(
+                sql.Identifier(_index_name(self._table_name, "kinds_idx")), self._table
+            )
+        )
+        if self._index != "none":
+            self._create_vector_index(conn, self._index)
+
+    def _create_vector_index(self, conn: Connection, index: IndexType) -> None:
+        index_name = _index_name(self._table_name, "embedding_idx")
+        name = sql.Identifier(index_name)
+        conn.execute(
+            sql.SQL("DROP INDEX IF EXISTS {}").format(
+                name if self._schema is None else sql.Identifier(self._schema, index_name)
+            )
+        )
+        if index == "hnsw":
+            conn.execute(
+                sql.SQL(
+                    "CREATE INDEX {} ON {} USING hnsw (embedding vector_cosine_ops) "
+                    "WITH (m = {}, ef_construction = {})"
+                ).format(
+                    name,
+                    self._table,
+                    sql.Literal(self._hnsw_m),
+                    sql.Literal(self._hnsw_ef_construction),
+                )
+            )
+        elif index == "ivfflat":
+            conn.execute(
+                sql.SQL(
+                    "CREATE INDEX {} ON {} USING ivfflat (embedding vector_cosine_ops) "
+                    "WITH (lists = {})"
+                ).format(name, self._table, sql.Literal(self._ivfflat_lists))
+            )
+
+    def create_index(self, index: IndexType | None = None) -> None:
+        """(Re)build the vector index: ``index`` or the store's configured one.
+
+        IVFFlat learns its lists from the rows present, so build it after loading data;
+        HNSW can be built before (inserts then maintain it, more slowly) or after a bulk load
+        (faster). ``"none"`` drops the index (exact scans).
+        """
+        index = self._index if index is None else index
+        if index not in ("hnsw", "ivfflat", "none"):
+            raise EmbeddingStoreError(f"index must be 'hnsw', 'ivfflat' or 'none', got {index!r}")
+
+        def work(conn: Connection) -> None:
+            self._create_vector_index(conn, index)
+
+        self._db.run(work, what=f"building the {index} index", write=True, idempotent=True)
+        self._index = index
+
+    # ------------------------------------------------------------------ adding
+
+    def add(
+        self,
+        embedding: Embedding,
+        segment: TextSegment | None = None,
+        *,
+        id: str | None = None,
+    ) -> str:
+        """Add one embedding (with its segment, under ``id`` when given); returns its id."""
+        return self.add_all(
+            [embedding], None if segment is None else [segment], ids=None if id is None else [id]
+        )[0]
+
+    def add_all(
+        self,
+        embeddings: Sequence[Embedding] | npt.NDArray[np.floating[Any]],
+        segments: Sequence[TextSegment] | None = None,
+        *,
+        ids: Sequence[str] | None = None,
+    ) -> list[str]:
+        """Add a batch in one transaction; existing ids are replaced (keeping their order).
+
+        ``embeddings`` is a sequence of :class:`Embedding` or an ``(n, dimension)`` array.
+        Everything is validated before anything is written; on error nothing is added.
+        Without ``ids`` the rows are streamed with binary ``COPY``; with ``ids``, an upsert
+        (``INSERT ... ON CONFLICT``) in pipelined batches, or ``COPY`` into a temporary
+        table and one upsert from it for large batches.
+        """
+        count = len(embeddings)
+        texts, metadata = _split_segments(segments, count)
+        id_list = None if ids is None else _validate_ids(ids, count)
+        if count == 0:
+            return []
+        matrix = self._matrix(embeddings)
+        encoded = [encode_metadata(entry) for entry in metadata]
+        for position, text in enumerate(texts):
+            if text is not None:
+                check_text(text, f"text of segment {position}")
+        vectors = _vector_payloads(matrix)
+        if id_list is None:
+            new_ids = [str(uuid.uuid4()) for _ in range(count)]
+            rows = _rows(new_ids, vectors, texts, encoded)
+            self._db.run(
+                lambda conn: self._copy(conn, self._table, rows),
+                what=f"adding {count} embeddings",
+                write=True,
+                idempotent=False,
+            )
+            return new_ids
+        rows = _rows(id_list, vectors, texts, encoded)
+        self._db.run(
+            lambda conn: self._upsert(conn, rows),
+            what=f"adding {count} embeddings",
+            write=True,
+            idempotent=True,
+        )
+        return id_list
+
+    def _matrix(self, embeddings: Sequence[Embedding] | npt.NDArray[np.floating[Any]]) -> Matrix:
+        """The batch as a float32 ``(n, dimension)`` matrix, validated."""
+        if isinstance(embeddings, np.ndarray):
+            if embeddings.ndim != 2 or embeddings.dtype.kind not in "fiu":
+                raise EmbeddingStoreError(
+                    "an array of embeddings must be numeric with shape (n, dimension), "
+                    f"got {embeddings.dtype} {embeddings.shape}"
+                )
+            if embeddings.shape[1] != self._dimension:
+                raise EmbeddingStoreError(
+                    f"embedding dimension {embeddings.shape[1]} does not match the table's "
+                    f"{self._dimension}"
+                )
+            with np.errstate(over="ignore", invalid="ignore"):
+                matrix = np.ascontiguousarray(embeddings, dtype=np.float32)
+            finite = np.isfinite(matrix).all(axis=1)
+            if not finite.all():
+                raise EmbeddingStoreError(
+                    f"embedding at index {int(np.flatnonzero(~finite)[0])} contains NaN or "
+                    "infinity (or exceeds the float32 range)"
+                )
+            return matrix
+        for position, embedding in enumerate(embeddings):
+            if not isinstance(embedding, Embedding):
+                raise EmbeddingStoreError(
+                    f"embedding at index {position} is a {type(embedding).__name__}, "
+                    "not an Embedding"
+                )
+            if embedding.dimension != self._dimension:
+                raise EmbeddingStoreError(
+                    f"embedding at index {position} has dimension {embedding.dimension}, "
+                    f"the table's is {self._dimension}"
+                )
+        return np.stack([embedding.vector for embedding in embeddings])
+
+    def _copy(self, conn: Connection, table: sql.Composable, rows: list[tuple[Any, ...]]) -> None:
+        statement = sql.SQL("COPY {} ({}) FROM STDIN (FORMAT BINARY)").format(
+            table, sql.SQL(", ").join(map(sql.Identifier, _COLUMNS))
+        )
+        assert self._db.vector_oid is not None
+        with conn.cursor() as cursor, cursor.copy(statement) as copy:
+            copy.set_types(["text", self._db.vector_oid, "text", "jsonb", "text[]"])
+            for row in rows:
+                copy.write_row(row)
+
+    def _upsert(self, conn: Connection, rows: list[tuple[Any, ...]]) -> None:
+        update = sql.SQL(", ").join(
+            sql.SQL("{0} = EXCLUDED.{0}").format(sql.Identifier(column)) for column in _COLUMNS[1:]
+        )
+        columns = sql.SQL(", ").join(map(sql.Identifier, _COLUMNS))
+        if len(rows) < _STAGING_FROM:
+            statement = sql.SQL(
+                "INSERT INTO {} ({}) VALUES (%s, %s, %s, %s, %s) ON CONFLICT (id) DO UPDATE SET {}"
+            ).format(self._table, columns, update)
+            with conn.cursor() as cursor:
+                for start in range(0, len(rows), self._batch_size):
+                    cursor.executemany(statement, rows[start : start + self._batch_size])
+            return
+        staging = sql.Identifier(f"ragloom_staging_{uuid.uuid4().hex}")
+        conn.execute(
+            sql.SQL(
+                "CREATE TEMPORARY TABLE {} "
+                "(LIKE {} INCLUDING DEFAULTS INCLUDING IDENTITY) ON COMMIT DROP"
+            ).format(staging, self._table)
+        )
+        self._copy(conn, staging, rows)
+        conn.execute(
+            sql.SQL(
+                "INSERT INTO {table} ({columns}) SELECT {columns} FROM {staging} ORDER BY seq "
+                "ON CONFLICT (id) DO UPDATE SET {update}"
+            ).format(table=self._table, columns=columns, staging=staging, update=update)
+        )
+
+    # ------------------------------------------------------------------ searching
+
+    def search(self, request: EmbeddingSearchRequest) -> EmbeddingSearchResult:
+        """The best matches by cosine (HNSW/IVFFlat approximate, exact without an index)."""
+        if not isinstance(request, EmbeddingSearchRequest):
+            raise EmbeddingStoreError(
+                f"search takes an EmbeddingSearchRequest, got {type(request).__name__}"
+            )
+        query = request.query_embedding.vector
+        if query.shape[0] != self._dimension:
+            raise EmbeddingStoreError(
+                f"query dimension {query.shape[0]} does not match the table's {self._dimension}"
+            )
+        k = request.max_results
+        query64 = query.astype(np.float64)
+        query_norm = math.sqrt(float(query64 @ query64))
+        compiled = None if request.filter is None else compile_filter(request.filter)
+        statement, params = self._search_statement(compiled, query, query_norm, k)
+        settings = None
+        if k > self._ef_search:
+            settings = {"hnsw.ef_search": str(min(k, _EF_SEARCH_MAX))}
+
+        def work(conn: Connection) -> list[tuple[Any, ...]]:
+            return conn.execute(statement, params, binary=True).fetchall()
+
+        rows = self._db.run(work, what="searching", write=False, idempotent=True, settings=settings)
+        if rows and rows[0][0] is None:
+            assert request.filter is not None
+            _raise_mismatch(request.filter, rows[0][4])
+        if not rows:
+            return EmbeddingSearchResult([])
+        seqs = np.fromiter((row[0] for row in rows), dtype=np.int64, count=len(rows))
+        vectors = np.stack([row[2] for row in rows])
+        if query_norm == 0.0:
+            cosines = np.zeros(len(rows))
+        else:
+            cosines = _cosines(vectors, query64, query_norm)
+        order = np.lexsort((seqs, -cosines))
+        scores = (cosines + 1.0) / 2.0
+        matches: list[EmbeddingMatch] = []
+        for position in order.tolist()[:k]:
+            score = float(scores[position])
+            if score < request.min_score:
+                continue
+            _, embedding_id, _, text, metadata = rows[position]
+            matches.append(
+                EmbeddingMatch(
+                    score=score,
+                    embedding_id=embedding_id,
+                    embedding=Embedding(vectors[position]),
+                    embedded=None
+                    if text is None
+                    else TextSegment(text, Metadata(decode_metadata(metadata))),
+                )
+            )
+        return EmbeddingSearchResult(matches)
+
+    def _search_statement(
+        self, compiled: CompiledFilter | None, query: Matrix, query_norm: float, k: int
+    ) -> tuple[sql.Composed, list[Any]]:
+        params: list[Any] = []
+        where: sql.Composable = sql.SQL("")
+        if compiled is not None:
+            where = sql.SQL(" WHERE {}").format(compiled.condition)
+            params += compiled.params
+        if query_norm == 0.0:  # cosine 0 with everything: all tie, insertion order wins
+            order: sql.Composable = sql.SQL("seq")
+        else:
+            order = sql.SQL("embedding <=> %s, seq")
+            params.append(VectorParam(_vector_payload(query)))
+        params.append(k)
+        statement = sql.SQL(
+            "SELECT seq, id, embedding, text, metadata::text FROM {}{} ORDER BY {} LIMIT %s"
+        ).format(self._table, where, order)
+        if compiled is not None and compiled.mismatch_tags:
+            statement = sql.SQL(
+                "(SELECT NULL::bigint, NULL::text, NULL::vector, NULL::text, metadata::text "
+                "FROM {} WHERE metadata_kinds && %s LIMIT 1) UNION ALL ({})"
+            ).format(self._table, statement)
+            params.insert(0, compiled.mismatch_tags)
+        return statement, params
+
+    # ------------------------------------------------------------------ removing
+
+    def remove(self, id: str) -> None:
+        """Remove the entry with this id; an unknown id is ignored."""
+        self.remove_all(_validate_ids([id], 1))
+
+    def remove_all(self, ids: Iterable[str] | None = None, *, filter: Filter | None = None) -> None:
+        """Remove ``ids``, or the entries matching ``filter``, or (neither) everything.
+
+        Removing everything is ``TRUNCATE`` (fast, resets the index; it briefly locks out
+        concurrent readers of the table).
+        """
+        if ids is not None and filter is not None:
+            raise EmbeddingStoreError("remove_all takes ids or a filter, not both")
+        if ids is None and filter is None:
+            statement = sql.SQL("TRUNCATE {}").format(self._table)
+            self._db.run(
+                lambda conn: conn.execute(statement),
+                what="removing everything",
+                write=True,
+                idempotent=True,
+            )
+            return
+        if ids is not None:
+            if isinstance(ids, str):
+                raise EmbeddingStoreError("remove_all takes a collection of ids, not one str")
+            id_list = _validate_ids(list(ids), None, unique=False)
+            if not id_list:
+                return
+            statement = sql.SQL("DELETE FROM {} WHERE id = ANY(%s)").format(self._table)
+            self._db.run(
+                lambda conn: conn.execute(statement, [id_list]),
+                what=f"removing {len(id_list)} ids",
+                write=True,
+                idempotent=True,
+            )
+            return
+        if not isinstance(filter, Filter):
+            raise EmbeddingStoreError(
+                f"filter must be a ragloom Filter, got {type(filter).__name__}"
+            )
+        compiled = compile_filter(filter)
+        params: list[Any] = [compiled.mismatch_tags, *compiled.params]
+        statement = sql.SQL(
+            "WITH bad AS MATERIALIZED ("
+            "SELECT metadata::text AS metadata FROM {table} WHERE metadata_kinds && %s LIMIT 1), "
+            "gone AS (DELETE FROM {table} WHERE ({condition}) "
+            "AND NOT EXISTS (SELECT FROM bad) RETURNING 1) "
+            "SELECT (SELECT metadata FROM bad), (SELECT count(*) FROM gone)"
+        ).format(table=self._table, condition=compiled.condition)
+
+        def work(conn: Connection) -> tuple[Any, ...] | None:
+            return conn.execute(statement, params).fetchone()
+
+        row = self._db.run(work, what="removing by filter", write=True, idempotent=True)
+        if row is not None and row[0] is not None:
+            _raise_mismatch(filter, row[0])
+
+
+# ---------------------------------------------------------------------- helpers
+
+
+def _raise_mismatch(condition: Filter, metadata_text: str) -> None:
+    """Raise the core's error for the stored metadata the filter cannot compare."""
+    condition.test(decode_metadata(metadata_text))  # raises InvalidFilterError
+    raise InvalidFilterError(  # pragma: no cover - test() raises for a mismatching row
+        f"filter {condition} cannot be compared with stored metadata {metadata_text}"
+    )
+
+
+def _cosines(
+    vectors: Matrix, query64: npt.NDArray[np.float64], query_norm: float
+) -> npt.NDArray[np.float64]:
+    """float64 cosines, computed exactly as the in-memory store rescores its candidates."""
+    block = vectors.astype(np.float64)
+    dots = (block * query64).sum(axis=1)
+    norms = np.sqrt((block * block).sum(axis=1)) * query_norm
+    result = np.zeros(len(block), dtype=np.float64)
+    np.divide(dots, norms, out=result, where=norms > 0)
+    np.clip(result, -1.0, 1.0, out=result)
+    return result
+
+
+def _vector_payload(vector: Matrix) -> bytes:
+    return _VECTOR_HEADER.pack(vector.shape[0], 0) + vector.astype(">f4").tobytes()
+
+
+def _vector_payloads(matrix: Matrix) -> list[VectorParam]:
+    """pgvector's binary form of each row, encoded in one pass."""
+    header = _VECTOR_HEADER.pack(matrix.shape[1], 0)
+    blob = matrix.astype(">f4").tobytes()
+    width = 4 * matrix.shape[1]
+    return [
+        VectorParam(header + blob[start : start + width]) for start in range(0, len(blob), width)
+    ]
+
+
+def _rows(
+    ids: list[str],
+    vectors: list[VectorParam],
+    texts: list[str | None],
+    encoded: list[tuple[str, list[str]]],
+) -> list[tuple[Any, ...]]:
+    return [
+        (embedding_id, vector, text, jsonb_text(document), tags)
+        for embedding_id, vector, text, (document, tags) in zip(
+            ids, vectors, texts, encoded, strict=True
+        )
+    ]
+
+
+def _validate_ids(ids: Sequence[str], count: int | None, *, unique: bool = True) -> list[str]:
+    """``ids`` as a list, checked: non-empty storable ``str`` s, distinct if ``unique``."""
+    if isinstance(ids, str):
+        raise EmbeddingStoreError("ids must be a sequence of str, not one str")
+    id_list = list(ids)
+    if count is not None and len(id_list) != count:
+        raise EmbeddingStoreError(f"got {len(id_list)} ids for {count} embeddings")
+    for embedding_id in id_list:
+        if not isinstance(embedding_id, str) or not embedding_id:
+            raise EmbeddingStoreError(f"embedding id must be a non-empty str, got {embedding_id!r}")
+        check_text(embedding_id, "embedding id")
+    if unique and len(set(id_list)) != len(id_list):
+        duplicate = next(i for i, n in Counter(id_list).items() if n > 1)
+        raise EmbeddingStoreError(f"id {duplicate!r} appears more than once in one call")
+    return [str.__str__(embedding_id) for embedding_id in id_list]
+
+
+def _split_segments(
+    segments: Sequence[TextSegment] | None, count: int
+) -> tuple[list[str | None], list[dict[str, MetadataValue]]]:
+    """Texts and metadata dicts of ``segments`` (``None`` texts and empty dicts without)."""
+    if segments is None:
+        return [None] * count, [{}] * count
+    if isinstance(segments, str | TextSegment) or len(segments) != count:
+        given = 1 if isinstance(segments, str | TextSegment) else len(segments)
+        raise EmbeddingStoreError(f"got {given} segments for {count} embeddings")
+    texts: list[str | None] = []
+    metadata: list[dict[str, MetadataValue]] = []
+    for segment in segments:
+        if not isinstance(segment, TextSegment):
+            raise EmbeddingStoreError(f"expected TextSegment, got {type(segment).__name__}")
+        texts.append(segment.text)
+        metadata.append(segment.metadata.to_dict())
+    return texts, metadata
