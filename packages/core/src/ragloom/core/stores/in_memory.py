@@ -384,7 +384,7 @@ class InMemoryEmbeddingStore(EmbeddingStore):
         text = self._texts[row]
         if text is None:
             return None
-        return TextSegment(text, Metadata._trusted(dict(self._metadata.row(row))))
+        return TextSegment(text, Metadata._trusted(self._metadata.row(row)))
 
     # ------------------------------------------------------------------ removing
 
