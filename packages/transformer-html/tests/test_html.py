@@ -1,0 +1,308 @@
+"""HtmlToTextDocumentTransformer and HtmlDocumentParser."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from ragloom.core import (
+    Document,
+    DocumentParseError,
+    DocumentTransformer,
+    EmptyDocumentError,
+    FileSystemDocumentLoader,
+    plugins,
+)
+from ragloom.core.parsers.dispatch import DispatchingDocumentParser
+from ragloom.testkit import DocumentParserSuite, ParserSample
+from ragloom.transformers.html import HtmlDocumentParser, HtmlToTextDocumentTransformer
+
+PAGE = """<!DOCTYPE html>
+<html lang="en">
+<head>
+  <title>The  Page Title</title>
+  <meta name="description" content="A page about   things">
+  <meta name="author" content="Ann">
+  <style>body { color: red } .secret { display: none }</style>
+  <script>var leaked = "SCRIPT-LEAK";</script>
+</head>
+<body>
+  <nav><a href="/">Home</a> | <a href="/docs/">Docs</a></nav>
+  <article class="content">
+    <h1>Main    heading</h1>
+    <p>First   paragraph with
+       a <a href="details.html">relative link</a>, an
+       <a href="https://other.example/x?y=1#z">absolute one</a> and
+       <a href="#top">a fragment</a>.<br>After the break.</p>
+    <script>document.write("SCRIPT-LEAK-2")</script>
+    <noscript>NOSCRIPT-LEAK</noscript>
+    <template><p>TEMPLATE-LEAK</p></template>
+    <style>.x { content: "STYLE-LEAK" }</style>
+    <ul>
+      <li>apples</li>
+      <li>pears
+        <ol start="3"><li>small</li><li>large</li></ol>
+      </li>
+    </ul>
+    <table>
+      <tr><th>name</th><th>qty</th></tr>
+      <tr><td>apples</td><td>3</td></tr>
+    </table>
+    <pre>  keep
+    this   spacing</pre>
+    <p hidden>HIDDEN-LEAK</p>
+  </article>
+  <aside class="content">Side note</aside>
+  <footer>Footer text</footer>
+</body>
+</html>"""
+
+LEAKS = ["LEAK", "var leaked", "color: red", "display: none"]
+
+
+def transform(html: str, **kwargs: object) -> Document:
+    metadata = kwargs.pop("metadata", {})
+    transformer = HtmlToTextDocumentTransformer(**kwargs)  # type: ignore[arg-type]
+    return transformer.transform(Document(html, metadata))  # type: ignore[arg-type]
+
+
+def test_whole_body_as_readable_text() -> None:
+    text = transform(PAGE).text
+    assert text == (
+        "Home | Docs\n\n"
+        "Main heading\n\n"
+        "First paragraph with a relative link, an absolute one and a fragment.\n"
+        "After the break.\n\n"
+        "- apples\n"
+        "- pears\n"
+        "  3. small\n"
+        "  4. large\n\n"
+        "name | qty\n"
+        "apples | 3\n\n"
+        "  keep\n"
+        "    this   spacing\n\n"
+        "Side note\n"
+        "Footer text"
+    )
+
+
+@pytest.mark.parametrize("selector", [None, "article", "body", "html", "*"])
+def test_script_style_noscript_never_leak(selector: str | None) -> None:
+    text = transform(PAGE, css_selector=selector).text
+    for leak in LEAKS:
+        assert leak not in text
+
+
+def test_css_selector_selects_and_joins_with_a_blank_line() -> None:
+    assert transform(PAGE, css_selector="h1").text == "Main heading"
+    both = transform(PAGE, css_selector=".content").text
+    assert both.startswith("Main heading\n\n")
+    assert both.endswith("spacing\n\nSide note")
+    assert transform(PAGE, css_selector="article > ul > li:nth-child(2) li").text == (
+        "small\n\nlarge"
+    )
+    assert transform(PAGE, css_selector=".absent").text == ""
+
+
+def test_metadata_css_selectors() -> None:
+    doc = transform(
+        PAGE,
+        metadata={"url": "https://example.com/a/page.html", "kept": 1},
+        metadata_css_selectors={
+            "title": "title",
+            "heading": "h1",
+            "description": "meta[name=description]",
+            "cells": "td",
+            "missing": ".nothing-here",
+        },
+    )
+    assert doc.metadata.to_dict() == {
+        "url": "https://example.com/a/page.html",
+        "kept": 1,
+        "title": "The Page Title",
+        "heading": "Main heading",
+        "description": "A page about things",
+        "cells": "apples 3",
+    }
+
+
+def test_links_are_resolved_against_the_url_metadata() -> None:
+    doc = transform(
+        PAGE,
+        css_selector="nav, article > p",
+        include_links=True,
+        metadata={"url": "https://example.com/a/page.html"},
+    )
+    assert doc.text == (
+        "Home <https://example.com/> | Docs <https://example.com/docs/>\n\n"
+        "First paragraph with a relative link <https://example.com/a/details.html>, "
+        "an absolute one <https://other.example/x?y=1#z> and a fragment.\n"
+        "After the break."
+    )
+
+
+def test_base_href_and_missing_url() -> None:
+    html = '<head><base href="/root/"></head><body><a href="x.html">x</a></body>'
+    with_url = transform(html, include_links=True, metadata={"url": "https://h.example/p/q"})
+    assert with_url.text == "x <https://h.example/root/x.html>"
+    assert transform(html, include_links=True).text == "x </root/x.html>"
+    no_base = '<a href="y.html">y</a> <a href="javascript:go()">js</a> <a>none</a>'
+    assert transform(no_base, include_links=True).text == "y <y.html> js none"
+    assert transform(no_base, include_links=True, metadata={"url": "file.html"}).text == (
+        "y <y.html> js none"
+    )
+
+
+def test_whitespace_and_inline_elements() -> None:
+    html = "<p>a<b>b</b>c  <i> d </i>\n\n e</p><div>x</div><div><div>y</div></div><span>z</span>"
+    assert transform(html).text == "abc d e\n\nx\ny\nz"
+    assert transform("<p>one<br><br>two</p>").text == "one\n\ntwo"
+    assert transform("plain text, no tags").text == "plain text, no tags"
+    assert transform("").text == ""
+
+
+def test_input_metadata_is_copied_not_shared() -> None:
+    original = Document("<title>t</title><p>x</p>", {"source": "s"})
+    out = HtmlToTextDocumentTransformer(metadata_css_selectors={"title": "title"}).transform(
+        original
+    )
+    assert out.metadata.to_dict() == {"source": "s", "title": "t"}
+    assert original.metadata.to_dict() == {"source": "s"}
+    assert original.text == "<title>t</title><p>x</p>"
+
+
+def test_is_a_document_transformer_with_transform_all() -> None:
+    transformer = HtmlToTextDocumentTransformer()
+    assert isinstance(transformer, DocumentTransformer)
+    docs = transformer.transform_all([Document("<p>a</p>"), Document("<p>b</p>")])
+    assert [d.text for d in docs] == ["a", "b"]
+
+
+@pytest.mark.parametrize("selector", ["p >> x", "", "div:contains(x)", "["])
+def test_invalid_selectors_are_refused_up_front(selector: str) -> None:
+    with pytest.raises(ValueError, match="css_selector"):
+        HtmlToTextDocumentTransformer(css_selector=selector)
+    with pytest.raises(ValueError, match=r"metadata_css_selectors\['k'\]"):
+        HtmlToTextDocumentTransformer(metadata_css_selectors={"k": selector})
+
+
+def test_unicode_text() -> None:
+    html = "<p>中文 日本語 한국어</p><p dir=rtl>שלום עולם</p><p>مرحبا بالعالم</p><p>🌍🎉</p>"
+    assert transform(html).text == "中文 日本語 한국어\n\nשלום עולם\n\nمرحبا بالعالم\n\n🌍🎉"  # noqa: RUF001
+
+
+# -- the parser -------------------------------------------------------------------------
+
+
+class TestHtmlDocumentParserSuite(DocumentParserSuite):
+    @pytest.fixture
+    def parser(self) -> HtmlDocumentParser:
+        return HtmlDocumentParser()
+
+    @pytest.fixture
+    def sample(self) -> ParserSample:
+        return ParserSample(PAGE.encode(), ["Main heading", "- apples", "apples | 3"])
+
+
+def test_parser_title_and_options() -> None:
+    doc = HtmlDocumentParser(
+        css_selector="article > p", metadata_css_selectors={"author": "meta[name=author]"}
+    ).parse(PAGE.encode(), source="page.html")
+    assert doc.text.startswith("First paragraph")
+    assert doc.metadata.to_dict() == {"title": "The Page Title", "author": "Ann"}
+
+
+def test_parser_resolves_links_against_an_http_source() -> None:
+    parser = HtmlDocumentParser(css_selector="nav", include_links=True)
+    doc = parser.parse(PAGE.encode(), source="https://example.com/a/")
+    assert doc.text == "Home <https://example.com/> | Docs <https://example.com/docs/>"
+    assert parser.parse(PAGE.encode(), source="/local/page.html").text == (
+        "Home </> | Docs </docs/>"
+    )
+
+
+@pytest.mark.parametrize(
+    ("data", "expected"),
+    [
+        ("<meta charset='iso-8859-1'><p>café</p>".encode("cp1252"), "café"),
+        (
+            b'<meta http-equiv="Content-Type" content="text/html; charset=windows-1252">'
+            + "<p>“q”</p>".encode("cp1252"),
+            "“q”",
+        ),
+        ("<meta charset=shift_jis><p>日本語</p>".encode("shift_jis"), "日本語"),
+        ("<p>utf-16 ✓</p>".encode("utf-16"), "utf-16 ✓"),
+        ("<meta charset=utf-8><p>naïve</p>".encode("cp1252"), "naïve"),  # wrong declaration
+        ("<p>no declaration 🌍</p>".encode(), "no declaration 🌍"),
+    ],
+)
+def test_parser_charsets(data: bytes, expected: str) -> None:
+    assert HtmlDocumentParser().parse(data).text == expected
+    assert HtmlDocumentParser(charset="utf-8").parse("<p>é</p>".encode()).text == "é"
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        b"",
+        b"   ",
+        b"<html><head><title>only a title</title></head><body></body></html>",
+        b"<script>only()</script><style>x{}</style>",
+    ],
+)
+def test_parser_empty_documents(data: bytes) -> None:
+    with pytest.raises(EmptyDocumentError, match="empty.html"):
+        HtmlDocumentParser().parse(data, source="empty.html")
+
+
+def test_parser_refuses_binary_and_undecodable_input() -> None:
+    pdf = b"%PDF-1.7\n" + bytes(range(256)) * 8
+    with pytest.raises(DocumentParseError, match=r"renamed.html: looks like binary"):
+        HtmlDocumentParser().parse(pdf, source="renamed.html")
+    with pytest.raises(DocumentParseError, match=r"bad.html: cannot decode as utf-8"):
+        HtmlDocumentParser(charset="utf-8").parse(b"<p>\xff</p>", source="bad.html")
+    with pytest.raises(DocumentParseError, match="unknown charset"):
+        HtmlDocumentParser(charset="no-such-charset")
+
+
+def test_parser_truncated_html_keeps_what_is_there() -> None:
+    cut = PAGE[: PAGE.index("relative link") + 5]
+    assert HtmlDocumentParser().parse(cut.encode()).text.endswith("with a relat")
+
+
+def test_parser_large_page() -> None:
+    rows = "".join(f"<tr><td>row {i}</td><td>{i * i}</td></tr>" for i in range(20000))
+    html = f"<h1>Big</h1><table>{rows}</table>".encode()
+    started = time.perf_counter()
+    doc = HtmlDocumentParser().parse(html)
+    assert time.perf_counter() - started < 10  # generous: about 0.1 s here
+    assert doc.text.count("\n") == 20001
+    assert doc.text.endswith("row 19999 | 399960001")
+
+
+def test_registered_for_html_files_and_content() -> None:
+    assert isinstance(plugins.load("ragloom.document_parsers", "html"), HtmlDocumentParser)
+    dispatcher = DispatchingDocumentParser.from_plugins()
+    assert isinstance(dispatcher.parser_for("index.HTML"), HtmlDocumentParser)
+    assert isinstance(dispatcher.parser_for("x.htm"), HtmlDocumentParser)
+    assert isinstance(dispatcher.parser_for("https://h/", b"<!doctype html>"), HtmlDocumentParser)
+
+
+def test_directory_with_bad_files_ingests_the_good_ones(tmp_path: Path) -> None:
+    (tmp_path / "page.html").write_text(PAGE)
+    (tmp_path / "unicode.htm").write_text("<p>中文 שלום 🌍</p>", encoding="utf-8")
+    (tmp_path / "notes.txt").write_text("<p>a txt file keeps its markup</p>")
+    (tmp_path / "empty.html").write_bytes(b"")
+    (tmp_path / "scripts-only.html").write_text("<script>x()</script>")
+    (tmp_path / "binary.html").write_bytes(bytes(range(256)) * 4)
+    loaded = FileSystemDocumentLoader.load_documents(tmp_path)
+    texts = {d.metadata["file_name"]: d.text for d in loaded}
+    assert set(texts) == {"page.html", "unicode.htm", "notes.txt"}
+    assert texts["unicode.htm"] == "中文 שלום 🌍"
+    assert texts["notes.txt"] == "<p>a txt file keeps its markup</p>"
+    failed = {Path(f.source).name: f.error for f in loaded.failures}
+    assert set(failed) == {"empty.html", "scripts-only.html", "binary.html"}
+    assert isinstance(failed["empty.html"], EmptyDocumentError)
+    assert all(name in str(error) for name, error in failed.items())
