@@ -1,7 +1,31 @@
 """ragloom core: the RAG domain model, interfaces and in-memory implementations."""
 
 from ragloom.core import document_splitters, plugins
-from ragloom.core.content import Content
+from ragloom.core.assistant import AsyncTokenStream, RagAssistant, Result, TokenStream
+from ragloom.core.chat import (
+    AiMessage,
+    AsyncChatStream,
+    ChatMemory,
+    ChatMemoryProvider,
+    ChatMemoryStore,
+    ChatMessage,
+    ChatModel,
+    ChatResponse,
+    ChatStream,
+    FinishReason,
+    InMemoryChatMemoryStore,
+    MessageWindowChatMemory,
+    SystemMessage,
+    UserMessage,
+)
+from ragloom.core.content import RERANKED_SCORE, Content
+from ragloom.core.content_aggregators import (
+    ContentAggregator,
+    DefaultContentAggregator,
+    ReRankingContentAggregator,
+    reciprocal_rank_fusion,
+)
+from ragloom.core.content_injectors import ContentInjector, DefaultContentInjector
 from ragloom.core.document import Document, TextSegment
 from ragloom.core.embedding import (
     Embedding,
@@ -10,6 +34,7 @@ from ragloom.core.embedding import (
     TokenUsage,
 )
 from ragloom.core.errors import (
+    ChatModelError,
     DocumentLoadError,
     DocumentParseError,
     DocumentSplitError,
@@ -18,7 +43,9 @@ from ragloom.core.errors import (
     InvalidFilterError,
     InvalidMetadataError,
     PluginError,
+    PromptTemplateError,
     RagloomError,
+    RetrievalError,
     UnsupportedDocumentError,
 )
 from ragloom.core.filter_parser import parse_filter
@@ -53,9 +80,29 @@ from ragloom.core.metadata import Metadata, MetadataValue
 from ragloom.core.metadata_table import MetadataTable
 from ragloom.core.parsers.base import DocumentParser
 from ragloom.core.parsers.text import TextDocumentParser
+from ragloom.core.prompt_template import PromptTemplate
 from ragloom.core.query import Query, QueryMetadata
+from ragloom.core.query_routers import (
+    DefaultQueryRouter,
+    FallbackStrategy,
+    LanguageModelQueryRouter,
+    QueryRouter,
+)
+from ragloom.core.query_transformers import (
+    CompressingQueryTransformer,
+    DefaultQueryTransformer,
+    ExpandingQueryTransformer,
+    QueryTransformer,
+)
+from ragloom.core.retrieval_augmentor import (
+    AsyncContentRetriever,
+    AugmentationResult,
+    DefaultRetrievalAugmentor,
+    RetrievalAugmentor,
+)
 from ragloom.core.retrievers.base import ContentRetriever
 from ragloom.core.retrievers.embedding_store import EmbeddingStoreContentRetriever
+from ragloom.core.scoring import ScoringModel, ScoringResult
 from ragloom.core.splitters import (
     DocumentByCharacterSplitter,
     DocumentByLineSplitter,
@@ -77,6 +124,49 @@ from ragloom.core.tokenizer import Tokenizer
 from ragloom.core.transformers import DocumentTransformer, TextSegmentTransformer
 
 __all__ = [
+    "AiMessage",
+    "AsyncChatStream",
+    "AsyncContentRetriever",
+    "AsyncTokenStream",
+    "AugmentationResult",
+    "ChatMemory",
+    "ChatMemoryProvider",
+    "ChatMemoryStore",
+    "ChatMessage",
+    "ChatModel",
+    "ChatModelError",
+    "ChatResponse",
+    "ChatStream",
+    "CompressingQueryTransformer",
+    "ContentAggregator",
+    "ContentInjector",
+    "DefaultContentAggregator",
+    "DefaultContentInjector",
+    "DefaultQueryRouter",
+    "DefaultQueryTransformer",
+    "DefaultRetrievalAugmentor",
+    "ExpandingQueryTransformer",
+    "FallbackStrategy",
+    "FinishReason",
+    "InMemoryChatMemoryStore",
+    "LanguageModelQueryRouter",
+    "MessageWindowChatMemory",
+    "PromptTemplate",
+    "PromptTemplateError",
+    "QueryRouter",
+    "QueryTransformer",
+    "RERANKED_SCORE",
+    "RagAssistant",
+    "ReRankingContentAggregator",
+    "Result",
+    "RetrievalAugmentor",
+    "RetrievalError",
+    "ScoringModel",
+    "ScoringResult",
+    "SystemMessage",
+    "TokenStream",
+    "UserMessage",
+    "reciprocal_rank_fusion",
     "DocumentOutcome",
     "EmbeddingStoreIngestor",
     "IngestionResult",

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+
+from ragloom.core.chat.messages import ChatMessage, UserMessage
 
 
 @dataclass(frozen=True, slots=True)
@@ -16,9 +17,9 @@ class QueryMetadata:
     messages, for query compression.
     """
 
-    user_message: Any = None
-    chat_memory_id: Any = None
-    chat_memory: Sequence[Any] = field(default_factory=tuple)
+    user_message: UserMessage | None = None
+    chat_memory_id: Hashable = None
+    chat_memory: Sequence[ChatMessage] = field(default_factory=tuple)
 
 
 @dataclass(frozen=True, slots=True)

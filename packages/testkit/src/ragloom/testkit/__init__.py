@@ -8,6 +8,7 @@ import pytest
 
 # Rewrite the suites' asserts so that failures show values; must run before their import.
 pytest.register_assert_rewrite(
+    "ragloom.testkit.chat_model",
     "ragloom.testkit.content_retriever",
     "ragloom.testkit.document_loader",
     "ragloom.testkit.document_parser",
@@ -16,6 +17,7 @@ pytest.register_assert_rewrite(
     "ragloom.testkit.embedding_store_filter",
 )
 
+from ragloom.testkit.chat_model import ChatModelSuite  # noqa: E402
 from ragloom.testkit.content_retriever import ContentRetrieverSuite  # noqa: E402
 from ragloom.testkit.document_loader import DocumentLoaderSuite, LoaderHarness  # noqa: E402
 from ragloom.testkit.document_parser import DocumentParserSuite, ParserSample  # noqa: E402
@@ -23,9 +25,13 @@ from ragloom.testkit.embedding_model import EmbeddingModelSuite  # noqa: E402
 from ragloom.testkit.embedding_store import EmbeddingStoreSuite  # noqa: E402
 from ragloom.testkit.embedding_store_filter import EmbeddingStoreFilterSuite  # noqa: E402
 from ragloom.testkit.fake_embedding_model import FakeEmbeddingModel  # noqa: E402
+from ragloom.testkit.fake_scoring_model import FakeScoringModel  # noqa: E402
+from ragloom.testkit.scripted_chat_model import ChatRequest, ScriptedChatModel  # noqa: E402
 from ragloom.testkit.suite import ConformanceSuite, SuiteWeakenedError  # noqa: E402
 
 __all__ = [
+    "ChatModelSuite",
+    "ChatRequest",
     "ConformanceSuite",
     "ContentRetrieverSuite",
     "DocumentLoaderSuite",
@@ -34,7 +40,9 @@ __all__ = [
     "EmbeddingStoreFilterSuite",
     "EmbeddingStoreSuite",
     "FakeEmbeddingModel",
+    "FakeScoringModel",
     "LoaderHarness",
     "ParserSample",
+    "ScriptedChatModel",
     "SuiteWeakenedError",
 ]
