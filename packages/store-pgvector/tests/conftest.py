@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import psycopg
@@ -39,6 +39,18 @@ def require_server(target: str) -> None:
             "or set RAGLOOM_PG_DSN to a PostgreSQL server with pgvector.",
             pytrace=False,
         )
+
+
+@pytest.fixture(scope="session")
+def server_check() -> Callable[[str], None]:
+    """:func:`require_server`, for tests of the failure message (conftest is not importable
+    under ``--import-mode=importlib``)."""
+    return require_server
+
+
+@pytest.fixture(scope="session")
+def default_dsn() -> str:
+    return DEFAULT_DSN
 
 
 @pytest.fixture(scope="session")

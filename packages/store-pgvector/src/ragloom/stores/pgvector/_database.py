@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import contextlib
+import random
 import threading
+import time
 import weakref
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -211,7 +213,8 @@ class Database:
                     f"({describe(exc)}); is the server running and reachable?"
                 ) from exc
             except (pg_errors.DeadlockDetected, pg_errors.SerializationFailure) as exc:
-                if attempts < 3:
+                if attempts < 5:  # rolled back: safe to run again, after a short pause
+                    time.sleep(0.01 * attempts * random.random())
                     continue
                 raise EmbeddingStoreError(f"{what} failed: {describe(exc)}") from exc
             except psycopg.OperationalError as exc:

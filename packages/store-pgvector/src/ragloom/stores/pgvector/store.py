@@ -279,8 +279,16 @@ class PgVectorEmbeddingStore(EmbeddingStore):
                     f"table {self.table_name} does not exist: give the dimension to create it"
                 )
             self._create(conn, dimension)
-            return dimension
-        return self._check_table(columns, dimension)
+            stored = dimension
+        else:
+            stored = self._check_table(columns, dimension)
+        row = conn.execute("SELECT pg_get_serial_sequence(%s, 'seq')", [qualified]).fetchone()
+        if row is None or row[0] is None:
+            raise EmbeddingStoreError(
+                f"table {self.table_name}: column seq is not an identity column"
+            )
+        self._sequence: str = row[0]
+        return stored
 
     @staticmethod
     def _columns(conn: Connection, qualified: str) -> dict[str, tuple[str, int]] | None:
@@ -498,17 +506,33 @@ class PgVectorEmbeddingStore(EmbeddingStore):
                 copy.write_row(row)
 
     def _upsert(self, conn: Connection, rows: list[tuple[Any, ...]]) -> None:
+        """Insert or replace ``rows`` (id first), deadlock-free among concurrent upserts.
+
+        New rows take their ``seq`` (insertion order) in input order, from values drawn
+        first; the rows are then written in id order (code point order, the same as
+        ``COLLATE "C"`` on UTF-8), so that concurrent upserts of overlapping ids lock them
+        in one global order and never deadlock. Replaced rows keep their ``seq``.
+        """
         update = sql.SQL(", ").join(
             sql.SQL("{0} = EXCLUDED.{0}").format(sql.Identifier(column)) for column in _COLUMNS[1:]
         )
         columns = sql.SQL(", ").join(map(sql.Identifier, _COLUMNS))
         if len(rows) < _STAGING_FROM:
+            seqs = conn.execute(
+                "SELECT nextval(%s::regclass) FROM generate_series(1, %s)",
+                [self._sequence, len(rows)],
+            ).fetchall()
+            ordered = sorted(
+                ((seq, *row) for (seq,), row in zip(seqs, rows, strict=True)),
+                key=lambda row: row[1],
+            )
             statement = sql.SQL(
-                "INSERT INTO {} ({}) VALUES (%s, %s, %s, %s, %s) ON CONFLICT (id) DO UPDATE SET {}"
+                "INSERT INTO {} (seq, {}) OVERRIDING SYSTEM VALUE "
+                "VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (id) DO UPDATE SET {}"
             ).format(self._table, columns, update)
             with conn.cursor() as cursor:
-                for start in range(0, len(rows), self._batch_size):
-                    cursor.executemany(statement, rows[start : start + self._batch_size])
+                for start in range(0, len(ordered), self._batch_size):
+                    cursor.executemany(statement, ordered[start : start + self._batch_size])
             return
         staging = sql.Identifier(f"ragloom_staging_{uuid.uuid4().hex}")
         conn.execute(
@@ -518,11 +542,17 @@ class PgVectorEmbeddingStore(EmbeddingStore):
             ).format(staging, self._table)
         )
         self._copy(conn, staging, rows)
+        # nextval runs after the inner ORDER BY (input order); the outer one is the lock order.
         conn.execute(
             sql.SQL(
-                "INSERT INTO {table} ({columns}) SELECT {columns} FROM {staging} ORDER BY seq "
+                "INSERT INTO {table} (seq, {columns}) OVERRIDING SYSTEM VALUE "
+                "SELECT new_seq, {columns} FROM ("
+                "SELECT nextval(%s::regclass) AS new_seq, {columns} FROM {staging} "
+                "ORDER BY seq OFFSET 0) batch "
+                'ORDER BY id COLLATE "C" '
                 "ON CONFLICT (id) DO UPDATE SET {update}"
-            ).format(table=self._table, columns=columns, staging=staging, update=update)
+            ).format(table=self._table, columns=columns, staging=staging, update=update),
+            [self._sequence],
         )
 
     # ------------------------------------------------------------------ searching
