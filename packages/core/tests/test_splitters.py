@@ -53,6 +53,19 @@ class WordTokenizer:
         return len(text.split())
 
 
+class AdditiveWordTokenizer(WordTokenizer):
+    """Declares what is true of word counting: counts add up across whitespace. Counts
+    the characters it is given, and, like BERT, deletes form feeds (joining words)."""
+
+    def __init__(self, declared: bool = True) -> None:
+        self.splits_on_whitespace = declared
+        self.counted = 0
+
+    def count_tokens(self, text: str) -> int:
+        self.counted += len(text)
+        return len(text.replace("\x0c", "").split())
+
+
 class ThirdsTokenizer:
     """A token per three characters, rounded up: not additive, exercises verification."""
 
@@ -339,6 +352,23 @@ def test_non_additive_tokenizers_keep_the_invariant(name: str) -> None:
     check_segments(TEXT * 3, segments, 20, 6, square.count_tokens, covers=covers(name))
 
 
+def test_additive_tokenizer_gives_the_same_segments_with_less_counting(name: str) -> None:
+    text = TEXT.replace("東京は大きい。とても大きい。", "Tokyo") * 5
+    additive, plain = AdditiveWordTokenizer(), AdditiveWordTokenizer(declared=False)
+    fast = split(SPLITTERS[name](30, 8, additive), text)
+    slow = split(SPLITTERS[name](30, 8, plain), text)
+    assert [s.metadata for s in fast] == [s.metadata for s in slow]
+    if name not in ("regex", "character"):
+        assert additive.counted < 0.75 * plain.counted
+
+
+def test_whitespace_a_tokenizer_deletes_is_not_trusted_to_add_up() -> None:
+    tokenizer = AdditiveWordTokenizer()
+    text = " ".join(["aa\x0cbb cc"] * 40)
+    segments = split(document_splitters.recursive(5, 2, tokenizer), text)
+    check_segments(text, segments, 5, 2, tokenizer.count_tokens)
+
+
 def test_a_character_over_the_token_limit_is_kept_alone() -> None:
     class Heavy:
         def count_tokens(self, text: str) -> int:
@@ -352,7 +382,21 @@ def test_a_character_over_the_token_limit_is_kept_alone() -> None:
 # --- property tests -----------------------------------------------------------------
 
 ALPHABET = st.sampled_from(
-    [*"aaaabbbcdeé東🎉", " ", " ", "  ", "\n", "\n\n", " \n \n", ". ", "? ", "! ", "。", "\t"]
+    [
+        *"aaaabbbcdeé東🎉",
+        " ",
+        " ",
+        "  ",
+        "\n",
+        "\n\n",
+        " \n \n",
+        ". ",
+        "? ",
+        "! ",
+        "。",
+        "\t",
+        "\x0c",
+    ]
 )
 TEXTS = st.lists(ALPHABET, max_size=300).map("".join)
 
@@ -379,7 +423,7 @@ def test_recursive_invariants_in_word_tokens(text: str, size: int, overlap_ratio
     text=TEXTS,
     size=st.integers(1, 20),
     overlap_ratio=st.floats(0, 0.9),
-    tokenizer=st.sampled_from([ThirdsTokenizer(), SquareTokenizer()]),
+    tokenizer=st.sampled_from([ThirdsTokenizer(), SquareTokenizer(), AdditiveWordTokenizer()]),
 )
 def test_recursive_invariants_with_non_additive_tokenizers(
     text: str, size: int, overlap_ratio: float, tokenizer: Tokenizer
@@ -387,6 +431,18 @@ def test_recursive_invariants_with_non_additive_tokenizers(
     overlap = min(int(size * overlap_ratio), size - 1)
     segments = split(document_splitters.recursive(size, overlap, tokenizer), text)
     check_segments(text, segments, size, overlap, tokenizer.count_tokens)
+
+
+@settings(max_examples=150, deadline=None)
+@given(text=TEXTS, size=st.integers(1, 12), overlap_ratio=st.floats(0, 0.9))
+def test_declaring_additivity_changes_no_segment(
+    text: str, size: int, overlap_ratio: float
+) -> None:
+    overlap = min(int(size * overlap_ratio), size - 1)
+    text = text.replace("\x0c", " ")  # AdditiveWordTokenizer is not additive across \x0c
+    fast = split(document_splitters.recursive(size, overlap, AdditiveWordTokenizer()), text)
+    slow = split(document_splitters.recursive(size, overlap, WordTokenizer()), text)
+    assert [s.metadata for s in fast] == [s.metadata for s in slow]
 
 
 @settings(max_examples=60, deadline=None)

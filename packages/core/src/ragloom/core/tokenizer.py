@@ -1,15 +1,22 @@
 """Tokenizer: how splitters measure text in tokens instead of characters.
 
-A :class:`Tokenizer` only has to count. Splitters look for an optional
-``count_tokens_batch(texts)`` and use it to count many pieces in one call, which is
-what makes real tokenizers (Rust, multi-threaded) fast. :class:`HuggingFaceTokenizer`
-adapts a Hugging Face ``tokenizers.Tokenizer`` by duck typing, so core never imports
-``tokenizers``.
+A :class:`Tokenizer` only has to count. Two optional extras make splitting fast:
+
+- ``count_tokens_batch(texts) -> list[int]``: splitters count many pieces in one call,
+  which is what makes real tokenizers (Rust, multi-threaded) fast.
+- ``splits_on_whitespace: bool``: ``True`` promises that no token spans whitespace and
+  whitespace itself counts nothing, so that the count of a text is the sum of the
+  counts of its whitespace-separated parts (BERT's WordPiece, ``Whitespace``
+  pre-tokenizers). Splitters then add up unit counts exactly and only count overlaps
+  again, instead of recounting every segment.
+
+:class:`HuggingFaceTokenizer` adapts a Hugging Face ``tokenizers.Tokenizer`` by duck
+typing, so core never imports ``tokenizers``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 
@@ -18,7 +25,7 @@ class Tokenizer(Protocol):
     """Counts the tokens of a text (the spec's ``TokenCountEstimator``).
 
     Implementations may also define ``count_tokens_batch(texts: Sequence[str]) ->
-    list[int]``; splitters call it, when present, to count many texts at once.
+    list[int]`` and ``splits_on_whitespace`` (see the module documentation).
     """
 
     def count_tokens(self, text: str) -> int:
@@ -42,10 +49,11 @@ class HuggingFaceTokenizer:
     encodings with ``.ids``. Special tokens are not counted. If the tokenizer truncates
     or pads (as ``tokenizer.json`` files for embedding models often do), counts would be
     capped or inflated, so a private copy with both turned off is used; the caller's
-    object is left as it is.
+    object is left as it is. ``splits_on_whitespace`` is worked out from the
+    pre-tokenizer and normalizer (true for BERT-style tokenizers).
     """
 
-    __slots__ = ("_encode_batch",)
+    __slots__ = ("_encode_batch", "splits_on_whitespace")
 
     def __init__(self, tokenizer: Any) -> None:
         if getattr(tokenizer, "truncation", None) or getattr(tokenizer, "padding", None):
@@ -56,6 +64,7 @@ class HuggingFaceTokenizer:
         self._encode_batch = getattr(tokenizer, "encode_batch_fast", None) or (
             tokenizer.encode_batch
         )
+        self.splits_on_whitespace = _splits_on_whitespace(tokenizer)
 
     @classmethod
     def from_file(cls, path: str) -> HuggingFaceTokenizer:
@@ -72,3 +81,23 @@ class HuggingFaceTokenizer:
         """Token counts of ``texts``, encoded in one (parallel) call."""
         encodings = self._encode_batch(list(texts), add_special_tokens=False)
         return [len(encoding.ids) for encoding in encodings]
+
+
+# Pre-tokenizers that cut at whitespace and drop it, and normalizers that never join
+# words (BERT's removes control characters; splitters check texts for those).
+_WHITESPACE_PRE_TOKENIZERS = frozenset({"BertPreTokenizer", "Whitespace", "WhitespaceSplit"})
+_SAFE_NORMALIZERS = frozenset(
+    {"NoneType", "BertNormalizer", "Lowercase", "NFC", "NFD", "NFKC", "NFKD", "StripAccents"}
+)
+
+
+def _splits_on_whitespace(tokenizer: Any) -> bool:
+    """Whether a Hugging Face tokenizer's tokens never span whitespace."""
+    pre_tokenizer = type(getattr(tokenizer, "pre_tokenizer", None)).__name__
+    normalizer = type(getattr(tokenizer, "normalizer", None)).__name__
+    added: Iterable[Any] = getattr(tokenizer, "get_added_tokens_decoder", dict)().values()
+    return (
+        pre_tokenizer in _WHITESPACE_PRE_TOKENIZERS
+        and normalizer in _SAFE_NORMALIZERS
+        and not any(any(c.isspace() for c in str(getattr(t, "content", t))) for t in added)
+    )

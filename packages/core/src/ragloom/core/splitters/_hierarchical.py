@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterable
-from itertools import accumulate, pairwise
+from itertools import accumulate, islice, pairwise
 
 from ragloom.core.document import END, INDEX, START, Document, TextSegment
 from ragloom.core.errors import DocumentSplitError
@@ -20,6 +20,7 @@ from ragloom.core.metadata import Metadata
 from ragloom.core.splitters._text import (
     Source,
     Span,
+    Units,
     next_non_space,
     overlap_start,
     strip_end,
@@ -39,6 +40,8 @@ class HierarchicalSplitter:
 
     #: Whether units are sentences (their starts are then the only sentence starts).
     _units_are_sentences = False
+    #: Whether units are separated by whitespace only (so token counts add up).
+    _whitespace_units = True
 
     def __init__(
         self,
@@ -69,13 +72,14 @@ class HierarchicalSplitter:
         lo = next_non_space(text, 0, len(text))
         if lo == len(text):
             return []
-        spans = self._pack(Source.of(text), lo, strip_end(text, lo, len(text)), None)
+        source = Source.of(text, self.tokenizer)
+        spans = self._pack(source, lo, strip_end(text, lo, len(text)), None)
         if self.tokenizer is not None:
             spans = verify(self.tokenizer, text, spans, self.max_segment_size, self.max_overlap)
         base = document.metadata.to_dict()
         return [
             TextSegment(text[s:e], Metadata._trusted({**base, INDEX: k, START: s, END: e}))
-            for k, (s, e, _) in enumerate(spans)
+            for k, (s, e, *_) in enumerate(spans)
         ]
 
     def split_all(self, documents: Iterable[Document]) -> list[TextSegment]:
@@ -98,19 +102,11 @@ class HierarchicalSplitter:
         """Segments covering the trimmed span ``[lo, hi)``; ``prev`` is the segment just
         before it (the first segment overlaps it when it can)."""
         if prev is None and self.tokenizer is None and hi - lo <= self.max_segment_size:
-            return [(lo, hi, hi - lo)]
-        text = source.text
-        starts, ends = self._units(source, lo, hi)
-        if self.tokenizer is None:
-            first, last = starts, ends
-        else:
-            # Each unit is counted with the separator before it: for tokenizers whose
-            # tokens never span whitespace that is exact, for the others it errs high.
-            pieces = [text[starts[0] : ends[0]]]
-            pieces += [text[a:b] for a, b in pairwise(ends)]
-            last = list(accumulate(count_tokens_batch(self.tokenizer, pieces)))
-            first = [0, *last[:-1]]
-        limit, overlap = self.max_segment_size, self.max_overlap
+            return [(lo, hi, hi - lo, 0)]
+        measured = source.measured.pop((id(self), lo, hi), None)
+        starts, ends, first, last = measured or self._measure(source, [(lo, hi)])[0]
+        text, limit, overlap = source.text, self.max_segment_size, self.max_overlap
+        exact = source.additive and self._whitespace_units
         out: list[Span] = []
         i, n = 0, len(starts)
         while i < n:
@@ -122,17 +118,71 @@ class HierarchicalSplitter:
                 out.extend(self._sub_split(source, starts[i], ends[i], prev))
                 i += 1
             else:
-                out.append((start, ends[j], head + last[j] - first[i]))
+                # A sum of unit counts is exact when the junctions are whitespace, which
+                # for an overlap from before this region means the separator before lo.
+                exact_here = exact and (
+                    start >= lo or (prev is not None and text[prev[1] : lo].isspace())
+                )
+                size = head + last[j] - first[i]
+                out.append((start, ends[j], size, head if exact_here else -1))
                 i = j + 1
             prev = out[-1] if out else prev
         return out
+
+    def _measure(
+        self, source: Source, regions: list[tuple[int, int]], sizes: list[int] | None = None
+    ) -> list[Units]:
+        """The units of each region with their cumulative sizes.
+
+        With a tokenizer, the units of all regions are counted in one batch call, and
+        the units too big for a segment are measured ahead for the sub-splitter, so a
+        document costs one batch call per level instead of one per unit. ``sizes`` are
+        the regions' own sizes when known: a region that is a single unit (a paragraph
+        that is one line) is not counted again.
+        """
+        found = [self._units(source, lo, hi) for lo, hi in regions]
+        if self.tokenizer is None:
+            return [(starts, ends, starts, ends) for starts, ends in found]
+        text, limit = source.text, self.max_segment_size
+        # Each unit is counted with the separator before it: for tokenizers whose tokens
+        # never span whitespace that is exact, for the others it errs high.
+        pieces: list[str] = []
+        for starts, ends in found:
+            if sizes is None or len(starts) > 1:
+                pieces.append(text[starts[0] : ends[0]])
+                pieces += [text[a:b] for a, b in pairwise(ends)]
+        counts = iter(count_tokens_batch(self.tokenizer, pieces) if pieces else ())
+        out: list[Units] = []
+        too_big: list[tuple[int, int]] = []
+        too_big_sizes: list[int] = []
+        for r, (starts, ends) in enumerate(found):
+            if sizes is None or len(starts) > 1:
+                last = list(accumulate(islice(counts, len(starts))))
+            else:
+                last = [sizes[r]]
+            first = [0, *last[:-1]]
+            out.append((starts, ends, first, last))
+            for i in range(len(starts)):
+                if last[i] - first[i] > limit:
+                    too_big.append((starts[i], ends[i]))
+                    too_big_sizes.append(last[i] - first[i])
+        if too_big and isinstance(self.sub_splitter, HierarchicalSplitter):
+            self.sub_splitter._prefetch(source, too_big, too_big_sizes)
+        return out
+
+    def _prefetch(self, source: Source, regions: list[tuple[int, int]], sizes: list[int]) -> None:
+        """Measure ``regions`` (of known ``sizes``) now, for the ``_pack`` calls to come."""
+        if self.tokenizer is not None:
+            measured = self._measure(source, regions, sizes)
+            for region, units in zip(regions, measured, strict=True):
+                source.measured[(id(self), *region)] = units
 
     def _overlap(
         self, source: Source, prev: Span, starts: list[int], i: int, unit_size: int
     ) -> tuple[int, int]:
         """Start of the segment that begins with unit ``i`` after ``prev``, and the size
         of what precedes the unit in it (overlap, plus the gap in characters)."""
-        prev_start, prev_end, prev_size = prev
+        prev_start, prev_end, prev_size = prev[0], prev[1], max(prev[2], 1)
         chars = self.tokenizer is None
         gap = starts[i] - prev_end if chars else 0
         budget = self.max_segment_size - gap - unit_size
@@ -140,11 +190,10 @@ class HierarchicalSplitter:
             budget = self.max_overlap
         if budget <= 0:
             return starts[i], 0
-        # With a tokenizer, positions inside prev are sized at prev's chars per token;
-        # verify() checks the estimate afterwards.
+        # With a tokenizer, the overlap is sized at prev's chars per token and aimed at
+        # 7/8 of the budget, so that verify() rarely has to shrink it.
         span = prev_end - prev_start
-        prev_size = max(prev_size, 1)
-        lower = prev_end - (budget if chars else budget * span // prev_size)
+        lower = prev_end - (budget if chars else (budget - budget // 8) * span // prev_size)
         k = bisect_left(starts, lower, 0, i)
         o = overlap_start(
             source,
@@ -191,7 +240,7 @@ class HierarchicalSplitter:
             e = strip_end(text, s, at + len(piece))
             if s < e:
                 size = e - s if self.tokenizer is None else self.tokenizer.count_tokens(text[s:e])
-                out.append((s, e, size))
+                out.append((s, e, size, -1))
                 cursor, previous = e, s
         return out
 

@@ -48,6 +48,10 @@ _CLOSERS = (
     "\"'\u201d\u2019\u00bb\u203a)\\]}"
     "\u300d\u300f\uff09\u3011\u3009\u300b\u3015\u3017\u3019\u301b\uff63"
 )
+#: Characters that make a junction between units other than whitespace to a tokenizer:
+#: whitespace that tokenizers delete (BERT drops control characters, joining the words
+#: around them) and ideographic sentence ends, which need no whitespace after them.
+JOINING = "\x0b\x0c\x1c\x1d\x1e\x1f\x85" + _CJK
 # A next word starting like this continues the sentence after ?, !, ... or some abbreviations.
 _LOWER = r"[a-z0-9\u00df-\u00f6\u00f8-\u00ff]"
 

@@ -7,17 +7,23 @@ more than one unit, so that segments stay exact spans of the document.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ragloom.core.splitters._patterns import (
+    JOINING,
     NON_SPACE,
     SENTENCE_BOUNDARY,
     WORD_START,
     plain_breaks,
 )
+from ragloom.core.tokenizer import Tokenizer
 
-#: ``(start, end, size)``: a segment's span and its size (chars, or estimated tokens).
-Span = tuple[int, int, int]
+#: ``(start, end, size, head)``: a segment's span and size (chars, or estimated tokens);
+#: ``head`` is the part of ``size`` estimated for the overlap, or -1 when the rest is
+#: not an exact sum of unit counts (see ``Source.additive``).
+Span = tuple[int, int, int, int]
+#: A splitter's units in a region: starts, ends, and cumulative sizes before/after each.
+Units = tuple[list[int], list[int], list[int], list[int]]
 
 # How far before the overlap window a sentence-boundary match may begin.
 _BOUNDARY_LOOKBACK = 16
@@ -29,10 +35,18 @@ class Source:
 
     text: str
     plain: int  # 1 when all line breaks are \n or \r\n: index into the pattern pairs
+    #: Whether token counts add up across unit junctions: the tokenizer splits on
+    #: whitespace and every junction in this text is plain whitespace.
+    additive: bool
+    #: Units measured ahead, by (id of the splitter, start, end) of the region.
+    measured: dict[tuple[int, int, int], Units] = field(default_factory=dict)
 
     @classmethod
-    def of(cls, text: str) -> Source:
-        return cls(text, int(plain_breaks(text)))
+    def of(cls, text: str, tokenizer: Tokenizer | None = None) -> Source:
+        additive = getattr(tokenizer, "splits_on_whitespace", False) is True and not any(
+            c in text for c in JOINING
+        )
+        return cls(text, int(plain_breaks(text)), additive)
 
 
 def units(

@@ -8,7 +8,7 @@ repairs the rare segment that is over the limit, so the size invariant always ho
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 from ragloom.core.splitters._patterns import SPACE_RUN, WORD_START
 from ragloom.core.splitters._text import Span, next_non_space, strip_end
@@ -55,38 +55,89 @@ def largest_fit(
 def verify(
     tokenizer: Tokenizer, text: str, spans: list[Span], limit: int, overlap: int
 ) -> list[Span]:
-    """``spans`` with every segment recounted and, where needed, repaired.
+    """``spans`` with every size made exact and every segment over a limit repaired.
 
-    A segment over ``limit``, or whose overlap with the previous one is over
-    ``overlap``, first gives up overlap (word by word); if it is still too big, it is
-    re-split exactly on word boundaries, without overlap. (A segment following a
-    re-split one also gives up overlap until it starts after the last piece.)
+    Segments whose size is an exact sum of unit counts (``head >= 0``) only have their
+    overlap counted; the others are counted whole; all in one batch call. A segment
+    over ``limit``, or whose overlap with the previous one is over ``overlap``, gives
+    up overlap first: in a few rounds that each recount all such segments in one batch
+    call, then word by word. If it is still too big, it is re-split exactly on word
+    boundaries, without overlap. (A segment following a re-split one also gives up
+    overlap until it starts after the last piece.)
     """
     n = len(spans)
-    shared = [k for k in range(1, n) if spans[k][0] < spans[k - 1][1]]
-    texts = [text[s:e] for s, e, _ in spans]
-    texts += [text[spans[k][0] : spans[k - 1][1]] for k in shared]
-    counts = count_tokens_batch(tokenizer, texts)
-    overlaps = dict(zip(shared, counts[n:], strict=True))
+    starts, ends = [s for s, *_ in spans], [e for _, e, *_ in spans]
+    sizes, shared = [size for _, _, size, _ in spans], [0] * n
+    untrusted = [k for k in range(n) if spans[k][3] < 0]
+    _recount(tokenizer, text, starts, ends, untrusted, sizes, shared, others=range(1, n))
+    for k, (_, _, size, head) in enumerate(spans):
+        if head >= 0:
+            sizes[k] = size - head + shared[k]
+    todo = list(range(n))
+    for round_ in range(_BATCH_ROUNDS + 1):
+        todo = [
+            k
+            for k in todo
+            if k and starts[k] < ends[k - 1] and (sizes[k] > limit or shared[k] > overlap)
+        ]
+        if not todo or round_ == _BATCH_ROUNDS:
+            break
+        for k in todo:
+            excess = max(sizes[k] - limit, shared[k] - overlap)
+            chars = -(-(ends[k - 1] - starts[k]) * excess // max(shared[k], 1))
+            starts[k] = _word_start(text, starts[k] + chars, ends[k - 1], ends[k])
+        _recount(tokenizer, text, starts, ends, todo, sizes, shared)
     count = tokenizer.count_tokens
     out: list[Span] = []
-    for k, (s, e, _) in enumerate(spans):
-        size, size_overlap = counts[k], overlaps.get(k, 0)
+    for k in range(n):
+        s, e, size, size_overlap = starts[k], ends[k], sizes[k], shared[k]
         floor = out[-1][0] if out else -1  # after a repair, the previous piece starts here
-        if size <= limit and size_overlap <= overlap and s > floor:
-            out.append((s, e, size))
-            continue
         prev_end = out[-1][1] if out else s
         while s < prev_end and (size > limit or size_overlap > overlap or s <= floor):
-            m = WORD_START.search(text, s, prev_end)
-            s = m.start() + 1 if m is not None else next_non_space(text, prev_end, e)
+            s = _word_start(text, s + 1, prev_end, e)
             size = count(text[s:e])
             size_overlap = count(text[s:prev_end]) if s < prev_end else 0
         if size <= limit:
-            out.append((s, e, size))
+            out.append((s, e, size, 0))
         else:
             out.extend(exact_split(count, text, s, e, limit, (e - s) / max(size, 1)))
     return out
+
+
+# Rounds of batched overlap shrinking before falling back to one count per word.
+_BATCH_ROUNDS = 3
+
+
+def _recount(
+    tokenizer: Tokenizer,
+    text: str,
+    starts: list[int],
+    ends: list[int],
+    todo: Iterable[int],
+    sizes: list[int],
+    shared: list[int],
+    others: Iterable[int] = (),
+) -> None:
+    """Count segments ``todo`` and the overlaps of ``todo`` and ``others`` with the
+    segments before them, in one batch call."""
+    todo = list(todo)
+    overlapping = sorted({k for k in (*todo, *others) if k and starts[k] < ends[k - 1]})
+    texts = [text[starts[k] : ends[k]] for k in todo]
+    texts += [text[starts[k] : ends[k - 1]] for k in overlapping]
+    counts = count_tokens_batch(tokenizer, texts) if texts else []
+    for k, size in zip(todo, counts, strict=False):
+        sizes[k] = size
+    for k in (*todo, *others):
+        shared[k] = 0
+    for k, size in zip(overlapping, counts[len(todo) :], strict=True):
+        shared[k] = size
+
+
+def _word_start(text: str, pos: int, prev_end: int, end: int) -> int:
+    """The first word start at or after ``pos`` and before ``prev_end`` (overlap that
+    remains), else the first non-whitespace at or after ``prev_end`` (no overlap)."""
+    m = WORD_START.search(text, pos - 1, prev_end)
+    return m.start() + 1 if m is not None else next_non_space(text, prev_end, end)
 
 
 def exact_split(
@@ -104,7 +155,7 @@ def exact_split(
         elif x < hi:
             x = _word_cut(count, text, pos, x, limit)
         end = strip_end(text, pos, x)
-        out.append((pos, end, count(text[pos:end])))
+        out.append((pos, end, count(text[pos:end]), 0))
         pos = next_non_space(text, x, hi)
     return out
 

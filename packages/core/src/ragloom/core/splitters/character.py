@@ -19,6 +19,9 @@ class DocumentByCharacterSplitter(HierarchicalSplitter):
     uniform signature and never used: a character cannot be split further.
     """
 
+    def _prefetch(self, source: Source, regions: list[tuple[int, int]], sizes: list[int]) -> None:
+        """Nothing to measure ahead: cuts are found by exact counting."""
+
     def _pack(self, source: Source, lo: int, hi: int, prev: Span | None) -> list[Span]:
         text, limit = source.text, self.max_segment_size
         out: list[Span] = []
@@ -29,7 +32,7 @@ class DocumentByCharacterSplitter(HierarchicalSplitter):
                 start = self._overlap(source, prev, [pos], 0, 1)[0]
             if self.tokenizer is None:
                 end = strip_end(text, pos, min(start + limit, hi))
-                out.append((start, end, end - start))
+                out.append((start, end, end - start, 0))
             else:
                 out.append(self._token_cut(text, start, pos, hi, prev))
             prev = out[-1]
@@ -47,4 +50,4 @@ class DocumentByCharacterSplitter(HierarchicalSplitter):
             start = pos
             end = largest_fit(count, text, pos, pos + 1, hi, limit, pos + int(limit * ratio))
         end = strip_end(text, pos, pos + 1 if end is None else end)  # None: one char too big
-        return (start, end, count(text[start:end]))
+        return (start, end, count(text[start:end]), -1)

@@ -18,6 +18,8 @@ class DocumentByRegexSplitter(HierarchicalSplitter):
     long for a segment goes to ``sub_splitter`` (default: sentences, then words, then
     characters, so that any text splits)."""
 
+    _whitespace_units = False
+
     def __init__(
         self,
         regex: str | re.Pattern[str],
