@@ -11,7 +11,7 @@ import enum
 import logging
 import re
 from collections.abc import Mapping, Sequence
-from typing import Protocol, runtime_checkable
+from typing import Protocol, TypeVar, runtime_checkable
 
 from ragloom.core.chat.messages import UserMessage
 from ragloom.core.chat.model import ChatModel
@@ -21,6 +21,8 @@ from ragloom.core.query import Query
 from ragloom.core.retrievers.base import ContentRetriever
 
 _log = logging.getLogger(__name__)
+
+R = TypeVar("R", bound=ContentRetriever)
 
 
 @runtime_checkable
@@ -93,8 +95,7 @@ class LanguageModelQueryRouter(QueryRouter):
     def __init__(
         self,
         chat_model: ChatModel,
-        retriever_to_description: Mapping[ContentRetriever, str]
-        | Sequence[tuple[ContentRetriever, str]],
+        retriever_to_description: Mapping[R, str] | Sequence[tuple[R, str]],
         *,
         prompt_template: str | PromptTemplate | None = None,
         fallback_strategy: FallbackStrategy = FallbackStrategy.DO_NOT_ROUTE,
