@@ -1,0 +1,545 @@
+"""The HTTP layer both models share: configuration, retries with backoff, errors.
+
+One :class:`ApiClient` per model holds the base URL, the headers (API key included) and
+the retry policy. It posts JSON and opens streams, sync (one pooled ``httpx.Client``,
+shared by threads) and async (an ``httpx.AsyncClient`` per call unless one is given:
+an async client is bound to the event loop that first used it). Retried: HTTP 408, 409,
+429 and 5xx, and transport failures (refused, reset, timeout) before an answer arrived.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import json
+import math
+import os
+import random
+import ssl
+import threading
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
+from contextlib import asynccontextmanager, contextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from functools import cache
+from importlib.metadata import PackageNotFoundError, version
+from typing import Any
+
+import httpx
+
+from ragloom.chat_models.openai.errors import (
+    OpenAiAuthenticationError,
+    OpenAiConnectionError,
+    OpenAiError,
+    OpenAiNotFoundError,
+    OpenAiRateLimitError,
+    OpenAiResponseError,
+    OpenAiStatusError,
+    OpenAiTimeoutError,
+    chat_variant,
+)
+
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+DEFAULT_TIMEOUT = 120.0
+_MAX_CONNECT_TIMEOUT = 10.0
+_EXCERPT = 300
+
+try:
+    _VERSION = version("ragloom-chat-openai")
+except PackageNotFoundError:  # pragma: no cover - running from a source tree
+    _VERSION = "0"
+USER_AGENT = f"ragloom-chat-openai/{_VERSION}"
+
+
+@dataclass(frozen=True, slots=True)
+class RetryPolicy:
+    """How failed calls are retried: exponential backoff with jitter, Retry-After honoured.
+
+    Retry ``n`` (0-based) waits ``min(max_delay, initial_delay * 2**n)`` seconds times a
+    random factor in ``[1 - jitter, 1]``, unless the server sent ``Retry-After`` (seconds
+    or an HTTP date) or ``retry-after-ms``: that wait is used as is. A server asking for
+    more than ``max_retry_after`` seconds is not retried; the error says how long it
+    asked for. ``sleep`` and ``async_sleep`` do the waiting (replaceable in tests).
+    """
+
+    max_retries: int = 2
+    initial_delay: float = 0.5
+    max_delay: float = 8.0
+    jitter: float = 0.25
+    max_retry_after: float = 60.0
+    sleep: Callable[[float], None] = field(default=time.sleep, repr=False)
+    async_sleep: Callable[[float], Awaitable[None]] = field(default=asyncio.sleep, repr=False)
+
+    def __post_init__(self) -> None:
+        if type(self.max_retries) is not int or self.max_retries < 0:
+            raise ValueError(f"max_retries must be a non-negative int, got {self.max_retries!r}")
+        for name in ("initial_delay", "max_delay", "max_retry_after"):
+            value = getattr(self, name)
+            if not isinstance(value, int | float) or not value >= 0 or math.isinf(value):
+                raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
+        if not isinstance(self.jitter, int | float) or not 0 <= self.jitter <= 1:
+            raise ValueError(f"jitter must be between 0 and 1, got {self.jitter!r}")
+
+    def backoff(self, retry: int) -> float:
+        """The wait before retry number ``retry`` (0-based) without a Retry-After."""
+        delay = min(self.max_delay, self.initial_delay * 2.0**retry)
+        return float(delay * (1.0 - self.jitter * random.random()))
+
+
+@cache
+def _ssl_context() -> ssl.SSLContext:
+    """The default verifying SSL context, built once (loading the CA bundle takes ~0.2 s).
+
+    Shared by every client this package creates, so an async call, which opens a client
+    of its own, does not pay for it each time.
+    """
+    return httpx.create_ssl_context()
+
+
+def resolve_api_key(api_key: str | None, env_vars: tuple[str, ...]) -> tuple[str | None, str]:
+    """The API key and where it came from (for error messages; never the key itself).
+
+    ``None`` looks the key up in ``env_vars`` (first set one wins); ``""`` means no key.
+    """
+    if api_key is not None:
+        if not isinstance(api_key, str):
+            raise TypeError(f"api_key must be str or None, got {type(api_key).__name__}")
+        return (api_key or None), "the api_key argument" if api_key else "no API key (api_key='')"
+    for name in env_vars:
+        value = os.environ.get(name)
+        if value:
+            return value, f"${name}"
+    return None, "no API key (api_key argument, " + ", ".join(f"${n}" for n in env_vars) + ")"
+
+
+def normalize_base_url(base_url: str) -> str:
+    """``base_url`` without trailing slashes; ValueError unless it is an http(s) URL."""
+    if not isinstance(base_url, str):
+        raise TypeError(f"base_url must be str, got {type(base_url).__name__}")
+    url = base_url.strip().rstrip("/")
+    try:
+        parsed = httpx.URL(url)
+    except httpx.InvalidURL as exc:
+        raise ValueError(f"base_url {base_url!r} is not a valid URL: {exc}") from exc
+    if parsed.scheme not in ("http", "https") or not parsed.host:
+        raise ValueError(
+            f"base_url must be an http:// or https:// URL such as http://localhost:8000/v1, "
+            f"got {base_url!r}"
+        )
+    return url
+
+
+def make_timeout(timeout: float | httpx.Timeout) -> httpx.Timeout:
+    """An httpx timeout: ``timeout`` seconds per read/write, connecting at most 10 s."""
+    if isinstance(timeout, httpx.Timeout):
+        return timeout
+    if not isinstance(timeout, int | float) or isinstance(timeout, bool) or not timeout > 0:
+        raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
+    return httpx.Timeout(float(timeout), connect=min(float(timeout), _MAX_CONNECT_TIMEOUT))
+
+
+class ApiClient:
+    """Posts JSON to one OpenAI-compatible server and opens SSE streams (internal).
+
+    ``subject`` names the model in every error ("chat model 'gpt-4o-mini'"); ``chat``
+    makes the errors the chat variants (also :class:`ChatModelError`).
+    """
+
+    def __init__(
+        self,
+        *,
+        base_url: str,
+        api_key: str | None,
+        key_source: str,
+        model_name: str,
+        subject: str,
+        chat: bool,
+        timeout: httpx.Timeout,
+        retry: RetryPolicy,
+        organization: str | None,
+        headers: Mapping[str, str] | None,
+        http_client: httpx.Client | None,
+        async_http_client: httpx.AsyncClient | None,
+    ) -> None:
+        self.base_url = base_url
+        self.model_name = model_name
+        self.subject = subject
+        self.timeout = timeout
+        self.retry = retry
+        self._api_key = api_key
+        self._key_source = key_source
+        self._chat = chat
+        self._headers: dict[str, str] = {"User-Agent": USER_AGENT}
+        if api_key:
+            self._headers["Authorization"] = f"Bearer {api_key}"
+        if organization:
+            self._headers["OpenAI-Organization"] = organization
+        for name, value in (headers or {}).items():
+            if not isinstance(name, str) or not isinstance(value, str):
+                raise TypeError(f"headers must map str to str, got {name!r}: {value!r}")
+            self._headers[name] = value
+        self._user_client = http_client
+        self._user_async_client = async_http_client
+        self._own_client: httpx.Client | None = None
+        self._lock = threading.Lock()
+
+    # -- clients -----------------------------------------------------------------------
+
+    def _client(self) -> httpx.Client:
+        if self._user_client is not None:
+            return self._user_client
+        client = self._own_client
+        if client is None:
+            with self._lock:
+                if self._own_client is None:
+                    self._own_client = httpx.Client(timeout=self.timeout, verify=_ssl_context())
+                client = self._own_client
+        return client
+
+    @asynccontextmanager
+    async def _async_client(self) -> AsyncIterator[httpx.AsyncClient]:
+        if self._user_async_client is not None:
+            yield self._user_async_client
+            return
+        async with httpx.AsyncClient(timeout=self.timeout, verify=_ssl_context()) as client:
+            yield client
+
+    def close(self) -> None:
+        """Close the pooled connections this client opened (not a client passed in)."""
+        with self._lock:
+            client, self._own_client = self._own_client, None
+        if client is not None:
+            client.close()
+
+    # -- requests ----------------------------------------------------------------------
+
+    def url(self, path: str) -> str:
+        return f"{self.base_url}/{path}"
+
+    def _request(
+        self, client: httpx.Client | httpx.AsyncClient, path: str, payload: Any, accept: str
+    ) -> httpx.Request:
+        headers = {**self._headers, "Accept": accept}
+        return client.build_request(
+            "POST", self.url(path), json=payload, headers=headers, timeout=self.timeout
+        )
+
+    def post(self, path: str, payload: Any) -> Any:
+        """POST ``payload`` as JSON and return the decoded JSON answer (with retries)."""
+        client = self._client()
+        retries = 0
+        while True:
+            request = self._request(client, path, payload, "application/json")
+            try:
+                response = client.send(request)
+            except httpx.TransportError as exc:
+                if retries < self.retry.max_retries:
+                    self.retry.sleep(self.retry.backoff(retries))
+                    retries += 1
+                    continue
+                raise self.transport_error(exc, request, retries + 1) from exc
+            if response.is_success:
+                return self.decode(response)
+            delay, note = self._retry_delay(response, retries)
+            if delay is None:
+                raise self.status_error(response, retries + 1, note)
+            self.retry.sleep(delay)
+            retries += 1
+
+    async def apost(self, path: str, payload: Any) -> Any:
+        """:meth:`post` for asyncio."""
+        async with self._async_client() as client:
+            retries = 0
+            while True:
+                request = self._request(client, path, payload, "application/json")
+                try:
+                    response = await client.send(request)
+                except httpx.TransportError as exc:
+                    if retries < self.retry.max_retries:
+                        await self.retry.async_sleep(self.retry.backoff(retries))
+                        retries += 1
+                        continue
+                    raise self.transport_error(exc, request, retries + 1) from exc
+                if response.is_success:
+                    return self.decode(response)
+                delay, note = self._retry_delay(response, retries)
+                if delay is None:
+                    raise self.status_error(response, retries + 1, note)
+                await self.retry.async_sleep(delay)
+                retries += 1
+
+    @contextmanager
+    def stream(self, path: str, payload: Any) -> Iterator[httpx.Response]:
+        """POST and yield the response with its body unread; retries until it succeeds.
+
+        Only the wait for the status line is retried: once the caller reads the body,
+        partial answers may have been handed out, so failures there are the caller's.
+        """
+        client = self._client()
+        retries = 0
+        while True:
+            request = self._request(client, path, payload, "text/event-stream")
+            try:
+                response = client.send(request, stream=True)
+            except httpx.TransportError as exc:
+                if retries < self.retry.max_retries:
+                    self.retry.sleep(self.retry.backoff(retries))
+                    retries += 1
+                    continue
+                raise self.transport_error(exc, request, retries + 1) from exc
+            if response.is_success:
+                break
+            try:
+                response.read()
+            except httpx.HTTPError:
+                pass  # the status is what matters; the body is only for the message
+            finally:
+                response.close()
+            delay, note = self._retry_delay(response, retries)
+            if delay is None:
+                raise self.status_error(response, retries + 1, note)
+            self.retry.sleep(delay)
+            retries += 1
+        try:
+            yield response
+        finally:
+            response.close()
+
+    @asynccontextmanager
+    async def astream(self, path: str, payload: Any) -> AsyncIterator[httpx.Response]:
+        """:meth:`stream` for asyncio."""
+        async with self._async_client() as client:
+            retries = 0
+            while True:
+                request = self._request(client, path, payload, "text/event-stream")
+                try:
+                    response = await client.send(request, stream=True)
+                except httpx.TransportError as exc:
+                    if retries < self.retry.max_retries:
+                        await self.retry.async_sleep(self.retry.backoff(retries))
+                        retries += 1
+                        continue
+                    raise self.transport_error(exc, request, retries + 1) from exc
+                if response.is_success:
+                    break
+                try:
+                    await response.aread()
+                except httpx.HTTPError:
+                    pass
+                finally:
+                    await response.aclose()
+                delay, note = self._retry_delay(response, retries)
+                if delay is None:
+                    raise self.status_error(response, retries + 1, note)
+                await self.retry.async_sleep(delay)
+                retries += 1
+            try:
+                yield response
+            finally:
+                await response.aclose()
+
+    # -- retries -----------------------------------------------------------------------
+
+    def _retry_delay(self, response: httpx.Response, retries: int) -> tuple[float | None, str]:
+        """How long to wait before retrying ``response``; ``None`` (and why) for no retry."""
+        should = response.headers.get("x-should-retry", "").strip().lower()
+        status = response.status_code
+        retryable = status in (408, 409, 429) or status >= 500
+        if should in ("true", "false"):
+            retryable = should == "true"
+        if not retryable or retries >= self.retry.max_retries:
+            return None, ""
+        wait = retry_after(response.headers)
+        if wait is None:
+            return self.retry.backoff(retries), ""
+        if wait > self.retry.max_retry_after:
+            return None, (
+                f" (the server asked to retry after {wait:g} s, more than "
+                f"max_retry_after={self.retry.max_retry_after:g} s)"
+            )
+        return wait, ""
+
+    # -- decoding and errors -----------------------------------------------------------
+
+    def error(
+        self, kind: type[OpenAiError], message: str, url: str, status: int | None = None
+    ) -> OpenAiError:
+        """An error of ``kind`` (its chat variant for the chat model), key redacted."""
+        cls = chat_variant(kind) if self._chat else kind
+        return cls(self.redact(f"{self.subject}: {message}"), url=url, status_code=status)
+
+    def redact(self, text: str) -> str:
+        """``text`` with the API key replaced by ``***`` (servers may echo it)."""
+        if self._api_key and self._api_key in text:
+            text = text.replace(self._api_key, "***")
+        return text
+
+    def decode(self, response: httpx.Response) -> Any:
+        """The JSON body of a successful response; OpenAiResponseError when it is not JSON."""
+        try:
+            return json.loads(response.content)
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise self.error(
+                OpenAiResponseError,
+                f"{response.request.url} answered HTTP {response.status_code} with a body that "
+                f"is not JSON ({_content_type(response)}): {_excerpt(response)}",
+                str(response.request.url),
+                response.status_code,
+            ) from exc
+
+    def status_error(self, response: httpx.Response, attempts: int, note: str = "") -> OpenAiError:
+        """The error for an HTTP error status, with the server's own message."""
+        status = response.status_code
+        url = str(response.request.url)
+        detail = server_message(response)
+        tried = f" after {attempts} attempts" if attempts > 1 else ""
+        if status in (401, 403):
+            what = "authentication failed" if status == 401 else "access denied"
+            return self.error(
+                OpenAiAuthenticationError,
+                f"{what} (HTTP {status}) at {self.base_url}: {detail}. "
+                f"API key used: {self._key_source}.",
+                url,
+                status,
+            )
+        if status == 404:
+            hint = ""
+            if not self.base_url.endswith("/v1"):
+                hint = " (base_url does not end in /v1; most servers serve the API under /v1)"
+            return self.error(
+                OpenAiNotFoundError,
+                f"not found (HTTP 404) at {url}: {detail}. Check the model name "
+                f"{self.model_name!r} and that base_url {self.base_url} is the API root{hint}.",
+                url,
+                status,
+            )
+        if status == 429:
+            return self.error(
+                OpenAiRateLimitError,
+                f"rate limited (HTTP 429) at {url}{tried}{note}: {detail}",
+                url,
+                status,
+            )
+        location = response.headers.get("location")
+        moved = f" (redirects to {location}; use that as base_url)" if location else ""
+        return self.error(
+            OpenAiStatusError,
+            f"HTTP {status} {response.reason_phrase} from {url}{tried}{note}{moved}: {detail}",
+            url,
+            status,
+        )
+
+    def transport_error(
+        self, exc: httpx.TransportError, request: httpx.Request, attempts: int
+    ) -> OpenAiError:
+        """The error for a failure to reach the server or to receive its answer."""
+        url = str(request.url)
+        tried = f" ({attempts} attempts)" if attempts > 1 else ""
+        reason = str(exc) or type(exc).__name__
+        if isinstance(exc, httpx.ConnectTimeout):
+            return self.error(
+                OpenAiTimeoutError,
+                f"could not connect to {self.base_url} within the timeout{tried}; "
+                "is the server running and reachable?",
+                url,
+            )
+        if isinstance(exc, httpx.TimeoutException):
+            return self.error(
+                OpenAiTimeoutError,
+                f"no answer from {url} within the timeout of {self.timeout.read} s{tried}; "
+                "raise timeout= for slow models or use stream()",
+                url,
+            )
+        if isinstance(exc, httpx.ConnectError):
+            return self.error(
+                OpenAiConnectionError,
+                f"cannot connect to {self.base_url}{tried}: {reason}; is the server running?",
+                url,
+            )
+        return self.error(
+            OpenAiConnectionError, f"the connection to {url} failed{tried}: {reason}", url
+        )
+
+    def stream_error(self, exc: httpx.TransportError, url: str, received: int) -> OpenAiError:
+        """The error for a stream that broke off after ``received`` partial texts."""
+        if isinstance(exc, httpx.TimeoutException):
+            return self.error(
+                OpenAiTimeoutError,
+                f"the stream from {url} stalled for more than {self.timeout.read} s after "
+                f"{received} partial texts",
+                url,
+            )
+        return self.error(
+            OpenAiConnectionError,
+            f"the stream from {url} broke off after {received} partial texts: "
+            f"{str(exc) or type(exc).__name__}",
+            url,
+        )
+
+
+def retry_after(headers: httpx.Headers) -> float | None:
+    """The wait a server asks for: ``retry-after-ms``, then ``Retry-After`` (s or date)."""
+    millis = headers.get("retry-after-ms")
+    if millis:
+        try:
+            value = float(millis) / 1000.0
+        except ValueError:
+            value = math.nan
+        if math.isfinite(value):
+            return max(0.0, value)
+    text = headers.get("retry-after")
+    if not text:
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        try:
+            when = email.utils.parsedate_to_datetime(text)
+        except (TypeError, ValueError):
+            return None
+        if when.tzinfo is None:
+            when = when.replace(tzinfo=UTC)
+        return max(0.0, (when - datetime.now(UTC)).total_seconds())
+    return max(0.0, value) if math.isfinite(value) else None
+
+
+def server_message(response: httpx.Response) -> str:
+    """The server's explanation: ``error.message`` (OpenAI), ``error`` (Ollama) or the text."""
+    try:
+        body = json.loads(response.content)
+    except (json.JSONDecodeError, UnicodeDecodeError, httpx.ResponseNotRead):
+        body = None
+    if isinstance(body, dict):
+        error = body.get("error", body.get("detail", body.get("message")))
+        if isinstance(error, dict):
+            message = error.get("message")
+            if isinstance(message, str) and message:
+                code = error.get("code") or error.get("type")
+                return _clip(f"{message} [{code}]" if isinstance(code, str) else message)
+        elif isinstance(error, str) and error:
+            return _clip(error)
+    return _excerpt(response) if _has_body(response) else "(empty body)"
+
+
+def _has_body(response: httpx.Response) -> bool:
+    try:
+        return bool(response.content)
+    except httpx.ResponseNotRead:
+        return False
+
+
+def _content_type(response: httpx.Response) -> str:
+    return response.headers.get("content-type") or "no content type"
+
+
+def _excerpt(response: httpx.Response) -> str:
+    try:
+        text = response.content.decode("utf-8", "replace")
+    except httpx.ResponseNotRead:
+        return "(body not read)"
+    return repr(_clip(text.strip()))
+
+
+def _clip(text: str) -> str:
+    return text if len(text) <= _EXCERPT else text[:_EXCERPT] + "..."

@@ -1,0 +1,573 @@
+"""OpenAiChatModel: a ChatModel over the OpenAI chat-completions wire format.
+
+Works with any server that speaks ``POST {base_url}/chat/completions``: OpenAI, vLLM,
+Ollama (``http://localhost:11434/v1``), the llama.cpp server, LM Studio, ...
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from types import TracebackType
+from typing import Any
+
+import httpx
+
+from ragloom.chat_models.openai._http import (
+    DEFAULT_BASE_URL,
+    DEFAULT_TIMEOUT,
+    ApiClient,
+    RetryPolicy,
+    make_timeout,
+    normalize_base_url,
+    resolve_api_key,
+)
+from ragloom.chat_models.openai._sse import ServerSentEvent, SseDecoder
+from ragloom.chat_models.openai.errors import (
+    OpenAiChatNotConfiguredError,
+    OpenAiConnectionError,
+    OpenAiResponseError,
+)
+from ragloom.core.chat.messages import ChatMessage, UserMessage
+from ragloom.core.chat.model import (
+    AsyncChatStream,
+    ChatModel,
+    ChatResponse,
+    ChatStream,
+    FinishReason,
+)
+from ragloom.core.embedding import TokenUsage
+
+__all__ = ["CHAT_API_KEY_ENV", "OpenAiChatModel"]
+
+CHAT_API_KEY_ENV = ("RAGLOOM_CHAT_API_KEY", "OPENAI_API_KEY")
+"""Where the chat model looks for its API key when none is passed, first set one wins."""
+
+_PATH = "chat/completions"
+
+#: Options a call (or the constructor, as defaults) may set; sent as is.
+_OPTIONS = frozenset(
+    {
+        "temperature",
+        "top_p",
+        "max_tokens",
+        "max_completion_tokens",
+        "stop",
+        "seed",
+        "presence_penalty",
+        "frequency_penalty",
+        "logit_bias",
+        "response_format",
+        "user",
+    }
+)
+_RESERVED = frozenset({"model", "messages", "stream", "stream_options", "n"})
+
+_FINISH_REASONS = {
+    "stop": FinishReason.STOP,
+    "eos": FinishReason.STOP,
+    "eos_token": FinishReason.STOP,
+    "stop_sequence": FinishReason.STOP,
+    "end_turn": FinishReason.STOP,
+    "length": FinishReason.LENGTH,
+    "max_tokens": FinishReason.LENGTH,
+    "model_length": FinishReason.LENGTH,
+    "tool_calls": FinishReason.TOOL_EXECUTION,
+    "function_call": FinishReason.TOOL_EXECUTION,
+    "content_filter": FinishReason.CONTENT_FILTER,
+}
+
+
+class OpenAiChatModel(ChatModel):
+    """A chat model behind an OpenAI-compatible ``/chat/completions`` endpoint.
+
+    ``base_url`` is the API root (``https://api.openai.com/v1`` by default; e.g.
+    ``http://localhost:8000/v1`` for vLLM). The API key is ``api_key``, else
+    ``$RAGLOOM_CHAT_API_KEY``, else ``$OPENAI_API_KEY``; without one no
+    ``Authorization`` header is sent (local servers need none; ``api_key=""`` forces
+    that). ``temperature``, ``max_tokens``, ``top_p``, ``stop`` and ``seed`` are defaults
+    for every call; ``None`` leaves them to the server. ``extra_body`` adds fields to
+    every request (e.g. ``{"top_k": 20}`` for vLLM).
+
+    ``timeout`` is the seconds to wait for the server (at most 10 of them to connect);
+    for a streamed answer it bounds each pause between chunks. Failed calls (HTTP 408,
+    409, 429, 5xx, refused or dropped connections, timeouts) are retried ``max_retries``
+    times with exponential backoff and jitter, honouring ``Retry-After``; pass a
+    :class:`RetryPolicy` for finer control. ``organization`` sets the
+    ``OpenAI-Organization`` header; ``headers`` adds any others. ``stream_usage=False``
+    stops asking for token usage in streams (``stream_options``), for servers that
+    reject it.
+
+    A call accepts the options ``temperature``, ``top_p``, ``max_tokens``,
+    ``max_completion_tokens``, ``stop``, ``seed``, ``presence_penalty``,
+    ``frequency_penalty``, ``logit_bias``, ``response_format``, ``user`` and
+    ``extra_body`` (a dict merged into the request). Errors are
+    :class:`~ragloom.chat_models.openai.errors.OpenAiChatModelError` s (thus
+    :class:`~ragloom.core.errors.ChatModelError` s). Safe to share between threads; the
+    pooled connections are released by :meth:`close` (or a ``with`` block).
+    """
+
+    def __init__(
+        self,
+        *,
+        model_name: str,
+        base_url: str = DEFAULT_BASE_URL,
+        api_key: str | None = None,
+        temperature: float | None = None,
+        max_tokens: int | None = None,
+        top_p: float | None = None,
+        stop: str | Sequence[str] | None = None,
+        seed: int | None = None,
+        extra_body: Mapping[str, Any] | None = None,
+        timeout: float | httpx.Timeout = DEFAULT_TIMEOUT,
+        max_retries: int | None = None,
+        retry_policy: RetryPolicy | None = None,
+        organization: str | None = None,
+        headers: Mapping[str, str] | None = None,
+        stream_usage: bool = True,
+        http_client: httpx.Client | None = None,
+        async_http_client: httpx.AsyncClient | None = None,
+    ) -> None:
+        if not isinstance(model_name, str) or not model_name.strip():
+            raise ValueError(f"model_name must be a non-empty str, got {model_name!r}")
+        url = normalize_base_url(base_url)
+        key, source = resolve_api_key(api_key, CHAT_API_KEY_ENV)
+        policy = retry_policy or RetryPolicy()
+        if max_retries is not None:
+            policy = RetryPolicy(
+                max_retries=max_retries,
+                initial_delay=policy.initial_delay,
+                max_delay=policy.max_delay,
+                jitter=policy.jitter,
+                max_retry_after=policy.max_retry_after,
+                sleep=policy.sleep,
+                async_sleep=policy.async_sleep,
+            )
+        defaults = {
+            "temperature": temperature,
+            "max_tokens": max_tokens,
+            "top_p": top_p,
+            "stop": list(stop) if stop is not None and not isinstance(stop, str) else stop,
+            "seed": seed,
+        }
+        self._defaults: dict[str, Any] = {k: v for k, v in defaults.items() if v is not None}
+        self._extra_body = _check_extra_body(extra_body)
+        self._stream_usage = bool(stream_usage)
+        self._api = ApiClient(
+            base_url=url,
+            api_key=key,
+            key_source=source,
+            model_name=model_name,
+            subject=f"chat model {model_name!r}",
+            chat=True,
+            timeout=make_timeout(timeout),
+            retry=policy,
+            organization=organization,
+            headers=headers,
+            http_client=http_client,
+            async_http_client=async_http_client,
+        )
+
+    @classmethod
+    def from_env(cls, **options: Any) -> OpenAiChatModel:
+        """The chat model the environment configures (what easy RAG uses).
+
+        Reads ``$RAGLOOM_CHAT_MODEL_NAME`` (required), ``$RAGLOOM_CHAT_BASE_URL`` (else
+        ``$OPENAI_BASE_URL``, else OpenAI's API) and the API key from
+        ``$RAGLOOM_CHAT_API_KEY`` or ``$OPENAI_API_KEY``. Keyword ``options`` go to the
+        constructor and win over the environment. Raises
+        :class:`~ragloom.chat_models.openai.errors.OpenAiChatNotConfiguredError` (a
+        ``ChatModelError`` and ``ValueError``) naming the variables to set when there is
+        no model name, or when OpenAI's API would be used without a key.
+        """
+        model_name = options.pop("model_name", None) or _env("RAGLOOM_CHAT_MODEL_NAME")
+        base_url = (
+            options.pop("base_url", None)
+            or _env("RAGLOOM_CHAT_BASE_URL")
+            or _env("OPENAI_BASE_URL")
+            or DEFAULT_BASE_URL
+        )
+        if not model_name:
+            raise OpenAiChatNotConfiguredError(
+                "no chat model is configured: set RAGLOOM_CHAT_MODEL_NAME (e.g. gpt-4o-mini, "
+                "or the model your server serves) and, for a server other than OpenAI, "
+                "RAGLOOM_CHAT_BASE_URL (e.g. http://localhost:11434/v1); the API key comes "
+                "from RAGLOOM_CHAT_API_KEY or OPENAI_API_KEY",
+                url=base_url,
+            )
+        key, _ = resolve_api_key(options.get("api_key"), CHAT_API_KEY_ENV)
+        if key is None and normalize_base_url(base_url) == DEFAULT_BASE_URL:
+            raise OpenAiChatNotConfiguredError(
+                f"chat model {model_name!r} would use OpenAI's API ({DEFAULT_BASE_URL}) "
+                "without an API key: set OPENAI_API_KEY (or RAGLOOM_CHAT_API_KEY), or "
+                "RAGLOOM_CHAT_BASE_URL for a local server",
+                url=base_url,
+            )
+        return cls(model_name=model_name, base_url=base_url, **options)
+
+    # -- properties --------------------------------------------------------------------
+
+    @property
+    def model_name(self) -> str:
+        """The model requested from the server."""
+        return self._api.model_name
+
+    @property
+    def base_url(self) -> str:
+        """The API root, without a trailing slash."""
+        return self._api.base_url
+
+    @property
+    def retry_policy(self) -> RetryPolicy:
+        """How failed calls are retried."""
+        return self._api.retry
+
+    def __repr__(self) -> str:
+        return f"OpenAiChatModel(model_name={self.model_name!r}, base_url={self.base_url!r})"
+
+    # -- ChatModel ---------------------------------------------------------------------
+
+    def chat(self, messages: Sequence[ChatMessage], **options: Any) -> ChatResponse:
+        """The complete answer to ``messages`` (see the class docstring for ``options``)."""
+        payload = self._payload(messages, options, stream=False)
+        body = self._api.post(_PATH, payload)
+        return self._completion(body)
+
+    async def achat(self, messages: Sequence[ChatMessage], **options: Any) -> ChatResponse:
+        """:meth:`chat` on asyncio (natively, not in a thread)."""
+        payload = self._payload(messages, options, stream=False)
+        body = await self._api.apost(_PATH, payload)
+        return self._completion(body)
+
+    def stream(self, messages: Sequence[ChatMessage], **options: Any) -> ChatStream:
+        """The answer as partial texts over server-sent events, then ``.response``.
+
+        Nothing is sent before the first ``next()``. Closing the stream early drops the
+        connection (the server stops generating).
+        """
+        payload = self._payload(messages, options, stream=True)
+
+        def chunks() -> Iterator[str | ChatResponse]:
+            with self._api.stream(_PATH, payload) as response:
+                url = str(response.request.url)
+                if _is_json(response):  # a server that ignores "stream": true
+                    response.read()
+                    yield from _whole(self._completion(self._api.decode(response)))
+                    return
+                state = _StreamState(self._api, url)
+                decoder = SseDecoder()
+                lines = response.iter_lines()
+                while not state.done:
+                    try:
+                        line = next(lines, None)
+                    except httpx.TransportError as exc:
+                        raise self._api.stream_error(exc, url, state.received) from exc
+                    event = decoder.feed(line) if line is not None else decoder.end()
+                    if event is not None and (text := state.add(event)):
+                        yield text
+                    if line is None:
+                        break
+                yield state.finish()
+
+        return ChatStream(chunks())
+
+    def astream(self, messages: Sequence[ChatMessage], **options: Any) -> AsyncChatStream:
+        """:meth:`stream` for ``async for`` (natively on asyncio)."""
+        payload = self._payload(messages, options, stream=True)
+
+        async def chunks() -> AsyncIterator[str | ChatResponse]:
+            async with self._api.astream(_PATH, payload) as response:
+                url = str(response.request.url)
+                if _is_json(response):
+                    await response.aread()
+                    for item in _whole(self._completion(self._api.decode(response))):
+                        yield item
+                    return
+                state = _StreamState(self._api, url)
+                decoder = SseDecoder()
+                lines = response.aiter_lines()
+                while not state.done:
+                    try:
+                        line = await anext(lines, None)
+                    except httpx.TransportError as exc:
+                        raise self._api.stream_error(exc, url, state.received) from exc
+                    event = decoder.feed(line) if line is not None else decoder.end()
+                    if event is not None and (text := state.add(event)):
+                        yield text
+                    if line is None:
+                        break
+                yield state.finish()
+
+        return AsyncChatStream(chunks())
+
+    # -- resources ---------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Release the pooled connections (not those of an ``http_client`` passed in)."""
+        self._api.close()
+
+    def __enter__(self) -> OpenAiChatModel:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    # -- wire format -------------------------------------------------------------------
+
+    def _payload(
+        self, messages: Sequence[ChatMessage], options: Mapping[str, Any], *, stream: bool
+    ) -> dict[str, Any]:
+        unknown = set(options) - _OPTIONS - {"extra_body"}
+        if unknown:
+            raise TypeError(
+                f"unknown chat option(s) {', '.join(sorted(unknown))}; accepted: "
+                f"{', '.join(sorted(_OPTIONS | {'extra_body'}))}"
+            )
+        payload: dict[str, Any] = {"model": self.model_name, "messages": _wire(messages)}
+        payload.update(self._defaults)
+        payload.update((k, v) for k, v in options.items() if k != "extra_body" and v is not None)
+        if isinstance(payload.get("stop"), tuple):
+            payload["stop"] = list(payload["stop"])
+        payload.update(self._extra_body)
+        payload.update(_check_extra_body(options.get("extra_body")))
+        if stream:
+            payload["stream"] = True
+            if self._stream_usage:
+                payload["stream_options"] = {"include_usage": True}
+        return payload
+
+    def _completion(self, body: Any) -> ChatResponse:
+        """The ChatResponse in a (non-streamed) chat-completion body."""
+        url = self._api.url(_PATH)
+        if not isinstance(body, dict):
+            raise self._api.error(
+                OpenAiResponseError,
+                f"{url} answered with JSON {type(body).__name__}, not a chat completion object",
+                url,
+            )
+        choices = body.get("choices")
+        if not isinstance(choices, list) or not choices:
+            problem = _embedded_error(body) or "it has no choices"
+            raise self._api.error(
+                OpenAiResponseError, f"{url} answered with no chat completion: {problem}", url
+            )
+        choice = choices[0]
+        message = choice.get("message") if isinstance(choice, dict) else None
+        if not isinstance(choice, dict) or not isinstance(message, dict):
+            raise self._api.error(
+                OpenAiResponseError,
+                f"{url} answered with a choice without a message object: {_short(choice)}",
+                url,
+            )
+        text = _content_text(message.get("content"))
+        if text is None:
+            text = _content_text(message.get("refusal"))
+        if text is None and "content" in message and message["content"] is not None:
+            raise self._api.error(
+                OpenAiResponseError,
+                f"{url} answered with message content of an unknown shape: "
+                f"{_short(message['content'])}",
+                url,
+            )
+        return ChatResponse(
+            text or "", _token_usage(body.get("usage")), finish_reason(choice.get("finish_reason"))
+        )
+
+
+class _StreamState:
+    """Collects a streamed answer from its events (one per chat-completion chunk)."""
+
+    __slots__ = ("_api", "_parts", "_url", "done", "finish_reason", "received", "usage")
+
+    def __init__(self, api: ApiClient, url: str) -> None:
+        self._api = api
+        self._url = url
+        self._parts: list[str] = []
+        self.done = False
+        self.received = 0
+        self.finish_reason: FinishReason | None = None
+        self.usage: TokenUsage | None = None
+
+    def add(self, event: ServerSentEvent) -> str:
+        """The partial text ``event`` carries ('' for none); raises for an error event."""
+        data = event.data.strip()
+        if data == "[DONE]":
+            self.done = True
+            return ""
+        try:
+            chunk = json.loads(data)
+        except ValueError as exc:
+            raise self._api.error(
+                OpenAiResponseError,
+                f"the stream from {self._url} sent an event that is not JSON: {_clip(data)!r}",
+                self._url,
+            ) from exc
+        if not isinstance(chunk, dict):
+            raise self._api.error(
+                OpenAiResponseError,
+                f"the stream from {self._url} sent {type(chunk).__name__} instead of a chunk "
+                f"object: {_clip(data)!r}",
+                self._url,
+            )
+        problem = _embedded_error(chunk)
+        if problem or event.event == "error":
+            raise self._api.error(
+                OpenAiResponseError,
+                f"the server reported an error in the stream from {self._url}: "
+                f"{problem or _clip(data)}",
+                self._url,
+            )
+        usage = _token_usage(chunk.get("usage"))
+        if usage is not None:
+            self.usage = usage
+        choices = chunk.get("choices")
+        if not isinstance(choices, list) or not choices:
+            return ""
+        choice = choices[0]
+        if not isinstance(choice, dict):
+            return ""
+        reason = finish_reason(choice.get("finish_reason"))
+        if reason is not None:
+            self.finish_reason = reason
+        delta = choice.get("delta")
+        if not isinstance(delta, dict):
+            return ""
+        text = _content_text(delta.get("content"))
+        if not text:
+            text = _content_text(delta.get("refusal"))
+        if not text:
+            return ""
+        self._parts.append(text)
+        self.received += 1
+        return text
+
+    def finish(self) -> ChatResponse:
+        """The complete response; an error when the stream broke off before its end."""
+        if not self.done and self.finish_reason is None:
+            raise self._api.error(
+                OpenAiConnectionError,
+                f"the stream from {self._url} ended after {self.received} partial texts "
+                "without a finish reason or [DONE]; the connection was cut",
+                self._url,
+            )
+        return ChatResponse("".join(self._parts), self.usage, self.finish_reason)
+
+
+def finish_reason(value: object) -> FinishReason | None:
+    """The ragloom FinishReason of a wire ``finish_reason`` (``None`` stays ``None``).
+
+    ``stop`` (and servers' synonyms ``eos``, ``eos_token``, ``stop_sequence``,
+    ``end_turn``) → STOP; ``length``/``max_tokens`` → LENGTH; ``tool_calls`` and
+    ``function_call`` → TOOL_EXECUTION; ``content_filter`` → CONTENT_FILTER; anything
+    else → OTHER.
+    """
+    if value is None or value == "":
+        return None
+    if isinstance(value, str):
+        return _FINISH_REASONS.get(value.lower(), FinishReason.OTHER)
+    return FinishReason.OTHER
+
+
+def _wire(messages: Sequence[ChatMessage]) -> list[dict[str, str]]:
+    if isinstance(messages, ChatMessage | str):
+        raise TypeError("messages must be a sequence of ChatMessage, not a single message")
+    wire: list[dict[str, str]] = []
+    for index, message in enumerate(messages):
+        if not isinstance(message, ChatMessage):
+            raise TypeError(
+                f"messages[{index}] is {type(message).__name__}, not a ChatMessage "
+                "(SystemMessage, UserMessage or AiMessage)"
+            )
+        item = {"role": message.role, "content": message.text}
+        if isinstance(message, UserMessage) and message.name:
+            item["name"] = message.name
+        wire.append(item)
+    if not wire:
+        raise ValueError("messages is empty; a chat needs at least one message")
+    return wire
+
+
+def _check_extra_body(extra: Mapping[str, Any] | None) -> dict[str, Any]:
+    if extra is None:
+        return {}
+    if not isinstance(extra, Mapping):
+        raise TypeError(f"extra_body must be a mapping, got {type(extra).__name__}")
+    reserved = _RESERVED & set(extra)
+    if reserved:
+        raise ValueError(
+            f"extra_body may not set {', '.join(sorted(reserved))}: the model sets them"
+        )
+    return dict(extra)
+
+
+def _content_text(content: object) -> str | None:
+    """Message content as text: a string, or the text parts of a list of parts."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        texts = [
+            part["text"]
+            for part in content
+            if isinstance(part, dict) and isinstance(part.get("text"), str)
+        ]
+        return "".join(texts) if texts or not content else None
+    return None
+
+
+def _token_usage(usage: object) -> TokenUsage | None:
+    if not isinstance(usage, dict):
+        return None
+    counts = [
+        _count(usage.get(name)) for name in ("prompt_tokens", "completion_tokens", "total_tokens")
+    ]
+    if all(count is None for count in counts):
+        return None
+    return TokenUsage(*counts)
+
+
+def _count(value: object) -> int | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    return value if isinstance(value, int) and value >= 0 else None
+
+
+def _embedded_error(body: dict[str, Any]) -> str | None:
+    error = body.get("error")
+    if isinstance(error, dict):
+        message = error.get("message")
+        return str(message) if message else _short(error)
+    if isinstance(error, str) and error:
+        return error
+    return None
+
+
+def _whole(response: ChatResponse) -> Iterator[str | ChatResponse]:
+    if response.text:
+        yield response.text
+    yield response
+
+
+def _is_json(response: httpx.Response) -> bool:
+    content_type: str = response.headers.get("content-type", "")
+    return content_type.split(";")[0].strip().lower() == "application/json"
+
+
+def _short(value: object) -> str:
+    return _clip(repr(value))
+
+
+def _clip(text: str, limit: int = 200) -> str:
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def _env(name: str) -> str | None:
+    value = os.environ.get(name, "").strip()
+    return value or None

@@ -1,0 +1,70 @@
+"""Fixtures: the local wire-format server and models pointed at it.
+
+pytest runs with ``--import-mode=importlib``, which does not put this directory on
+``sys.path``; the tests import the server module by its (unique) name, so add it here.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from openai_wire_server import WireServer
+
+from ragloom.chat_models.openai import RetryPolicy
+
+API_KEY = "sk-wire-test-0123456789abcdef"
+
+
+class Sleeps(list[float]):
+    """Records the waits of a RetryPolicy instead of sleeping."""
+
+    def sleep(self, seconds: float) -> None:
+        self.append(seconds)
+
+    async def async_sleep(self, seconds: float) -> None:
+        self.append(seconds)
+
+    def policy(self, **settings: object) -> RetryPolicy:
+        return RetryPolicy(sleep=self.sleep, async_sleep=self.async_sleep, **settings)  # type: ignore[arg-type]
+
+
+@pytest.fixture(autouse=True)
+def _no_ambient_keys(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The developer's own keys and settings never reach the tests (or a real server)."""
+    for name in (
+        "OPENAI_API_KEY",
+        "OPENAI_BASE_URL",
+        "RAGLOOM_CHAT_API_KEY",
+        "RAGLOOM_CHAT_BASE_URL",
+        "RAGLOOM_CHAT_MODEL",
+        "RAGLOOM_CHAT_MODEL_NAME",
+        "RAGLOOM_EMBEDDING_API_KEY",
+        "RAGLOOM_EMBEDDING_BASE_URL",
+        "RAGLOOM_EMBEDDING_MODEL_NAME",
+    ):
+        monkeypatch.delenv(name, raising=False)
+
+
+@pytest.fixture(scope="session")
+def shared_server() -> Iterator[WireServer]:
+    """One server for the conformance suites (no scripted failures there)."""
+    with WireServer(api_key=API_KEY) as server:
+        yield server
+
+
+@pytest.fixture
+def server() -> Iterator[WireServer]:
+    """A fresh server per test, for scripted failures and request inspection."""
+    with WireServer(api_key=API_KEY) as server:
+        yield server
+
+
+@pytest.fixture
+def sleeps() -> Sleeps:
+    return Sleeps()
