@@ -80,6 +80,8 @@ class HuggingFaceTokenizer:
     def count_tokens_batch(self, texts: Sequence[str]) -> list[int]:
         """Token counts of ``texts``, encoded in one (parallel) call."""
         encodings = self._encode_batch(list(texts), add_special_tokens=False)
+        if encodings and hasattr(encodings[0], "__len__"):  # no copy of the ids
+            return [len(encoding) for encoding in encodings]
         return [len(encoding.ids) for encoding in encodings]
 
 

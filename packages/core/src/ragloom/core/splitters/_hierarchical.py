@@ -76,10 +76,10 @@ class HierarchicalSplitter:
         spans = self._pack(source, lo, strip_end(text, lo, len(text)), None)
         if self.tokenizer is not None:
             spans = verify(self.tokenizer, text, spans, self.max_segment_size, self.max_overlap)
-        base = document.metadata.to_dict()
+        base, trusted = document.metadata.to_dict(), Metadata._trusted
         return [
-            TextSegment(text[s:e], Metadata._trusted({**base, INDEX: k, START: s, END: e}))
-            for k, (s, e, *_) in enumerate(spans)
+            TextSegment(text[s:e], trusted({**base, INDEX: k, START: s, END: e}))
+            for k, (s, e, _, _) in enumerate(spans)
         ]
 
     def split_all(self, documents: Iterable[Document]) -> list[TextSegment]:
@@ -238,7 +238,7 @@ class HierarchicalSplitter:
                 )
             s = next_non_space(text, at, at + len(piece))
             e = strip_end(text, s, at + len(piece))
-            if s < e:
+            if s < e and (not out or (s > out[-1][0] and e > out[-1][1])):
                 size = e - s if self.tokenizer is None else self.tokenizer.count_tokens(text[s:e])
                 out.append((s, e, size, -1))
                 cursor, previous = e, s

@@ -25,8 +25,9 @@ Span = tuple[int, int, int, int]
 #: A splitter's units in a region: starts, ends, and cumulative sizes before/after each.
 Units = tuple[list[int], list[int], list[int], list[int]]
 
-# How far before the overlap window a sentence-boundary match may begin.
-_BOUNDARY_LOOKBACK = 16
+# How far before the overlap window a sentence-boundary match may begin (a terminator,
+# closers and whitespace before a sentence start inside the window).
+_BOUNDARY_LOOKBACK = 8
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +58,8 @@ def units(
     ``group`` selects the part of a match that separates two pieces (0: all of it).
     """
     cuts = [m.span(group) for m in pattern.finditer(text, lo, hi)]
+    if not cuts:  # the region is trimmed already
+        return [lo], [hi]
     starts = [lo, *(b for _, b in cuts)]
     ends = [*(a for a, _ in cuts), hi]
     return trimmed(text, starts, ends)

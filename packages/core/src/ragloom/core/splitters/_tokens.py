@@ -1,9 +1,10 @@
-"""Exact token counting for the paths where additive estimates are not enough.
+"""Exact token counts where the packing's estimates are not enough.
 
-Splitters pack units by adding up per-unit token counts (one batch call), which is
-exact for tokenizers whose tokens never cross whitespace and close for the others.
-:func:`verify` then counts every produced segment and overlap once, in one batch, and
-repairs the rare segment that is over the limit, so the size invariant always holds.
+Splitters pack units by adding up per-unit token counts from one batch call per level.
+The sum is exact when the tokenizer ``splits_on_whitespace`` and close otherwise; the
+size of an overlap is always an estimate. :func:`verify` makes every size exact with
+one more batch call (overlaps only, or whole segments when sums cannot be trusted) and
+repairs the rare segment over a limit, so that the size invariant always holds.
 """
 
 from __future__ import annotations
