@@ -1,0 +1,188 @@
+"""HybridContentRetriever: fuses a dense (embedding) and a keyword (full-text) retriever.
+
+Dense retrieval finds paraphrases but misses exact names, codes and rare words; keyword
+retrieval is the other way round. Fusing both ranked lists usually beats either. Two
+fusions are offered:
+
+* ``"rrf"`` -- reciprocal rank fusion, ``score = sum(w_i / (k + rank_i))`` (ranks from 1,
+  ``k = 60`` as in Cormack et al. 2009). Uses ranks only, so the components' score scales
+  (cosine vs. unbounded BM25) do not matter; the robust default.
+* ``"weighted"`` -- ``score = sum(w_i * normalized_score_i)`` with each list's scores
+  min-max normalized to [0, 1] (a list of one, or of equal scores, normalizes to 1; a list
+  without scores uses ``1 - (rank - 1) / length``). A content missing from a list gets 0
+  from it.
+
+A content found by both retrievers is recognized by its text, so any two
+:class:`ContentRetriever` s combine, whatever ids and metadata they attach. Fused contents carry
+``score`` (the fused score) and, per component, ``dense_score``/``keyword_score`` and
+``dense_rank``/``keyword_rank`` (absent when that component did not find it), besides the
+components' own metadata (e.g. ``embedding_id``, ``segment_id``). Give the components a
+larger ``max_results`` than the fused list needs: fusion can only reorder what they return.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Sequence
+from typing import Any, Literal, get_args
+
+from ragloom.core.content import SCORE, Content
+from ragloom.core.query import Query
+from ragloom.core.retrievers.base import ContentRetriever
+
+__all__ = [
+    "DENSE_RANK",
+    "DENSE_SCORE",
+    "KEYWORD_RANK",
+    "KEYWORD_SCORE",
+    "Fusion",
+    "HybridContentRetriever",
+    "reciprocal_rank_fusion",
+    "weighted_score_fusion",
+]
+
+Fusion = Literal["rrf", "weighted"]
+
+DENSE_SCORE = "dense_score"
+KEYWORD_SCORE = "keyword_score"
+DENSE_RANK = "dense_rank"
+KEYWORD_RANK = "keyword_rank"
+_COMPONENTS = ((DENSE_SCORE, DENSE_RANK), (KEYWORD_SCORE, KEYWORD_RANK))
+
+
+def _key(content: Content) -> Hashable:
+    """What makes two contents the same: their text (pipelines differ in the metadata they
+    attach to one segment, e.g. an ingestor's document ids and offsets)."""
+    return content.text
+
+
+def reciprocal_rank_fusion(
+    rankings: Sequence[Sequence[Content]], weights: Sequence[float], k: float = 60
+) -> list[tuple[Content, float]]:
+    """``sum(weight / (k + rank))`` per content over ``rankings``; best first, ties in
+    order of first appearance."""
+    return _fuse(
+        rankings,
+        [
+            [weight / (k + rank) for rank in range(1, len(ranking) + 1)]
+            for ranking, weight in zip(rankings, weights, strict=True)
+        ],
+    )
+
+
+def weighted_score_fusion(
+    rankings: Sequence[Sequence[Content]], weights: Sequence[float]
+) -> list[tuple[Content, float]]:
+    """``sum(weight * min-max normalized score)`` per content (see the module docstring)."""
+    return _fuse(
+        rankings,
+        [
+            [weight * value for value in _normalized(ranking)]
+            for ranking, weight in zip(rankings, weights, strict=True)
+        ],
+    )
+
+
+def _normalized(ranking: Sequence[Content]) -> list[float]:
+    scores = [content.score for content in ranking]
+    if any(score is None for score in scores):
+        return [1 - rank / len(ranking) for rank in range(len(ranking))]
+    present = [score for score in scores if score is not None]
+    if not present:
+        return []
+    low, high = min(present), max(present)
+    if high == low:
+        return [1.0] * len(present)
+    return [(score - low) / (high - low) for score in present]
+
+
+def _fuse(
+    rankings: Sequence[Sequence[Content]], parts: Sequence[Sequence[float]]
+) -> list[tuple[Content, float]]:
+    fused: dict[Hashable, list[Any]] = {}  # key -> [content, score]
+    for ranking, values in zip(rankings, parts, strict=True):
+        seen: set[Hashable] = set()
+        for content, value in zip(ranking, values, strict=True):
+            key = _key(content)
+            if key in seen:  # a list naming one segment twice counts its best rank only
+                continue
+            seen.add(key)
+            if key in fused:
+                fused[key][1] += value
+            else:
+                fused[key] = [content, value]
+    entries = sorted(fused.values(), key=lambda entry: -entry[1])  # stable: ties keep order
+    return [(content, score) for content, score in entries]
+
+
+class HybridContentRetriever:
+    """Runs ``dense`` and ``keyword`` for each query and fuses their lists (see the module
+    docstring). ``weights`` are (dense, keyword): default (1, 1) for ``"rrf"`` and
+    (0.5, 0.5) for ``"weighted"``. ``max_results`` cuts the fused list (``None``: keep all).
+    """
+
+    def __init__(
+        self,
+        dense: ContentRetriever,
+        keyword: ContentRetriever,
+        *,
+        fusion: Fusion = "rrf",
+        k: float = 60,
+        weights: tuple[float, float] | None = None,
+        max_results: int | None = None,
+    ) -> None:
+        for name, retriever in (("dense", dense), ("keyword", keyword)):
+            if not isinstance(retriever, ContentRetriever):
+                raise TypeError(
+                    f"{name} must be a ContentRetriever, got {type(retriever).__name__}"
+                )
+        if fusion not in get_args(Fusion):
+            raise ValueError(f"fusion must be one of {get_args(Fusion)}, got {fusion!r}")
+        if not isinstance(k, int | float) or isinstance(k, bool) or not k >= 0:
+            raise ValueError(f"k must be a number >= 0, got {k!r}")
+        if weights is None:
+            weights = (1.0, 1.0) if fusion == "rrf" else (0.5, 0.5)
+        if len(weights) != 2 or not all(
+            isinstance(w, int | float) and not isinstance(w, bool) and w >= 0 for w in weights
+        ):
+            raise ValueError(f"weights must be two numbers >= 0 (dense, keyword), got {weights!r}")
+        if max_results is not None and (type(max_results) is not int or max_results < 1):
+            raise ValueError(f"max_results must be a positive int or None, got {max_results!r}")
+        self.dense = dense
+        self.keyword = keyword
+        self.fusion = fusion
+        self.k = float(k)
+        self.weights = (float(weights[0]), float(weights[1]))
+        self.max_results = max_results
+
+    def retrieve(self, query: Query) -> list[Content]:
+        """The fused contents of both retrievers for ``query``, best first."""
+        rankings = [self.dense.retrieve(query), self.keyword.retrieve(query)]
+        if self.fusion == "rrf":
+            fused = reciprocal_rank_fusion(rankings, self.weights, self.k)
+        else:
+            fused = weighted_score_fusion(rankings, self.weights)
+        if self.max_results is not None:
+            fused = fused[: self.max_results]
+        found: list[dict[Hashable, tuple[int, Content]]] = [{} for _ in rankings]
+        for ranking, positions in zip(rankings, found, strict=True):
+            for rank, content in enumerate(ranking, start=1):
+                positions.setdefault(_key(content), (rank, content))
+        results = []
+        for content, score in fused:
+            key = _key(content)
+            metadata: dict[str, Any] = {}
+            components: dict[str, Any] = {}
+            for positions, (score_key, rank_key) in zip(found, _COMPONENTS, strict=True):
+                if key in positions:
+                    rank, own = positions[key]
+                    metadata = {**own.metadata, **metadata}
+                    components[score_key] = own.score
+                    components[rank_key] = rank
+            results.append(Content(content.text_segment, {**metadata, **components, SCORE: score}))
+        return results
+
+    def __repr__(self) -> str:
+        return (
+            f"HybridContentRetriever({self.dense!r}, {self.keyword!r}, fusion={self.fusion!r}, "
+            f"k={self.k:g}, weights={self.weights})"
+        )
