@@ -445,10 +445,20 @@ def test_declaring_additivity_changes_no_segment(
     assert [s.metadata for s in fast] == [s.metadata for s in slow]
 
 
-@settings(max_examples=60, deadline=None)
-@given(text=TEXTS, size=st.integers(1, 40), overlap_ratio=st.floats(0, 0.9))
-def test_every_splitter_keeps_the_invariants(text: str, size: int, overlap_ratio: float) -> None:
+@settings(max_examples=80, deadline=None)
+@given(
+    text=TEXTS,
+    size=st.integers(1, 40),
+    overlap_ratio=st.floats(0, 0.9),
+    tokenizer=st.sampled_from(
+        [None, WordTokenizer(), ThirdsTokenizer(), SquareTokenizer(), AdditiveWordTokenizer()]
+    ),
+)
+def test_every_splitter_keeps_the_invariants(
+    text: str, size: int, overlap_ratio: float, tokenizer: Tokenizer | None
+) -> None:
     overlap = min(int(size * overlap_ratio), size - 1)
+    measure = len if tokenizer is None else tokenizer.count_tokens
     for name, factory in SPLITTERS.items():
-        segments = split(factory(size, overlap), text)
-        check_segments(text, segments, size, overlap, covers=covers(name))
+        segments = split(factory(size, overlap, tokenizer), text)
+        check_segments(text, segments, size, overlap, measure, covers=covers(name))
