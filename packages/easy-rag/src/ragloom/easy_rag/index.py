@@ -1,0 +1,221 @@
+"""RagIndex: a persisted embedding store plus the manifest of the files ingested into it.
+
+Layout of an index directory: ``store/`` (an :class:`InMemoryEmbeddingStore` saved
+atomically) and ``files.json`` (per file: content hash and document identity, plus the
+embedding model the index was built with). The store is saved before the manifest, so
+a crash in between only makes the next ingest redo some files, which is idempotent.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ragloom.core import (
+    Document,
+    EmbeddingStoreIngestor,
+    FileSystemDocumentLoader,
+    InMemoryEmbeddingStore,
+    LoadFailure,
+    RagloomError,
+    metadata_key,
+)
+from ragloom.core.ingestor import DOCUMENT_ID, document_identity
+
+FORMAT = "ragloom-easy-rag-index"
+VERSION = 1
+MANIFEST = "files.json"
+STORE = "store"
+
+
+class RagIndexError(RagloomError):
+    """An index directory is missing, foreign or built with another embedding model."""
+
+
+@dataclass
+class IngestReport:
+    """What an incremental ingest did, file by file."""
+
+    added: list[str] = field(default_factory=list)
+    updated: list[str] = field(default_factory=list)
+    unchanged: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+    failures: list[LoadFailure] = field(default_factory=list)
+    segments: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready summary."""
+        return {
+            "added": self.added,
+            "updated": self.updated,
+            "unchanged": self.unchanged,
+            "removed": self.removed,
+            "failures": [{"source": f.source, "error": str(f.error)} for f in self.failures],
+            "segments": self.segments,
+        }
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as file:
+        for block in iter(lambda: file.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _absolute(path: str | os.PathLike[str]) -> Path:
+    """An absolute, normalised path that keeps symlinks as named (errors name them)."""
+    return Path(os.path.abspath(path))
+
+
+def _files_under(paths: Iterable[Path]) -> list[Path]:
+    found: set[Path] = set()
+    for path in paths:
+        if path.is_dir():
+            found.update(_absolute(p) for p in path.rglob("*") if p.is_file())
+        elif path.is_file():
+            found.add(path)
+        else:
+            raise RagIndexError(f"{path}: no such file or directory")
+    return sorted(found)
+
+
+def _within(file: str, roots: Sequence[Path]) -> bool:
+    return any(Path(file) == root or Path(file).is_relative_to(root) for root in roots)
+
+
+class RagIndex:
+    """Open with :meth:`open` (existing) or :meth:`create`; :meth:`ingest` then :meth:`save`."""
+
+    def __init__(
+        self,
+        path: Path,
+        store: InMemoryEmbeddingStore,
+        files: dict[str, dict[str, str]],
+        model: str,
+    ) -> None:
+        self.path = path
+        self.store = store
+        self.files = files
+        self.model = model
+
+    @classmethod
+    def open(cls, path: str | os.PathLike[str]) -> RagIndex:
+        """Load the index at ``path``; :class:`RagIndexError` when there is none."""
+        directory = Path(path)
+        manifest_path = directory / MANIFEST
+        if not manifest_path.is_file():
+            raise RagIndexError(
+                f"{directory}: no ragloom index here; create one with `ragloom ingest PATH "
+                f"--index {directory}`"
+            )
+        try:
+            manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise RagIndexError(f"{manifest_path}: unreadable index manifest: {exc}") from exc
+        if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
+            raise RagIndexError(f"{manifest_path}: not a ragloom easy-rag index manifest")
+        if manifest.get("version") != VERSION:
+            raise RagIndexError(
+                f"{manifest_path}: index format version {manifest.get('version')!r}, "
+                f"this ragloom reads version {VERSION}; rebuild the index"
+            )
+        store_path = directory / STORE
+        store = (
+            InMemoryEmbeddingStore.load(store_path)
+            if store_path.is_dir()
+            else InMemoryEmbeddingStore()
+        )
+        return cls(directory, store, dict(manifest["files"]), str(manifest["model"]))
+
+    @classmethod
+    def create(cls, path: str | os.PathLike[str], model: str) -> RagIndex:
+        """An empty index at ``path`` (written by :meth:`save`)."""
+        return cls(Path(path), InMemoryEmbeddingStore(), {}, model)
+
+    @classmethod
+    def open_or_create(cls, path: str | os.PathLike[str], model: str) -> RagIndex:
+        """Open the index at ``path``, or start a new one; refuses another model's index."""
+        if not (Path(path) / MANIFEST).exists():
+            return cls.create(path, model)
+        index = cls.open(path)
+        if index.model != model:
+            raise RagIndexError(
+                f"{path}: index built with embedding model {index.model!r}, not {model!r}; "
+                "use another --index directory or rebuild it"
+            )
+        return index
+
+    def ingest(
+        self,
+        paths: Sequence[str | os.PathLike[str]],
+        ingestor: EmbeddingStoreIngestor,
+        *,
+        on_file: Callable[[str], None] | None = None,
+    ) -> IngestReport:
+        """Bring the index in line with ``paths``: add new, replace changed, drop deleted files.
+
+        Unreadable or unparseable files are reported in ``failures``; the others are still
+        ingested. Call :meth:`save` afterwards to persist.
+        """
+        roots = [_absolute(p) for p in paths]
+        files = _files_under(roots)
+        report = IngestReport()
+        documents: list[tuple[str, str, Document]] = []
+        for file in files:
+            key = str(file)
+            if on_file is not None:
+                on_file(key)
+            try:
+                digest = _sha256(file)
+            except OSError as exc:
+                report.failures.append(
+                    LoadFailure(key, RagIndexError(f"{key}: cannot read: {exc}"))
+                )
+                continue
+            known = self.files.get(key)
+            if known is not None and known["sha256"] == digest:
+                report.unchanged.append(key)
+                continue
+            try:
+                document = FileSystemDocumentLoader.load_document(file)
+            except RagloomError as exc:
+                report.failures.append(LoadFailure(key, exc))
+                continue
+            documents.append((key, digest, document))
+            (report.updated if known is not None else report.added).append(key)
+        result = ingestor.ingest([document for _, _, document in documents])
+        for (key, digest, document), outcome in zip(documents, result.outcomes, strict=True):
+            if outcome.error is not None:
+                report.failures.append(LoadFailure(key, outcome.error))
+                for bucket in (report.added, report.updated):
+                    with contextlib.suppress(ValueError):
+                        bucket.remove(key)
+                continue
+            self.files[key] = {"sha256": digest, "document_id": document_identity(document)}
+            report.segments += len(outcome.segment_ids)
+        present = {str(f) for f in files}
+        for key in sorted(self.files):
+            if _within(key, roots) and key not in present:
+                identity = self.files.pop(key)["document_id"]
+                self.store.remove_all(filter=metadata_key(DOCUMENT_ID).is_equal_to(identity))
+                report.removed.append(key)
+        return report
+
+    def save(self) -> None:
+        """Persist the store, then the manifest (each atomically)."""
+        self.path.mkdir(parents=True, exist_ok=True)
+        self.store.save(self.path / STORE)
+        manifest = {"format": FORMAT, "version": VERSION, "model": self.model, "files": self.files}
+        temporary = self.path / f"{MANIFEST}.tmp"
+        with temporary.open("w", encoding="utf-8") as file:
+            json.dump(manifest, file, indent=2, sort_keys=True)
+            file.flush()
+            os.fsync(file.fileno())
+        os.replace(temporary, self.path / MANIFEST)
