@@ -113,17 +113,15 @@ class RagAssistant:
             not isinstance(system_prompt, str) or not system_prompt.strip()
         ):
             raise ValueError(f"system_prompt must be a non-blank str or None: {system_prompt!r}")
-        if retrieval_augmentor is None and content_retriever is not None:
-            self._owned_augmentor: DefaultRetrievalAugmentor | None = DefaultRetrievalAugmentor(
-                content_retriever=content_retriever
-            )
-            retrieval_augmentor = self._owned_augmentor
-        elif retrieval_augmentor is None or content_retriever is not None:
+        if (content_retriever is None) == (retrieval_augmentor is None):
             raise ValueError(
                 "give RagAssistant exactly one of content_retriever and retrieval_augmentor"
             )
-        else:
-            self._owned_augmentor = None
+        self._owned_augmentor: DefaultRetrievalAugmentor | None = None
+        if retrieval_augmentor is None:
+            retrieval_augmentor = self._owned_augmentor = DefaultRetrievalAugmentor(
+                content_retriever=content_retriever
+            )
         self.chat_model = chat_model
         self.retrieval_augmentor: RetrievalAugmentor = retrieval_augmentor
         self.system_prompt = system_prompt
@@ -172,13 +170,13 @@ class RagAssistant:
         if not user_message.text.strip():
             raise ValueError("message must not be blank")
         memory = self.chat_memory(memory_id)
-        system = [SystemMessage(self.system_prompt)] if self.system_prompt is not None else []
+        system = None if self.system_prompt is None else SystemMessage(self.system_prompt)
         if memory is None:
             previous: list[ChatMessage] = []
-            history: list[ChatMessage] = list(system)
+            history: list[ChatMessage] = [] if system is None else [system]
         else:
-            for message_to_keep in system:
-                memory.add(message_to_keep)
+            if system is not None:
+                memory.add(system)
             previous = history = memory.messages()
         conversation = memory_id if memory_id is not None or memory is None else memory.id
         metadata = QueryMetadata(user_message, conversation, tuple(previous))

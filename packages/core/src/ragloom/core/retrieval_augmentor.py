@@ -130,7 +130,8 @@ class DefaultRetrievalAugmentor(RetrievalAugmentor):
             (q, retriever) for q, route in zip(queries, routes, strict=True) for retriever in route
         ]
         found = self._run_all([_bind(retriever.retrieve, q) for q, retriever in jobs])
-        return self._finish(message, queries, jobs, found)
+        contents = self.content_aggregator.aggregate(_group(queries, jobs, found))
+        return AugmentationResult(self.content_injector.inject(contents, message), list(contents))
 
     def _run_all(self, calls: Sequence[Callable[[], T]]) -> list[T]:
         """Each call's result, in order; concurrent on the executor when there are several."""
@@ -179,17 +180,7 @@ class DefaultRetrievalAugmentor(RetrievalAugmentor):
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self.executor, getattr(component, sync_name), arg)
 
-    # --- shared -------------------------------------------------------------------------
-
-    def _finish(
-        self,
-        message: UserMessage,
-        queries: list[Query],
-        jobs: list[tuple[Query, ContentRetriever]],
-        found: list[list[Content]],
-    ) -> AugmentationResult:
-        contents = self.content_aggregator.aggregate(_group(queries, jobs, found))
-        return AugmentationResult(self.content_injector.inject(contents, message), list(contents))
+    # --- executor -----------------------------------------------------------------------
 
     @property
     def executor(self) -> Executor:
