@@ -138,7 +138,9 @@ def test_injection_in_metadata_keys_and_values_is_inert(
                 assert embedded.text == f"text {text}"
 
 
-@pytest.mark.parametrize("name", ['t"; DROP TABLE canary; --', "T a b l e", "ünï-cødé $$", "x'y"])
+@pytest.mark.parametrize(
+    "name", ['t"; DROP TABLE canary; --', "T a b l e", "ünï-cødé $$", "x'y", "{0}{}"]
+)
 def test_injection_in_table_and_schema_names_is_inert(
     pg_pool: ConnectionPool[Any], pg_dsn: str, canary: str, name: str
 ) -> None:
@@ -375,6 +377,8 @@ def test_bad_input_is_rejected_before_writing(
         with pytest.raises(EmbeddingStoreError):
             store.search("not a request")  # type: ignore[arg-type]
         assert _ids(store) == ["keep"]
+    with pytest.raises(EmbeddingStoreError, match="'%'"):
+        PgVectorEmbeddingStore(pg_pool, "t%s", dimension=4)
     with pytest.raises(EmbeddingStoreError, match="63 bytes"):
         PgVectorEmbeddingStore(pg_pool, "x" * 64, dimension=4)
     with pytest.raises(EmbeddingStoreError, match="index"):

@@ -87,10 +87,47 @@ def encode_value(key: str, value: MetadataValue) -> tuple[str, str]:
     )
 
 
+_FAST_KINDS: dict[type, str] = {str: STR, int: NUMBER, bool: BOOL}
+_dumps = json.JSONEncoder(ensure_ascii=False).encode
+
+
 def encode_metadata(metadata: Mapping[str, MetadataValue]) -> tuple[str, list[str]]:
-    """The JSON object text of ``metadata`` and its kind tags."""
+    """The JSON object text of ``metadata`` and its kind tags.
+
+    Fast path: values that are plain str, int, bool or floats below 2**53 in magnitude are
+    written by the C JSON encoder as they are (a float's repr is what it writes); then one
+    check over the whole text finds any NUL or lone surrogate. Anything else is encoded
+    value by value.
+    """
     if not metadata:
         return "{}", []
+    tags: list[str] = []
+    for key, value in metadata.items():
+        kind = _FAST_KINDS.get(type(value))
+        if kind is None:
+            if type(value) is float and -_FLOAT_LIMIT < value < _FLOAT_LIMIT:  # not NaN/inf
+                kind = NUMBER
+            else:
+                return _encode_each(metadata)
+        tags.append(f"{kind}:{key}")
+    try:
+        text = _dumps(metadata)
+    except ValueError:  # an int beyond the str conversion limit: reported value by value
+        return _encode_each(metadata)
+    if "\\u0000" in text or not (text.isascii() or _encodable(text)):
+        return _encode_each(metadata)  # names the culprit (or passes on a false alarm)
+    return text, tags
+
+
+def _encodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _encode_each(metadata: Mapping[str, MetadataValue]) -> tuple[str, list[str]]:
     parts: list[str] = []
     tags: list[str] = []
     for key, value in metadata.items():

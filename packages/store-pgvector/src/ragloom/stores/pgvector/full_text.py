@@ -54,7 +54,7 @@ def _resolve(setting: Dynamic[T], query: Query) -> T:
 
 def _column_name(language: str) -> str:
     name = f"tsv_{language}"
-    if len(name.encode("utf-8")) <= _MAX_IDENTIFIER_BYTES:
+    if "%" not in name and len(name.encode("utf-8")) <= _MAX_IDENTIFIER_BYTES:
         return name
     return f"tsv_{hashlib.sha1(language.encode('utf-8')).hexdigest()[:16]}"
 

@@ -50,8 +50,9 @@ from ragloom.core.stores.base import (
     EmbeddingSearchResult,
     EmbeddingStore,
 )
+from ragloom.stores.pgvector._copy import Batch, uuid4_strings
 from ragloom.stores.pgvector._database import Connection, Database, VectorParam, describe
-from ragloom.stores.pgvector._filters import CompiledFilter, compile_filter, jsonb_text
+from ragloom.stores.pgvector._filters import CompiledFilter, compile_filter
 from ragloom.stores.pgvector._metadata import check_text, decode_metadata, encode_metadata
 
 __all__ = ["IndexType", "IterativeScan", "PgVectorEmbeddingStore"]
@@ -72,6 +73,9 @@ _EXPECTED_TYPES = {
     "metadata_kinds": "text[]",
 }
 _VECTOR_HEADER = struct.Struct(">HH")
+_SEARCH = sql.SQL(
+    "SELECT seq, id, embedding, text, metadata::text FROM {table}{where} ORDER BY {order} LIMIT %s"
+)
 
 Matrix = npt.NDArray[np.float32]
 
@@ -80,6 +84,8 @@ def _identifier(name: object, what: str) -> str:
     if not isinstance(name, str) or not name:
         raise EmbeddingStoreError(f"{what} must be a non-empty str, got {name!r}")
     check_text(name, what)
+    if "%" in name:  # psycopg reads % in a composed query as a placeholder marker
+        raise EmbeddingStoreError(f"{what} {name!r} contains '%', which is not supported")
     if len(name.encode("utf-8")) > _MAX_IDENTIFIER_BYTES:
         raise EmbeddingStoreError(
             f"{what} {name!r} is longer than PostgreSQL's {_MAX_IDENTIFIER_BYTES} bytes"
@@ -173,6 +179,7 @@ class PgVectorEmbeddingStore(EmbeddingStore):
             "ivfflat.probes": str(_positive_int(ivfflat_probes, "ivfflat_probes", 32768)),
             "ivfflat.iterative_scan": "off" if iterative_scan == "off" else "relaxed_order",
         }
+        self._plain_searches: dict[bool, sql.SQL] = {}
         self._db = Database(
             connection,
             pool_size=_positive_int(pool_size, "pool_size"),
@@ -436,24 +443,27 @@ class PgVectorEmbeddingStore(EmbeddingStore):
         if count == 0:
             return []
         matrix = self._matrix(embeddings)
-        encoded = [encode_metadata(entry) for entry in metadata]
+        documents: list[str] = []
+        tags: list[list[str]] = []
+        for entry in metadata:
+            document, entry_tags = encode_metadata(entry)
+            documents.append(document)
+            tags.append(entry_tags)
         for position, text in enumerate(texts):
             if text is not None:
                 check_text(text, f"text of segment {position}")
-        vectors = _vector_payloads(matrix)
         if id_list is None:
-            new_ids = [str(uuid.uuid4()) for _ in range(count)]
-            rows = _rows(new_ids, vectors, texts, encoded)
+            batch = Batch(uuid4_strings(count), matrix, texts, documents, tags)
             self._db.run(
-                lambda conn: self._copy(conn, self._table, rows),
+                lambda conn: self._copy(conn, self._table, batch),
                 what=f"adding {count} embeddings",
                 write=True,
                 idempotent=False,
             )
-            return new_ids
-        rows = _rows(id_list, vectors, texts, encoded)
+            return batch.ids
+        batch = Batch(id_list, matrix, texts, documents, tags)
         self._db.run(
-            lambda conn: self._upsert(conn, rows),
+            lambda conn: self._upsert(conn, batch),
             what=f"adding {count} embeddings",
             write=True,
             idempotent=True,
@@ -495,17 +505,22 @@ class PgVectorEmbeddingStore(EmbeddingStore):
                 )
         return np.stack([embedding.vector for embedding in embeddings])
 
-    def _copy(self, conn: Connection, table: sql.Composable, rows: list[tuple[Any, ...]]) -> None:
+    def _copy(self, conn: Connection, table: sql.Composable, batch: Batch) -> None:
+        """Binary ``COPY`` of ``batch`` into ``table`` (our stream on UTF-8 connections)."""
         statement = sql.SQL("COPY {} ({}) FROM STDIN (FORMAT BINARY)").format(
             table, sql.SQL(", ").join(map(sql.Identifier, _COLUMNS))
         )
-        assert self._db.vector_oid is not None
         with conn.cursor() as cursor, cursor.copy(statement) as copy:
+            if conn.info.encoding == "utf-8":
+                for chunk in batch.copy_chunks():
+                    copy.write(chunk)
+                return
+            assert self._db.vector_oid is not None
             copy.set_types(["text", self._db.vector_oid, "text", "jsonb", "text[]"])
-            for row in rows:
+            for row in batch.param_rows():
                 copy.write_row(row)
 
-    def _upsert(self, conn: Connection, rows: list[tuple[Any, ...]]) -> None:
+    def _upsert(self, conn: Connection, batch: Batch) -> None:
         """Insert or replace ``rows`` (id first), deadlock-free among concurrent upserts.
 
         New rows take their ``seq`` (insertion order) in input order, from values drawn
@@ -517,7 +532,8 @@ class PgVectorEmbeddingStore(EmbeddingStore):
             sql.SQL("{0} = EXCLUDED.{0}").format(sql.Identifier(column)) for column in _COLUMNS[1:]
         )
         columns = sql.SQL(", ").join(map(sql.Identifier, _COLUMNS))
-        if len(rows) < _STAGING_FROM:
+        if len(batch) < _STAGING_FROM:
+            rows = batch.param_rows()
             seqs = conn.execute(
                 "SELECT nextval(%s::regclass) FROM generate_series(1, %s)",
                 [self._sequence, len(rows)],
@@ -541,7 +557,7 @@ class PgVectorEmbeddingStore(EmbeddingStore):
                 "(LIKE {} INCLUDING DEFAULTS INCLUDING IDENTITY) ON COMMIT DROP"
             ).format(staging, self._table)
         )
-        self._copy(conn, staging, rows)
+        self._copy(conn, staging, batch)
         # nextval runs after the inner ORDER BY (input order); the outer one is the lock order.
         conn.execute(
             sql.SQL(
@@ -614,7 +630,7 @@ class PgVectorEmbeddingStore(EmbeddingStore):
 
     def _search_statement(
         self, compiled: CompiledFilter | None, query: Matrix, query_norm: float, k: int
-    ) -> tuple[sql.Composed, list[Any]]:
+    ) -> tuple[sql.SQL | sql.Composed, list[Any]]:
         params: list[Any] = []
         where: sql.Composable = sql.SQL("")
         if compiled is not None:
@@ -626,9 +642,14 @@ class PgVectorEmbeddingStore(EmbeddingStore):
             order = sql.SQL("embedding <=> %s, seq")
             params.append(VectorParam(_vector_payload(query)))
         params.append(k)
-        statement = sql.SQL(
-            "SELECT seq, id, embedding, text, metadata::text FROM {}{} ORDER BY {} LIMIT %s"
-        ).format(self._table, where, order)
+        if compiled is None:  # the common case: composed once
+            key = query_norm == 0.0
+            cached = self._plain_searches.get(key)
+            if cached is None:
+                text = _SEARCH.format(table=self._table, where=where, order=order).as_string()
+                cached = self._plain_searches[key] = sql.SQL(text)
+            return cached, params
+        statement = _SEARCH.format(table=self._table, where=where, order=order)
         if compiled is not None and compiled.mismatch_tags:
             statement = sql.SQL(
                 "(SELECT NULL::bigint, NULL::text, NULL::vector, NULL::text, metadata::text "
@@ -722,30 +743,6 @@ def _cosines(
 
 def _vector_payload(vector: Matrix) -> bytes:
     return _VECTOR_HEADER.pack(vector.shape[0], 0) + vector.astype(">f4").tobytes()
-
-
-def _vector_payloads(matrix: Matrix) -> list[VectorParam]:
-    """pgvector's binary form of each row, encoded in one pass."""
-    header = _VECTOR_HEADER.pack(matrix.shape[1], 0)
-    blob = matrix.astype(">f4").tobytes()
-    width = 4 * matrix.shape[1]
-    return [
-        VectorParam(header + blob[start : start + width]) for start in range(0, len(blob), width)
-    ]
-
-
-def _rows(
-    ids: list[str],
-    vectors: list[VectorParam],
-    texts: list[str | None],
-    encoded: list[tuple[str, list[str]]],
-) -> list[tuple[Any, ...]]:
-    return [
-        (embedding_id, vector, text, jsonb_text(document), tags)
-        for embedding_id, vector, text, (document, tags) in zip(
-            ids, vectors, texts, encoded, strict=True
-        )
-    ]
 
 
 def _validate_ids(ids: Sequence[str], count: int | None, *, unique: bool = True) -> list[str]:
