@@ -1,7 +1,7 @@
-"""Fixtures: the local wire-format server and models pointed at it.
+"""Fixtures: the local wire-format server and recorded retry waits.
 
 pytest runs with ``--import-mode=importlib``, which does not put this directory on
-``sys.path``; the tests import the server module by its (unique) name, so add it here.
+``sys.path``; the tests import the helper modules by their (unique) names, so add it.
 """
 
 from __future__ import annotations
@@ -14,28 +14,12 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
+from openai_helpers import API_KEY, Sleeps
 from openai_wire_server import WireServer
-
-from ragloom.chat_models.openai import RetryPolicy
-
-API_KEY = "sk-wire-test-0123456789abcdef"
-
-
-class Sleeps(list[float]):
-    """Records the waits of a RetryPolicy instead of sleeping."""
-
-    def sleep(self, seconds: float) -> None:
-        self.append(seconds)
-
-    async def async_sleep(self, seconds: float) -> None:
-        self.append(seconds)
-
-    def policy(self, **settings: object) -> RetryPolicy:
-        return RetryPolicy(sleep=self.sleep, async_sleep=self.async_sleep, **settings)  # type: ignore[arg-type]
 
 
 @pytest.fixture(autouse=True)
-def _no_ambient_keys(monkeypatch: pytest.MonkeyPatch) -> None:
+def _no_ambient_settings(monkeypatch: pytest.MonkeyPatch) -> None:
     """The developer's own keys and settings never reach the tests (or a real server)."""
     for name in (
         "OPENAI_API_KEY",

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from conftest import API_KEY
+from openai_helpers import API_KEY
 from openai_wire_server import CHAT_MODEL, EMBEDDING_MODEL, WireServer
 
 from ragloom.chat_models.openai import OpenAiChatModel, OpenAiEmbeddingModel

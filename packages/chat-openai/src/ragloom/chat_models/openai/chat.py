@@ -400,6 +400,8 @@ class _StreamState:
         if data == "[DONE]":
             self.done = True
             return ""
+        if not data:  # an empty keep-alive event
+            return ""
         try:
             chunk = json.loads(data)
         except ValueError as exc:
