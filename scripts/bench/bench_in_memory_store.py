@@ -79,50 +79,57 @@ def bench_memory(matrix: Matrix) -> Result:
     return ("memory (MB, RSS growth)", grown, matrix.nbytes / 1e6, 1.3)
 
 
+def paired(
+    ours: Callable[[], Any], theirs: Callable[[], Any], repeat: int = 5
+) -> tuple[float, float]:
+    """Median times of ``ours`` and ``theirs``, run alternately so that they share the noise.
+
+    What a run returns is kept alive until its time is taken, so freeing it is not timed.
+    """
+    our_times: list[float] = []
+    their_times: list[float] = []
+    for _ in range(repeat):
+        for run, times in ((theirs, their_times), (ours, our_times)):
+            gc.collect()
+            start = time.perf_counter()
+            kept = run()
+            times.append(time.perf_counter() - start)
+            del kept
+    return statistics.median(our_times), statistics.median(their_times)
+
+
+def filled(embeddings: Any, *args: Any, **kwargs: Any) -> InMemoryEmbeddingStore:
+    """A new store after one ``add_all``."""
+    store = InMemoryEmbeddingStore()
+    store.add_all(embeddings, *args, **kwargs)
+    return store
+
+
 def bench_add(matrix: Matrix, segments: list[TextSegment], ids: list[str]) -> list[Result]:
-    """add_all in its three shapes against the numpy copy (or stack) of the same data."""
-    holder: dict[str, Any] = {}
-
-    def fresh() -> None:
-        holder.clear()
-        gc.collect()
-
-    def timed(make: Callable[[], Any]) -> float:
-        return median_time(lambda: holder.setdefault("x", make()), setup=fresh)
-
-    copy = timed(matrix.copy)
-    results = [
+    """add_all in its shapes against the numpy copy (or stack) of the same data."""
+    embeddings = [Embedding(v) for v in matrix]
+    vectors = [e.vector for e in embeddings]
+    cases: list[tuple[str, Callable[[], Any], Callable[[], Any], float]] = [
+        ("add_all(matrix) (ms)", lambda: filled(matrix), matrix.copy, 2.0),
+        ("add_all(matrix, ids=...) (ms)", lambda: filled(matrix, ids=ids), matrix.copy, 0.0),
         (
-            "add_all(matrix) (ms)",
-            timed(lambda: InMemoryEmbeddingStore().add_all(matrix)),
-            copy,
-            2.0,
-        ),
-        (
-            "add_all(matrix, ids=...) (ms)",
-            timed(lambda: InMemoryEmbeddingStore().add_all(matrix, ids=ids)),
-            copy,
+            "add_all(matrix, segments, ids) (ms)",
+            lambda: filled(matrix, segments, ids=ids),
+            matrix.copy,
             0.0,
         ),
         (
-            "add_all(matrix, segments, ids) (ms)",
-            timed(lambda: InMemoryEmbeddingStore().add_all(matrix, segments, ids=ids)),
-            copy,
+            "add_all(list[Embedding]) vs np.stack (ms)",
+            lambda: filled(embeddings),
+            lambda: np.stack(vectors),
             0.0,
         ),
     ]
-    embeddings = [Embedding(v) for v in matrix]
-    vectors = [e.vector for e in embeddings]
-    results.append(
-        (
-            "add_all(list[Embedding]) vs np.stack (ms)",
-            timed(lambda: InMemoryEmbeddingStore().add_all(embeddings)),
-            timed(lambda: np.stack(vectors)),
-            0.0,
-        )
-    )
-    fresh()
-    return [(name, ours * 1e3, theirs * 1e3, goal) for name, ours, theirs, goal in results]
+    results = []
+    for name, ours, theirs, goal in cases:
+        our_time, their_time = paired(ours, theirs)
+        results.append((name, our_time * 1e3, their_time * 1e3, goal))
+    return results
 
 
 def bench_search(
@@ -172,18 +179,8 @@ def bench_search(
         ("filtered search (ms/query)", store_filtered, numpy_filtered, 1.5),
     ]
     for name, ours, theirs, goal in cases:
-        our_times, their_times = [], []
-        for _ in range(5):  # interleaved, so both sides share the machine's noise
-            their_times.append(median_time(theirs, repeat=1))
-            our_times.append(median_time(ours, repeat=1))
-        results.append(
-            (
-                name,
-                statistics.median(our_times) * per_query,
-                statistics.median(their_times) * per_query,
-                goal,
-            )
-        )
+        our_time, their_time = paired(ours, theirs)
+        results.append((name, our_time * per_query, their_time * per_query, goal))
     return results
 
 
