@@ -37,7 +37,6 @@ import zipfile
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from importlib.metadata import EntryPoint
-from pathlib import PurePosixPath
 from typing import Any, BinaryIO, cast
 from urllib.parse import urlsplit
 
@@ -267,6 +266,17 @@ class DispatchingDocumentParser:
         self._candidates = tuple(candidates)
         self._preferred = tuple(preferred)
         self.text_parser: DocumentParser = text_parser or TextDocumentParser()
+        # lookup tables, the first candidate winning (explicit parsers: the order given)
+        self._by_extension: dict[str, _Candidate] = {}
+        self._by_media_type: dict[str, _Candidate] = {}
+        for c in self._candidates:
+            if c.tier == _SPECIFIC:
+                for extension in c.extensions:
+                    self._by_extension.setdefault(extension, c)
+                for media_type in c.media_types:
+                    self._by_media_type.setdefault(media_type, c)
+        self._generic = next((c for c in self._candidates if c.tier == _GENERIC), None)
+        self._catch_all = next((c for c in self._candidates if c.tier == _CATCH_ALL), None)
 
     @classmethod
     def from_plugins(
@@ -372,31 +382,27 @@ class DispatchingDocumentParser:
         for candidate in self._preferred:
             if candidate.claims(extension, sniffed):
                 return candidate.get()
-        specific = [c for c in self._candidates if c.tier == _SPECIFIC]
-        by_extension = next((c for c in specific if extension in c.extensions), None)
+        by_extension = self._by_extension.get(extension)
         if sniffed is not None and sniffed not in _TEXTUAL:
-            by_content = next((c for c in specific if sniffed in c.media_types), None)
+            by_content = self._by_media_type.get(sniffed)
             if by_content is not None and (
                 by_extension is None or sniffed not in by_extension.media_types
             ):
                 return by_content.get()
         if by_extension is not None:
             return by_extension.get()
-        text_like = extension in TEXT_EXTENSIONS or (
-            extension not in _NOT_PLAIN_TEXT and sniffed in _TEXTUAL
-        )
         if sniffed is not None and (sniffed != "text/html" or extension not in TEXT_EXTENSIONS):
-            by_content = next((c for c in specific if sniffed in c.media_types), None)
+            by_content = self._by_media_type.get(sniffed)
             if by_content is not None:
                 return by_content.get()
-        generic = next((c for c in self._candidates if c.tier == _GENERIC), None)
-        if generic is not None:
-            return generic.get()
-        if text_like:
+        if self._generic is not None:
+            return self._generic.get()
+        if extension in TEXT_EXTENSIONS or (
+            extension not in _NOT_PLAIN_TEXT and sniffed in _TEXTUAL
+        ):
             return self.text_parser
-        catch_all = next((c for c in self._candidates if c.tier == _CATCH_ALL), None)
-        if catch_all is not None:
-            return catch_all.get()
+        if self._catch_all is not None:
+            return self._catch_all.get()
         kind = f"{extension} files" if extension else "files without an extension"
         raise UnsupportedDocumentError(
             f"{source or '<bytes>'}: no installed parser handles {kind} "
@@ -429,4 +435,6 @@ def _extension(source: str | None) -> str:
     if not source:
         return ""
     path = urlsplit(source).path if "://" in source else source
-    return PurePosixPath(path.replace("\\", "/")).suffix.lower()
+    name = path.replace("\\", "/").rsplit("/", 1)[-1]
+    extension = os.path.splitext(name)[1].lower()
+    return "" if extension == "." else extension

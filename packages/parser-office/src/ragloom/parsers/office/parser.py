@@ -153,13 +153,15 @@ def _word(raw: bytes) -> tuple[str, Metadata]:
     from docx.table import Table
 
     document = docx.Document(io.BytesIO(raw))
+    # paragraph.style looks the style up by XPath each time: slow; map ids to names once
+    names = {style.style_id: style.name or "" for style in document.styles}
     blocks: list[str] = []
     listing = False  # the previous block was a list item: no blank line between items
     for block in document.iter_inner_content():
         if isinstance(block, Table):
             text, is_item = _table(block), False
         else:
-            text, is_item = _paragraph(block)
+            text, is_item = _paragraph(block, names)
         if not text.strip():
             continue
         if blocks:
@@ -169,9 +171,9 @@ def _word(raw: bytes) -> tuple[str, Metadata]:
     return "".join(blocks), _core_properties(document.core_properties, {})
 
 
-def _paragraph(paragraph: Any) -> tuple[str, bool]:
+def _paragraph(paragraph: Any, names: dict[str, str]) -> tuple[str, bool]:
     text = paragraph.text.strip()
-    style = (paragraph.style.name if paragraph.style is not None else "") or ""
+    style = names.get(paragraph._p.style or "", "")
     if style == "Title":
         return "# " + text, False
     if style.startswith("Heading "):

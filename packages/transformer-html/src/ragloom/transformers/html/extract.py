@@ -120,13 +120,14 @@ class _Writer:
         self.started = True
 
     def inline(self, raw: str) -> None:
-        collapsed = _SPACE.sub(" ", raw)
-        if collapsed.startswith(" "):
+        if not raw:
+            return
+        words = raw.split()  # whitespace collapses (str.split: faster than a regex)
+        if raw[0].isspace():
             self.space = True
-        stripped = collapsed.strip(" ")
-        if stripped:
-            self.text(stripped)
-            if collapsed.endswith(" "):
+        if words:
+            self.text(" ".join(words))
+            if raw[-1].isspace():
                 self.space = True
 
     def line_break(self) -> None:
