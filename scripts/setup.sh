@@ -38,7 +38,12 @@ for pkg in packages/*/pyproject.toml; do
     groups+=(--group "$pkg:test")
   fi
 done
-echo "setup: installing ${args[*]} ${groups[*]}"
-pip install -q --no-build-isolation "${args[@]}" "${groups[@]}"
+echo "setup: installing ${args[*]}"
+pip install -q --no-build-isolation "${args[@]}"
+# after the editables, so that groups may name ragloom-* packages (already satisfied)
+if [ ${#groups[@]} -gt 0 ]; then
+  echo "setup: installing test groups ${groups[*]}"
+  pip install -q "${groups[@]}"
+fi
 echo "$stamp" > "$STAMP"
 echo "setup: done ($($VENV/bin/python --version))"
