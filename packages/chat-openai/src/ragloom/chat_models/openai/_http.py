@@ -370,8 +370,12 @@ class ApiClient:
         return cls(self.redact(f"{self.subject}: {message}"), url=url, status_code=status)
 
     def redact(self, text: str) -> str:
-        """``text`` with the API key replaced by ``***`` (servers may echo it)."""
-        if self._api_key and self._api_key in text:
+        """``text`` with the API key replaced by ``***`` (servers may echo it).
+
+        Keys shorter than 8 characters (placeholders such as ``"ollama"``) are left
+        alone: replacing them would garble model names and URLs in the message.
+        """
+        if self._api_key and len(self._api_key) >= 8 and self._api_key in text:
             text = text.replace(self._api_key, "***")
         return text
 
