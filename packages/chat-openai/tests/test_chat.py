@@ -169,6 +169,20 @@ def test_api_key_from_argument_then_ragloom_env_then_openai_env(
         assert _auth_header(server, api_key="") is None  # explicitly no key
 
 
+def test_api_key_whitespace_is_trimmed_and_bad_keys_are_refused_unshown(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    with WireServer() as server:
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-from-file\n")
+        assert _auth_header(server) == "Bearer sk-from-file"
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-pasted\u2026secret")
+    with pytest.raises(ValueError, match=r"from \$OPENAI_API_KEY contains") as caught:
+        OpenAiChatModel(model_name="m")
+    assert "secret" not in str(caught.value)
+    with pytest.raises(ValueError, match="from the api_key argument"):
+        OpenAiChatModel(model_name="m", api_key="sk-with space")
+
+
 def test_repr_never_shows_the_key(server: WireServer) -> None:
     model = chat_model(server)
     assert API_KEY not in repr(model)

@@ -101,16 +101,30 @@ def resolve_api_key(api_key: str | None, env_vars: tuple[str, ...]) -> tuple[str
     """The API key and where it came from (for error messages; never the key itself).
 
     ``None`` looks the key up in ``env_vars`` (first set one wins); ``""`` means no key.
+    Surrounding whitespace (a newline from a key file) is dropped; a key that cannot be
+    sent in an HTTP header is a ValueError naming where it came from.
     """
     if api_key is not None:
         if not isinstance(api_key, str):
             raise TypeError(f"api_key must be str or None, got {type(api_key).__name__}")
-        return (api_key or None), "the api_key argument" if api_key else "no API key (api_key='')"
+        key = api_key.strip()
+        if not key:
+            return None, "no API key (api_key='')"
+        return _checked_key(key, "the api_key argument"), "the api_key argument"
     for name in env_vars:
-        value = os.environ.get(name)
+        value = os.environ.get(name, "").strip()
         if value:
-            return value, f"${name}"
+            return _checked_key(value, f"${name}"), f"${name}"
     return None, "no API key (api_key argument, " + ", ".join(f"${n}" for n in env_vars) + ")"
+
+
+def _checked_key(key: str, source: str) -> str:
+    if not (key.isascii() and key.isprintable()) or any(c.isspace() for c in key):
+        raise ValueError(
+            f"the API key from {source} contains whitespace or non-ASCII characters and "
+            "cannot be sent in an HTTP header; check it for a copy-and-paste error"
+        )
+    return key
 
 
 def normalize_base_url(base_url: str) -> str:
