@@ -51,16 +51,20 @@ class Postings:
         return np.repeat(np.arange(self.term_count, dtype=np.int64), np.diff(self.indptr))
 
 
-def build(term_ids: Ints, token_counts: Ints, first_row: int, term_count: int) -> Postings:
+def build(
+    term_ids: Ints, token_counts: Ints, first_row: int, term_count: int
+) -> tuple[Postings, Ints]:
     """Postings of a batch of documents given the term id of every token, document after
-    document (``-1`` for dropped tokens), and the token count of every document.
+    document (``-1`` for dropped tokens), and the token count of every document; also each
+    document's length in kept terms.
 
     Term frequencies come from one sort of ``term * documents + document`` keys.
     """
     documents = len(token_counts)
     owner = np.repeat(np.arange(documents, dtype=np.int64), token_counts)
     kept = term_ids >= 0
-    keys = term_ids[kept] * documents + owner[kept]
+    owner = owner[kept]
+    keys = term_ids[kept] * documents + owner
     keys.sort()
     if keys.size:
         starts = np.flatnonzero(np.concatenate(([True], keys[1:] != keys[:-1])))
@@ -73,7 +77,7 @@ def build(term_ids: Ints, token_counts: Ints, first_row: int, term_count: int) -
     rows = (unique - terms * documents + first_row).astype(np.int32)
     indptr = np.zeros(term_count + 1, dtype=np.int64)
     np.cumsum(np.bincount(terms, minlength=term_count), out=indptr[1:])
-    return Postings(indptr, rows, tfs)
+    return Postings(indptr, rows, tfs), np.bincount(owner, minlength=documents)
 
 
 def merge(older: Postings, newer: Postings) -> Postings:
