@@ -21,8 +21,8 @@ from ragloom.core.retrievers.hybrid import (
     KEYWORD_RANK,
     KEYWORD_SCORE,
     HybridContentRetriever,
-    reciprocal_rank_fusion,
-    weighted_score_fusion,
+    fuse_reciprocal_ranks,
+    fuse_weighted_scores,
 )
 from ragloom.testkit import ContentRetrieverSuite, FakeEmbeddingModel
 
@@ -69,6 +69,17 @@ def test_reciprocal_rank_fusion() -> None:
     ]
 
 
+def test_unweighted_order_matches_the_aggregators_rrf() -> None:
+    from ragloom.core.content_aggregators import reciprocal_rank_fusion
+
+    lists = [
+        Fixed([("a", 1.0), ("b", 0.9), ("c", 0.8), ("a", 0.1)]).contents,
+        Fixed([("c", 5.0), ("d", 4.0), ("b", 3.0), ("e", 2.0)]).contents,
+    ]
+    ours = [content.text for content, _ in fuse_reciprocal_ranks(lists, [1.0, 1.0])]
+    assert ours == [content.text for content in reciprocal_rank_fusion(lists)]
+
+
 def test_weighted_fusion_normalizes_each_list() -> None:
     dense = Fixed([("a", 1.0), ("b", 0.75), ("c", 0.5)])
     keyword = Fixed([("c", 20.0), ("d", 10.0), ("a", 0.0)])
@@ -76,10 +87,10 @@ def test_weighted_fusion_normalizes_each_list() -> None:
     expected = {"a": 0.5 * 1 + 0.5 * 0, "b": 0.5 * 0.5, "c": 0.5 * 0 + 0.5 * 1, "d": 0.5 * 0.5}
     assert texts_and_scores(fused) == [(t, round(expected[t], 12)) for t in ["a", "c", "b", "d"]]
     # a single result, equal scores and missing scores
-    assert weighted_score_fusion([Fixed([("x", 3.0)]).contents], [1.0])[0][1] == 1.0
-    equal = weighted_score_fusion([Fixed([("x", 2.0), ("y", 2.0)]).contents], [1.0])
+    assert fuse_weighted_scores([Fixed([("x", 3.0)]).contents], [1.0])[0][1] == 1.0
+    equal = fuse_weighted_scores([Fixed([("x", 2.0), ("y", 2.0)]).contents], [1.0])
     assert [score for _, score in equal] == [1.0, 1.0]
-    unscored = weighted_score_fusion([Fixed([("x", None), ("y", None)]).contents], [1.0])
+    unscored = fuse_weighted_scores([Fixed([("x", None), ("y", None)]).contents], [1.0])
     assert [score for _, score in unscored] == [1.0, 0.5]
 
 
@@ -87,7 +98,7 @@ def test_same_text_is_one_content_whatever_the_ids_and_metadata() -> None:
     one = Content(TextSegment("same", {"k": 1}), {"score": 0.5, "embedding_id": "e1"})
     also_same = Content(TextSegment("same", {"k": 2}), {"score": 2.0, SEGMENT_ID: "s1"})
     other = Content(TextSegment("other"), {"score": 3.0, SEGMENT_ID: "s2"})
-    fused = reciprocal_rank_fusion([[one], [other, also_same, also_same]], [1.0, 1.0])
+    fused = fuse_reciprocal_ranks([[one], [other, also_same, also_same]], [1.0, 1.0])
     assert [(c.text, round(s, 12)) for c, s in fused] == [
         ("same", round(1 / 61 + 1 / 62, 12)),  # a repeated content counts once, best rank
         ("other", round(1 / 61, 12)),

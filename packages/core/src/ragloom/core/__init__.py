@@ -2,6 +2,13 @@
 
 from ragloom.core import document_splitters, plugins
 from ragloom.core.assistant import AsyncTokenStream, RagAssistant, Result, TokenStream
+from ragloom.core.bm25 import (
+    Analyzer,
+    BM25Index,
+    BM25IndexError,
+    BM25Match,
+    StandardAnalyzer,
+)
 from ragloom.core.chat import (
     AiMessage,
     AsyncChatStream,
@@ -101,7 +108,9 @@ from ragloom.core.retrieval_augmentor import (
     RetrievalAugmentor,
 )
 from ragloom.core.retrievers.base import ContentRetriever
+from ragloom.core.retrievers.bm25 import BM25ContentRetriever
 from ragloom.core.retrievers.embedding_store import EmbeddingStoreContentRetriever
+from ragloom.core.retrievers.hybrid import HybridContentRetriever
 from ragloom.core.scoring import ScoringModel, ScoringResult
 from ragloom.core.splitters import (
     DocumentByCharacterSplitter,
@@ -124,6 +133,13 @@ from ragloom.core.tokenizer import Tokenizer
 from ragloom.core.transformers import DocumentTransformer, TextSegmentTransformer
 
 __all__ = [
+    "Analyzer",
+    "BM25ContentRetriever",
+    "BM25Index",
+    "BM25IndexError",
+    "BM25Match",
+    "HybridContentRetriever",
+    "StandardAnalyzer",
     "AiMessage",
     "AsyncChatStream",
     "AsyncContentRetriever",

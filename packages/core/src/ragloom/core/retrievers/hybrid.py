@@ -36,8 +36,8 @@ __all__ = [
     "KEYWORD_SCORE",
     "Fusion",
     "HybridContentRetriever",
-    "reciprocal_rank_fusion",
-    "weighted_score_fusion",
+    "fuse_reciprocal_ranks",
+    "fuse_weighted_scores",
 ]
 
 Fusion = Literal["rrf", "weighted"]
@@ -55,11 +55,12 @@ def _key(content: Content) -> Hashable:
     return content.text
 
 
-def reciprocal_rank_fusion(
+def fuse_reciprocal_ranks(
     rankings: Sequence[Sequence[Content]], weights: Sequence[float], k: float = 60
 ) -> list[tuple[Content, float]]:
-    """``sum(weight / (k + rank))`` per content over ``rankings``; best first, ties in
-    order of first appearance."""
+    """``sum(weight / (k + rank))`` per content over ``rankings``, with the fused scores;
+    best first, ties in order of first appearance. With weights of 1 the order is that of
+    :func:`ragloom.core.content_aggregators.reciprocal_rank_fusion`."""
     return _fuse(
         rankings,
         [
@@ -69,7 +70,7 @@ def reciprocal_rank_fusion(
     )
 
 
-def weighted_score_fusion(
+def fuse_weighted_scores(
     rankings: Sequence[Sequence[Content]], weights: Sequence[float]
 ) -> list[tuple[Content, float]]:
     """``sum(weight * min-max normalized score)`` per content (see the module docstring)."""
@@ -158,9 +159,9 @@ class HybridContentRetriever:
         """The fused contents of both retrievers for ``query``, best first."""
         rankings = [self.dense.retrieve(query), self.keyword.retrieve(query)]
         if self.fusion == "rrf":
-            fused = reciprocal_rank_fusion(rankings, self.weights, self.k)
+            fused = fuse_reciprocal_ranks(rankings, self.weights, self.k)
         else:
-            fused = weighted_score_fusion(rankings, self.weights)
+            fused = fuse_weighted_scores(rankings, self.weights)
         if self.max_results is not None:
             fused = fused[: self.max_results]
         found: list[dict[Hashable, tuple[int, Content]]] = [{} for _ in rankings]
