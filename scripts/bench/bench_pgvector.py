@@ -229,15 +229,25 @@ def main() -> None:
             request = EmbeddingSearchRequest(Embedding(query), max_results=k, filter=filt)
             statement, params = store._search_statement(compiled, query, 1.0, k)
             params = [query if type(p).__name__ == "VectorParam" else p for p in params]
-            t0 = time.perf_counter()
-            matches = store.search(request).matches
-            t1 = time.perf_counter()
-            rows = raw.execute(statement, params, binary=True).fetchall()
-            t2 = time.perf_counter()
+            # Alternate who goes first: the second run of a query finds the pages warm.
+            if position % 2:
+                t0 = time.perf_counter()
+                rows = raw.execute(statement, params, binary=True).fetchall()
+                t1 = time.perf_counter()
+                matches = store.search(request).matches
+                t2 = time.perf_counter()
+                raw_time, our_time = t1 - t0, t2 - t1
+            else:
+                t0 = time.perf_counter()
+                matches = store.search(request).matches
+                t1 = time.perf_counter()
+                rows = raw.execute(statement, params, binary=True).fetchall()
+                t2 = time.perf_counter()
+                our_time, raw_time = t1 - t0, t2 - t1
             if position < 10:
                 continue
-            ours.append(t1 - t0)
-            theirs.append(t2 - t1)
+            ours.append(our_time)
+            theirs.append(raw_time)
             assert len(rows) == len(matches)
             found = {int(m.embedded.metadata["n"]) for m in matches if m.embedded}  # type: ignore[arg-type]
             recall_hits += len(found & truth[position - 10])

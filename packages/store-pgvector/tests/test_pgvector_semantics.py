@@ -399,10 +399,11 @@ def test_large_k_uses_a_larger_ef_search(pg_pool: Any, table_name: str) -> None:
 
 
 def test_search_plan_uses_the_hnsw_index(pg_pool: Any, table_name: str) -> None:
-    vectors = np.random.default_rng(1).normal(size=(3000, 8)).astype(np.float32)
-    segments = [TextSegment("x", {"t": f"t{i % 10}"}) for i in range(3000)]
-    with PgVectorEmbeddingStore(pg_pool, table_name, dimension=8) as store:
+    vectors = np.random.default_rng(1).normal(size=(5000, 8)).astype(np.float32)
+    segments = [TextSegment("x", {"t": f"t{i % 10}"}) for i in range(5000)]
+    with PgVectorEmbeddingStore(pg_pool, table_name, dimension=8, index="none") as store:
         store.add_all(vectors, segments)
+        store.create_index("hnsw")
         with pg_pool.connection() as conn:
             conn.execute(f"ANALYZE {table_name}")
         for condition in (None, metadata_key("t").is_not_equal_to("t1")):
@@ -421,3 +422,5 @@ def test_search_plan_uses_the_hnsw_index(pg_pool: Any, table_name: str) -> None:
                     ).fetchall()
                 )
             assert f"Index Scan using {table_name}_embedding_idx" in plan, plan
+            if condition is not None:  # the type-mismatch probe reads the kinds index
+                assert f"Bitmap Index Scan on {table_name}_kinds_idx" in plan, plan

@@ -36,7 +36,7 @@ from ragloom.core.query import Query
 from ragloom.stores.pgvector._database import Connection, describe
 from ragloom.stores.pgvector._filters import compile_filter
 from ragloom.stores.pgvector._metadata import decode_metadata
-from ragloom.stores.pgvector.store import PgVectorEmbeddingStore, _raise_mismatch
+from ragloom.stores.pgvector.store import PgVectorEmbeddingStore, _raise_mismatch, mismatch_probe
 
 __all__ = ["PgFullTextContentRetriever"]
 
@@ -173,10 +173,9 @@ class PgFullTextContentRetriever:
         # plainto_tsquery's output is quoted lexemes joined by ' & '; the parser never puts
         # a space inside a lexeme, so the replace turns exactly those operators into ORs.
         if compiled is not None and compiled.mismatch_tags:
-            statement = sql.SQL(
-                "(SELECT NULL::bigint, NULL::text, NULL::text, metadata::text, NULL::real "
-                "FROM {} WHERE metadata_kinds && %s LIMIT 1) UNION ALL ({})"
-            ).format(table, statement)
+            statement = mismatch_probe(
+                table, "NULL::bigint, NULL::text, NULL::text, metadata::text, NULL::real", statement
+            )
             params.insert(0, compiled.mismatch_tags)
 
         def work(conn: Connection) -> list[tuple[Any, ...]]:

@@ -55,7 +55,7 @@ from ragloom.stores.pgvector._database import Connection, Database, VectorParam,
 from ragloom.stores.pgvector._filters import CompiledFilter, compile_filter
 from ragloom.stores.pgvector._metadata import check_text, decode_metadata, encode_metadata
 
-__all__ = ["IndexType", "IterativeScan", "PgVectorEmbeddingStore"]
+__all__ = ["IndexType", "IterativeScan", "PgVectorEmbeddingStore", "mismatch_probe"]
 
 IndexType = Literal["hnsw", "ivfflat", "none"]
 IterativeScan = Literal["off", "strict_order", "relaxed_order"]
@@ -73,6 +73,14 @@ _EXPECTED_TYPES = {
     "metadata_kinds": "text[]",
 }
 _VECTOR_HEADER = struct.Struct(">HH")
+# The type-mismatch probe: rows holding a filtered key with a kind the filter cannot compare
+# (GIN index on metadata_kinds). MATERIALIZED keeps the planner from treating it as a
+# LIMIT 1 query that a sequential scan would end early (it never does: usually no row
+# matches); a CTE is still read lazily, so at most one row is fetched.
+_WITH_MISMATCH = (
+    "WITH mismatch AS MATERIALIZED (SELECT metadata FROM {table} WHERE metadata_kinds && %s) "
+    "(SELECT {probe} FROM mismatch LIMIT 1) UNION ALL ({statement})"
+)
 _SEARCH = sql.SQL(
     "SELECT seq, id, embedding, text, metadata::text FROM {table}{where} ORDER BY {order} LIMIT %s"
 )
@@ -651,10 +659,11 @@ class PgVectorEmbeddingStore(EmbeddingStore):
             return cached, params
         statement = _SEARCH.format(table=self._table, where=where, order=order)
         if compiled is not None and compiled.mismatch_tags:
-            statement = sql.SQL(
-                "(SELECT NULL::bigint, NULL::text, NULL::vector, NULL::text, metadata::text "
-                "FROM {} WHERE metadata_kinds && %s LIMIT 1) UNION ALL ({})"
-            ).format(self._table, statement)
+            statement = mismatch_probe(
+                self._table,
+                "NULL::bigint, NULL::text, NULL::vector, NULL::text, metadata::text",
+                statement,
+            )
             params.insert(0, compiled.mismatch_tags)
         return statement, params
 
@@ -702,11 +711,11 @@ class PgVectorEmbeddingStore(EmbeddingStore):
         compiled = compile_filter(filter)
         params: list[Any] = [compiled.mismatch_tags, *compiled.params]
         statement = sql.SQL(
-            "WITH bad AS MATERIALIZED ("
-            "SELECT metadata::text AS metadata FROM {table} WHERE metadata_kinds && %s LIMIT 1), "
+            "WITH mismatch AS MATERIALIZED ("
+            "SELECT metadata FROM {table} WHERE metadata_kinds && %s), "
             "gone AS (DELETE FROM {table} WHERE ({condition}) "
-            "AND NOT EXISTS (SELECT FROM bad) RETURNING 1) "
-            "SELECT (SELECT metadata FROM bad), (SELECT count(*) FROM gone)"
+            "AND NOT EXISTS (SELECT FROM mismatch) RETURNING 1) "
+            "SELECT (SELECT metadata::text FROM mismatch LIMIT 1), (SELECT count(*) FROM gone)"
         ).format(table=self._table, condition=compiled.condition)
 
         def work(conn: Connection) -> tuple[Any, ...] | None:
@@ -718,6 +727,12 @@ class PgVectorEmbeddingStore(EmbeddingStore):
 
 
 # ---------------------------------------------------------------------- helpers
+
+
+def mismatch_probe(table: sql.Composable, probe: str, statement: sql.Composable) -> sql.Composed:
+    """``statement`` preceded by a row ``probe`` of one stored value a filter cannot compare
+    (first parameter: the filter's mismatch tags)."""
+    return sql.SQL(_WITH_MISMATCH).format(table=table, probe=sql.SQL(probe), statement=statement)
 
 
 def _raise_mismatch(condition: Filter, metadata_text: str) -> None:
