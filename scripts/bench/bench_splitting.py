@@ -12,6 +12,8 @@ LangChain, when ``langchain_text_splitters`` is importable, runs on the same inp
 ``split_documents`` with ``add_start_index=True`` (documents with metadata and offsets,
 which is what ragloom returns). Its token run calls the tokenizer once per piece and is
 slow, so it gets a slice of the input (``--langchain-token-mb``); ratios compare MB/s.
+Runs are interleaved and the best of ``--repeat`` is kept, so that other load on the
+machine weighs on both libraries alike; the load average is printed.
 
     .venv/bin/python scripts/bench/bench_splitting.py            # 20 MB
     .venv/bin/python scripts/bench/bench_splitting.py --mb 2     # quick run
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.metadata
+import os
 import time
 from collections.abc import Callable
 from functools import partial
@@ -88,56 +91,63 @@ def langchain_splitter() -> Any:
     return RecursiveCharacterTextSplitter
 
 
-def best_of(repeat: int, run: Callable[[], Any]) -> tuple[float, Any]:
-    """The fastest of ``repeat`` runs (seconds) and the last result."""
-    best, result = float("inf"), None
+def race(repeat: int, runs: dict[str, Callable[[], Any]]) -> dict[str, tuple[float, Any]]:
+    """Best time (seconds) and result of each run, repeated ``repeat`` times interleaved,
+    so that load from other processes weighs on every contestant alike."""
+    best: dict[str, tuple[float, Any]] = {name: (float("inf"), None) for name in runs}
     for _ in range(repeat):
-        start = time.perf_counter()
-        result = run()
-        best = min(best, time.perf_counter() - start)
-    return best, result
+        for name, run in runs.items():
+            start = time.perf_counter()
+            result = run()
+            seconds = time.perf_counter() - start
+            if seconds < best[name][0]:
+                best[name] = (seconds, result)
+    return best
+
+
+def compare(
+    label: str,
+    text: str,
+    splitter: Any,
+    langchain: Callable[..., Any] | None,
+    langchain_text: str,
+    repeat: int,
+    measure: Callable[[str], int],
+) -> None:
+    """Time ragloom and LangChain (strings and documents), check ragloom's output, print."""
+    runs: dict[str, Callable[[], Any]] = {
+        "ragloom": lambda: splitter.split(Document(text, {"source": "b"}))
+    }
+    if langchain is not None:
+        from langchain_core.documents import Document as LcDocument
+
+        strings, documents = langchain(add_start_index=False), langchain(add_start_index=True)
+        document = LcDocument(page_content=langchain_text, metadata={"source": "b"})
+        runs["split_text"] = lambda: strings.split_text(langchain_text)
+        runs["split_documents"] = lambda: documents.split_documents([document])
+    results = race(repeat, runs)
+    seconds, segments = results["ragloom"]
+    ours = mb_per_s(text, seconds)
+    biggest = max(measure(s.text) for s in segments[:2000])
+    exact = all(text[s.metadata["start"] : s.metadata["end"]] == s.text for s in segments)
+    print(
+        f"{label} ragloom          {ours:7.1f} MB/s {seconds:7.2f} s on {len(text) / 1e6:4.1f} MB"
+        f"  {len(segments)} segments (largest of the first 2000: {biggest}, offsets exact: "
+        f"{exact})"
+    )
+    for name in ("split_text", "split_documents"):
+        if name in results:
+            seconds, chunks = results[name]
+            speed = mb_per_s(langchain_text, seconds)
+            print(
+                f"{label} LC {name:15} {speed:6.1f} MB/s {seconds:7.2f} s on "
+                f"{len(langchain_text) / 1e6:4.1f} MB  {len(chunks)} chunks"
+                f"  -> ragloom is {ours / speed:.1f}x faster"
+            )
 
 
 def mb_per_s(text: str, seconds: float) -> float:
     return len(text) / 1e6 / seconds
-
-
-def run_ragloom(
-    label: str, text: str, splitter: Any, repeat: int, measure: Callable[[str], int]
-) -> float:
-    """Time ``splitter`` on ``text``, check its output, print and return MB/s."""
-    seconds, segments = best_of(repeat, lambda: splitter.split(Document(text, {"source": "b"})))
-    biggest = max(measure(s.text) for s in segments[:2000])
-    exact = all(text[s.metadata["start"] : s.metadata["end"]] == s.text for s in segments)
-    speed = mb_per_s(text, seconds)
-    print(
-        f"{label}  ragloom    {speed:8.1f} MB/s  {seconds:7.2f} s  {len(segments)} segments"
-        f" (largest of the first 2000: {biggest}; offsets exact: {exact})"
-    )
-    return speed
-
-
-def run_langchain(
-    label: str, text: str, make: Callable[..., Any], repeat: int, ours: float
-) -> None:
-    """LangChain's splitter from ``make(add_start_index=...)``: strings, then documents."""
-    from langchain_core.documents import Document as LcDocument
-
-    splitter = make(add_start_index=False)
-    seconds, chunks = best_of(repeat, lambda: splitter.split_text(text))
-    speed = mb_per_s(text, seconds)
-    print(
-        f"{label}  langchain  {speed:8.1f} MB/s  {seconds:7.2f} s  {len(chunks)} chunks"
-        f" on {len(text) / 1e6:.1f} MB, split_text (strings): ragloom {ours / speed:.1f}x faster"
-    )
-    splitter = make(add_start_index=True)
-    document = LcDocument(page_content=text, metadata={"source": "b"})
-    seconds, chunks = best_of(repeat, lambda: splitter.split_documents([document]))
-    speed = mb_per_s(text, seconds)
-    print(
-        f"{label}  langchain  {speed:8.1f} MB/s  {seconds:7.2f} s  {len(chunks)} chunks"
-        f" on {len(text) / 1e6:.1f} MB, split_documents: ragloom {ours / speed:.1f}x faster"
-    )
 
 
 def main() -> None:
@@ -156,33 +166,37 @@ def main() -> None:
     start = time.perf_counter()
     text = generate(args.mb, args.seed)
     print(f"input: {len(text) / 1e6:.1f} MB of generated text, seed {args.seed}", end="")
-    print(f" ({time.perf_counter() - start:.1f} s to generate)")
+    print(f" ({time.perf_counter() - start:.1f} s to generate)", end="")
+    print(f"; load average {os.getloadavg()[0]:.1f} ({os.cpu_count()} CPUs)")
     langchain = langchain_splitter()
     if langchain is None:
         print("langchain_text_splitters is not installed: ragloom only")
 
     label = "[1000 chars / 100]"
-    ours = run_ragloom(label, text, document_splitters.recursive(1000, 100), args.repeat, len)
-    if langchain is not None:
-        make = partial(langchain, chunk_size=1000, chunk_overlap=100)
-        run_langchain(label, text, make, args.repeat, ours)
+    make = None if langchain is None else partial(langchain, chunk_size=1000, chunk_overlap=100)
+    splitter = document_splitters.recursive(1000, 100)
+    compare(label, text, splitter, make, text, args.repeat, len)
 
     from tokenizers import Tokenizer as HfTokenizer
 
     hf = HfTokenizer.from_file(tokenizer_json())
-    tokenizer = HuggingFaceTokenizer(hf)
+    tokenizer = HuggingFaceTokenizer(hf)  # counts with a private copy without truncation
+    hf.no_truncation()
+    hf.no_padding()
+
+    def tokens(piece: str) -> int:
+        return len(hf.encode(piece, add_special_tokens=False).ids)
+
     label = "[300 tokens / 30] "
+    make = (
+        None
+        if langchain is None
+        else partial(langchain, chunk_size=300, chunk_overlap=30, length_function=tokens)
+    )
     splitter = document_splitters.recursive(300, 30, tokenizer)
-    ours = run_ragloom(label, text, splitter, 1, tokenizer.count_tokens)
-    if langchain is not None:
-        hf.no_truncation()
-        hf.no_padding()
-
-        def tokens(piece: str) -> int:
-            return len(hf.encode(piece, add_special_tokens=False).ids)
-
-        make = partial(langchain, chunk_size=300, chunk_overlap=30, length_function=tokens)
-        run_langchain(label, text[: int(args.langchain_token_mb * 1e6)], make, 1, ours)
+    langchain_text = text[: int(args.langchain_token_mb * 1e6)]
+    compare(label, text, splitter, make, langchain_text, 1, tokenizer.count_tokens)
+    print(f"load average at the end: {os.getloadavg()[0]:.1f} ({os.cpu_count()} CPUs)")
 
 
 if __name__ == "__main__":
