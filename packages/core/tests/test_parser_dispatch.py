@@ -441,3 +441,19 @@ class TestDispatchingDocumentParser(DocumentParserSuite):
     @pytest.fixture
     def sample(self) -> ParserSample:
         return ParserSample("Plain text, 世界 🌍, שלום".encode(), ["世界 🌍", "שלום"])
+
+
+def test_default_dispatcher_is_reused_until_discovery_changes(
+    site: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    install(site, "fake-upper", extensions=(".upper",))
+    plugins.refresh()
+    first = default_document_parser()
+    assert default_document_parser() is first
+    assert default_document_parser("latin-1") is not first
+    monkeypatch.setenv("RAGLOOM_DOCUMENT_PARSER", "fake-upper")
+    preferring = default_document_parser()
+    assert preferring is not first
+    monkeypatch.delenv("RAGLOOM_DOCUMENT_PARSER")
+    plugins.refresh()
+    assert default_document_parser() is not first
