@@ -9,7 +9,7 @@ from ragloom.core.assistant import Result
 from ragloom.core.chat.messages import UserMessage
 
 NO_CHAT_MODEL = (
-    "No chat model is configured (set RAGLOOM_CHAT_BASE_URL and RAGLOOM_CHAT_MODEL, or "
+    "No chat model is configured (set RAGLOOM_CHAT_BASE_URL and RAGLOOM_CHAT_MODEL_NAME, or "
     "OPENAI_API_KEY), so here are the most relevant passages from your documents:"
 )
 
