@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-[ "${1:-}" = "--no-setup" ] || bash scripts/setup.sh
+if [ "${1:-}" = "--no-setup" ]; then shift; else bash scripts/setup.sh; fi
 PY=.venv/bin/python
 
 bash scripts/services.sh start

@@ -86,6 +86,7 @@ from ragloom.core.loaders.url import UrlDocumentLoader
 from ragloom.core.metadata import Metadata, MetadataValue
 from ragloom.core.metadata_table import MetadataTable
 from ragloom.core.parsers.base import DocumentParser
+from ragloom.core.parsers.dispatch import DispatchingDocumentParser
 from ragloom.core.parsers.text import TextDocumentParser
 from ragloom.core.prompt_template import PromptTemplate
 from ragloom.core.query import Query, QueryMetadata
@@ -133,6 +134,7 @@ from ragloom.core.tokenizer import Tokenizer
 from ragloom.core.transformers import DocumentTransformer, TextSegmentTransformer
 
 __all__ = [
+    "DispatchingDocumentParser",
     "Analyzer",
     "BM25ContentRetriever",
     "BM25Index",
