@@ -324,7 +324,7 @@ class BM25Index:
         weights = query_tf * stats.idf[terms]
         base = self.parameters.tfc_absent() * float(weights.sum())  # every document gets it
         floor = -math.inf if min_score is None else min_score - base
-        if rows.size >= _DENSE_SHARE * self._size and bool(np.all(weights > 0)):
+        if rows.size >= _DENSE_SHARE * self._size and bool(np.all(weights[counts > 0] > 0)):
             # Every posting adds > 0, so exactly the matched rows have a sum > 0.
             sums = np.bincount(rows, weights=contributions, minlength=self._size)
             if filter is not None:
