@@ -21,6 +21,7 @@ local PostgreSQL 18 + pgvector of ``scripts/services/pgvector.sh`` (or ``--dsn``
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import statistics
@@ -203,6 +204,9 @@ def main() -> None:
         f"\ninsert: ragloom {n / ours_insert:,.0f} rows/s ({ours_insert:.1f} s), "
         f"raw psycopg {n / raw_insert_time:,.0f} rows/s ({raw_insert_time:.1f} s)"
     )
+
+    del segments, texts, metadata  # the corpus objects are not needed for searching
+    gc.collect()
 
     # -- index ---------------------------------------------------------------------------
     raw.execute(sql.SQL("DROP TABLE {}").format(sql.Identifier(RAW_TABLE)))

@@ -63,7 +63,10 @@ prepare_user() {
   local dir=$BASE
   while [ "$dir" != / ]; do
     dir=$(dirname "$dir")
-    [ $((8#$(stat -c %a "$dir") & 1)) = 1 ] || chmod o+x "$dir"
+    if [ $((8#$(stat -c %a "$dir") & 1)) != 1 ]; then
+      echo "pgvector: allowing $RUN_AS to traverse $dir (chmod o+x)"
+      chmod o+x "$dir"
+    fi
   done
 }
 

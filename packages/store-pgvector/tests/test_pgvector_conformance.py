@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 from psycopg_pool import ConnectionPool
 
+from ragloom.core import EmbeddingStoreContentRetriever, HybridContentRetriever
 from ragloom.core.document import Document
 from ragloom.stores.pgvector import PgFullTextContentRetriever, PgVectorEmbeddingStore
 from ragloom.testkit import (
@@ -57,3 +58,21 @@ class TestPgFullTextConformance(ContentRetrieverSuite):
         ) as store:
             store.add_all(embeddings, segments)
             yield PgFullTextContentRetriever(store, language="english", max_results=5)
+
+
+class TestPgHybridConformance(ContentRetrieverSuite):
+    """Core's HybridContentRetriever over one table: pgvector search and full-text search."""
+
+    @pytest.fixture
+    def retriever(
+        self, pg_pool: ConnectionPool[Any], table_name: str, corpus: list[Document]
+    ) -> Iterator[HybridContentRetriever]:
+        model = FakeEmbeddingModel()
+        segments = [document.to_text_segment() for document in corpus]
+        with PgVectorEmbeddingStore(pg_pool, table_name, dimension=model.dimension) as store:
+            store.add_all(model.embed_all(segments).embeddings, segments)
+            yield HybridContentRetriever(
+                EmbeddingStoreContentRetriever(store, model, max_results=5),
+                PgFullTextContentRetriever(store, max_results=5),
+                max_results=3,
+            )

@@ -35,7 +35,7 @@ from ragloom.core.metadata import Metadata
 from ragloom.core.query import Query
 from ragloom.stores.pgvector._database import Connection, describe
 from ragloom.stores.pgvector._filters import compile_filter
-from ragloom.stores.pgvector._metadata import decode_metadata
+from ragloom.stores.pgvector._metadata import decode_many
 from ragloom.stores.pgvector.store import PgVectorEmbeddingStore, _raise_mismatch, mismatch_probe
 
 __all__ = ["PgFullTextContentRetriever"]
@@ -135,6 +135,17 @@ class PgFullTextContentRetriever:
         canonical: str = row[0]
         table = self.store.table
         column = _column_name(canonical)
+        index = f"{self.store._table_name[:40]}_{column[:16]}_{_short_hash(column)}_idx"
+        qualified = table.as_string(conn)
+        present = conn.execute(
+            "SELECT EXISTS (SELECT FROM pg_attribute WHERE attrelid = to_regclass(%s) "
+            "AND attname = %s AND NOT attisdropped), "
+            "EXISTS (SELECT FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid "
+            "WHERE i.indrelid = to_regclass(%s) AND c.relname = %s)",
+            [qualified, column, qualified, index],
+        ).fetchone()
+        if present == (True, True):  # the usual case: no DDL, no table lock
+            return canonical
         conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 7))", ["ragloom-pgvector"])
         conn.execute(
             sql.SQL(
@@ -142,7 +153,6 @@ class PgFullTextContentRetriever:
                 "AS (to_tsvector({language}::regconfig, coalesce(text, ''))) STORED"
             ).format(table=table, column=sql.Identifier(column), language=sql.Literal(canonical))
         )
-        index = f"{self.store._table_name[:40]}_{column[:16]}_{_short_hash(column)}_idx"
         conn.execute(
             sql.SQL("CREATE INDEX IF NOT EXISTS {} ON {} USING gin ({})").format(
                 sql.Identifier(index), table, sql.Identifier(column)
@@ -185,13 +195,13 @@ class PgFullTextContentRetriever:
         if rows and rows[0][0] is None:
             assert condition is not None
             _raise_mismatch(condition, rows[0][3])
+        kept = [row for row in rows if float(row[4]) >= min_score]
         contents: list[Content] = []
-        for _, embedding_id, text, metadata, rank in rows:
-            score = float(rank)
-            if score < min_score:
-                continue
-            segment = TextSegment(text, Metadata(decode_metadata(metadata)))
-            contents.append(Content(segment, {SCORE: score, EMBEDDING_ID: embedding_id}))
+        for (_, embedding_id, text, _, rank), metadata in zip(
+            kept, decode_many([row[3] for row in kept]), strict=True
+        ):
+            segment = TextSegment(text, Metadata._trusted(metadata))
+            contents.append(Content(segment, {SCORE: float(rank), EMBEDDING_ID: embedding_id}))
         return contents
 
     def __repr__(self) -> str:

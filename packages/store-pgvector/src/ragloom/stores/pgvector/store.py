@@ -53,7 +53,12 @@ from ragloom.core.stores.base import (
 from ragloom.stores.pgvector._copy import Batch, uuid4_strings
 from ragloom.stores.pgvector._database import Connection, Database, VectorParam, describe
 from ragloom.stores.pgvector._filters import CompiledFilter, compile_filter
-from ragloom.stores.pgvector._metadata import check_text, decode_metadata, encode_metadata
+from ragloom.stores.pgvector._metadata import (
+    check_text,
+    decode_many,
+    decode_metadata,
+    encode_metadata,
+)
 
 __all__ = ["IndexType", "IterativeScan", "PgVectorEmbeddingStore", "mismatch_probe"]
 
@@ -610,28 +615,24 @@ class PgVectorEmbeddingStore(EmbeddingStore):
             _raise_mismatch(request.filter, rows[0][4])
         if not rows:
             return EmbeddingSearchResult([])
-        seqs = np.fromiter((row[0] for row in rows), dtype=np.int64, count=len(rows))
         vectors = np.stack([row[2] for row in rows])
         if query_norm == 0.0:
-            cosines = np.zeros(len(rows))
+            cosines: list[float] = [0.0] * len(rows)
         else:
-            cosines = _cosines(vectors, query64, query_norm)
-        order = np.lexsort((seqs, -cosines))
-        scores = (cosines + 1.0) / 2.0
+            cosines = _cosines(vectors, query64, query_norm).tolist()
+        order = sorted(range(len(rows)), key=lambda i: (-cosines[i], rows[i][0]))[:k]
+        kept = [i for i in order if (cosines[i] + 1.0) / 2.0 >= request.min_score]
+        metadata = decode_many([rows[i][4] for i in kept])
         matches: list[EmbeddingMatch] = []
-        for position in order.tolist()[:k]:
-            score = float(scores[position])
-            if score < request.min_score:
-                continue
-            _, embedding_id, _, text, metadata = rows[position]
+        for position, entry in zip(kept, metadata, strict=True):
+            _, embedding_id, _, text, _ = rows[position]
             matches.append(
                 EmbeddingMatch(
-                    score=score,
+                    score=(cosines[position] + 1.0) / 2.0,
                     embedding_id=embedding_id,
-                    embedding=Embedding(vectors[position]),
-                    embedded=None
-                    if text is None
-                    else TextSegment(text, Metadata(decode_metadata(metadata))),
+                    # The loader made a fresh float32 array, finite (pgvector refuses others).
+                    embedding=Embedding._trusted(rows[position][2]),
+                    embedded=None if text is None else TextSegment(text, Metadata._trusted(entry)),
                 )
             )
         return EmbeddingSearchResult(matches)
