@@ -130,10 +130,11 @@ from ragloom.core.stores.base import (
     EmbeddingStore,
 )
 from ragloom.core.stores.in_memory import InMemoryEmbeddingStore
-from ragloom.core.tokenizer import Tokenizer
+from ragloom.core.tokenizer import HuggingFaceTokenizer, Tokenizer
 from ragloom.core.transformers import DocumentTransformer, TextSegmentTransformer
 
 __all__ = [
+    "HuggingFaceTokenizer",
     "DispatchingDocumentParser",
     "Analyzer",
     "BM25ContentRetriever",
