@@ -28,6 +28,9 @@ Vector = npt.NDArray[np.float32]
 _BIG_ENDIAN_FLOAT32 = np.dtype(">f4")
 
 
+_APPLIED = "\x00applied"  # state key: the settings dict last applied in full
+
+
 class VectorParam:
     """A vector already in pgvector's binary format: uint16 dimension, uint16 unused,
     then big-endian float32s (sent as is by :class:`VectorDumper`)."""
@@ -91,7 +94,7 @@ class Database:
         self.settings = dict(settings)
         self.vector_oid: int | None = None
         self._dumper: type[VectorDumper] | None = None
-        self._prepared: weakref.WeakKeyDictionary[Connection, dict[str, str]] = (
+        self._prepared: weakref.WeakKeyDictionary[Connection, dict[str, Any]] = (
             weakref.WeakKeyDictionary()
         )
         self._lock = threading.Lock()
@@ -143,6 +146,8 @@ class Database:
             conn.adapters.register_loader(self.vector_oid, VectorLoader)
             state = {}
             self._prepared[conn] = state
+        elif settings is None and state.get(_APPLIED) is self.settings:
+            return  # the common case: the store's settings are in place
         wanted = self.settings if settings is None else {**self.settings, **settings}
         changes = {name: value for name, value in wanted.items() if state.get(name) != value}
         if changes:
@@ -154,6 +159,7 @@ class Database:
             with self.transaction(conn):
                 conn.execute(query, params)
             state.update(changes)
+        state[_APPLIED] = self.settings if settings is None else {}
 
     def forget(self, conn: Connection) -> None:
         """Drop what we know of ``conn``'s session (after an error rolled it back)."""
@@ -192,21 +198,30 @@ class Database:
             attempts += 1
             progress: dict[str, bool] = {"committing": False}
             try:
-                with self.pool.connection(timeout=self.timeout) as conn:
-                    try:
-                        if prepare:
-                            self.prepare(conn, settings)
-                        if not write:
-                            return work(conn)
-                        with conn.transaction():
-                            result = work(conn)
-                            progress["committing"] = True
+                conn = self.pool.getconn(timeout=self.timeout)
+                try:
+                    if prepare:
+                        self.prepare(conn, settings)
+                    if not write:
+                        result = work(conn)
+                        if not conn.autocommit:
+                            conn.commit()
                         return result
-                    except BaseException:
-                        self.forget(conn)
-                        if conn.broken or conn.closed:
-                            progress["broken"] = True
-                        raise
+                    with conn.transaction():
+                        result = work(conn)
+                        progress["committing"] = True
+                    if not conn.autocommit:
+                        conn.commit()
+                    return result
+                except BaseException:
+                    self.forget(conn)
+                    if conn.broken or conn.closed:
+                        progress["broken"] = True
+                    elif not conn.autocommit:
+                        conn.rollback()
+                    raise
+                finally:
+                    self.pool.putconn(conn)
             except PoolTimeout as exc:
                 raise EmbeddingStoreError(
                     f"{what}: no connection to PostgreSQL within {self.timeout:g}s "

@@ -619,7 +619,7 @@ class PgVectorEmbeddingStore(EmbeddingStore):
         if query_norm == 0.0:
             cosines: list[float] = [0.0] * len(rows)
         else:
-            cosines = _cosines(vectors, query64, query_norm).tolist()
+            cosines = _cosines(vectors, query64, query_norm)
         order = sorted(range(len(rows)), key=lambda i: (-cosines[i], rows[i][0]))[:k]
         kept = [i for i in order if (cosines[i] + 1.0) / 2.0 >= request.min_score]
         metadata = decode_many([rows[i][4] for i in kept])
@@ -744,17 +744,19 @@ def _raise_mismatch(condition: Filter, metadata_text: str) -> None:
     )
 
 
-def _cosines(
-    vectors: Matrix, query64: npt.NDArray[np.float64], query_norm: float
-) -> npt.NDArray[np.float64]:
-    """float64 cosines, computed exactly as the in-memory store rescores its candidates."""
+def _cosines(vectors: Matrix, query64: npt.NDArray[np.float64], query_norm: float) -> list[float]:
+    """float64 cosines computed exactly as the in-memory store rescores its candidates
+    (same products and pairwise sums in numpy; the last scalar steps in Python floats,
+    which are the same IEEE operations), so the scores are bit for bit the same."""
     block = vectors.astype(np.float64)
-    dots = (block * query64).sum(axis=1)
-    norms = np.sqrt((block * block).sum(axis=1)) * query_norm
-    result = np.zeros(len(block), dtype=np.float64)
-    np.divide(dots, norms, out=result, where=norms > 0)
-    np.clip(result, -1.0, 1.0, out=result)
-    return result
+    dots: list[float] = (block * query64).sum(axis=1).tolist()
+    squares: list[float] = (block * block).sum(axis=1).tolist()
+    cosines: list[float] = []
+    for dot, square in zip(dots, squares, strict=True):
+        norm = math.sqrt(square) * query_norm
+        cosine = dot / norm if norm > 0 else 0.0
+        cosines.append(-1.0 if cosine < -1.0 else 1.0 if cosine > 1.0 else cosine)
+    return cosines
 
 
 def _vector_payload(vector: Matrix) -> bytes:
