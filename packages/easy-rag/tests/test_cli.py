@@ -122,3 +122,26 @@ def test_plugins_lists_the_defaults(capsys: pytest.CaptureFixture[str]) -> None:
         "ragloom-embeddings-onnx"
     ]
     assert [p["name"] for p in table["ragloom.document_splitters"]] == ["recursive-300-30"]
+
+
+@pytest.mark.parametrize("mode", ["dense", "keyword", "hybrid"])
+def test_every_mode_finds_the_right_file(
+    corpus: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], mode: str
+) -> None:
+    index = str(tmp_path / "index")
+    assert run(capsys, "ingest", str(corpus), "--index", index)[0] == 0
+    code, out, _ = run(capsys, "query", "mainsail jib", "--index", index, "--mode", mode, "--json")
+    assert code == 0
+    assert json.loads(out)[0]["source"] == "sailing.md"
+
+
+def test_keyword_index_follows_removals(
+    corpus: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    index = str(tmp_path / "index")
+    run(capsys, "ingest", str(corpus), "--index", index)
+    (corpus / "sub" / "sailing.md").unlink()
+    run(capsys, "ingest", str(corpus), "--index", index)
+    code, out, _ = run(capsys, "query", "mainsail", "--index", index, "--mode", "keyword", "--json")
+    assert code == 0
+    assert json.loads(out) == []

@@ -13,10 +13,13 @@ from collections.abc import Sequence
 from typing import Any, cast
 
 from ragloom.core import (
+    BM25ContentRetriever,
     Content,
+    ContentRetriever,
     EmbeddingModel,
     EmbeddingStoreContentRetriever,
     EmbeddingStoreIngestor,
+    HybridContentRetriever,
     Query,
     RagloomError,
     parse_filter,
@@ -69,7 +72,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         bar.n = done
         bar.refresh()
 
-    ingestor = EmbeddingStoreIngestor(index.store, model, on_progress=progress)
+    ingestor = EmbeddingStoreIngestor(index.mirrored, model, on_progress=progress)
     report = index.ingest(args.paths, ingestor)
     bar.close()
     if not (
@@ -91,15 +94,19 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     return EXIT_PARTIAL if report.failures else 0
 
 
-def _retriever(args: argparse.Namespace) -> EmbeddingStoreContentRetriever:
+def _retriever(args: argparse.Namespace) -> ContentRetriever:
+    """The retriever of ``--mode``: dense, keyword (BM25) or hybrid (RRF of both)."""
     index = RagIndex.open(args.index)
-    return EmbeddingStoreContentRetriever(
-        index.store,
-        _model(),
-        max_results=args.k,
-        min_score=args.min_score,
-        filter=parse_filter(args.filter) if args.filter else None,
+    filter = parse_filter(args.filter) if args.filter else None
+    keyword = BM25ContentRetriever(index.keywords, max_results=args.k, filter=filter)
+    if args.mode == "keyword":
+        return keyword
+    dense = EmbeddingStoreContentRetriever(
+        index.store, _model(), max_results=args.k, min_score=args.min_score, filter=filter
     )
+    if args.mode == "dense":
+        return dense
+    return HybridContentRetriever(dense, keyword, max_results=args.k)
 
 
 def cmd_query(args: argparse.Namespace) -> int:
@@ -195,7 +202,15 @@ def build_parser() -> argparse.ArgumentParser:
         else:
             sub.add_argument("question", nargs="?", help="omit for an interactive chat")
         sub.add_argument("-k", type=int, default=3, help="number of passages (default 3)")
-        sub.add_argument("--min-score", type=float, default=0.0)
+        sub.add_argument(
+            "--mode",
+            choices=("hybrid", "dense", "keyword"),
+            default="hybrid",
+            help="retrieval: hybrid (default; RRF of dense and BM25), dense or keyword",
+        )
+        sub.add_argument(
+            "--min-score", type=float, default=0.0, help="minimum dense score (dense mode)"
+        )
         sub.add_argument("--filter", help="metadata filter, e.g. \"file_name == 'faq.md'\"")
         with_index(sub)
         sub.set_defaults(run=cmd_query if name == "query" else cmd_ask)

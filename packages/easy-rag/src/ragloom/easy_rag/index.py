@@ -1,9 +1,11 @@
 """RagIndex: a persisted embedding store plus the manifest of the files ingested into it.
 
 Layout of an index directory: ``store/`` (an :class:`InMemoryEmbeddingStore` saved
-atomically) and ``files.json`` (per file: content hash and document identity, plus the
-embedding model the index was built with). The store is saved before the manifest, so
-a crash in between only makes the next ingest redo some files, which is idempotent.
+atomically), ``keywords/`` (a :class:`BM25Index` of the same segments under the same
+ids, for keyword and hybrid retrieval) and ``files.json`` (per file: content hash and
+document identity, plus the embedding model the index was built with). The indexes are
+saved before the manifest, so a crash in between only makes the next ingest redo some
+files, which is idempotent.
 """
 
 from __future__ import annotations
@@ -18,12 +20,19 @@ from pathlib import Path
 from typing import Any
 
 from ragloom.core import (
+    BM25Index,
     Document,
+    Embedding,
+    EmbeddingSearchRequest,
+    EmbeddingSearchResult,
+    EmbeddingStore,
     EmbeddingStoreIngestor,
     FileSystemDocumentLoader,
+    Filter,
     InMemoryEmbeddingStore,
     LoadFailure,
     RagloomError,
+    TextSegment,
     metadata_key,
 )
 from ragloom.core.ingestor import DOCUMENT_ID, document_identity
@@ -32,6 +41,7 @@ FORMAT = "ragloom-easy-rag-index"
 VERSION = 1
 MANIFEST = "files.json"
 STORE = "store"
+KEYWORDS = "keywords"
 
 
 class RagIndexError(RagloomError):
@@ -90,6 +100,38 @@ def _within(file: str, roots: Sequence[Path]) -> bool:
     return any(Path(file) == root or Path(file).is_relative_to(root) for root in roots)
 
 
+class KeywordMirroredStore(EmbeddingStore):
+    """An embedding store that keeps a BM25 index of the same segments in step.
+
+    Whatever the ingestor adds or removes (by id or by filter) happens in both, so the
+    dense and the keyword side always hold the same segments under the same ids.
+    """
+
+    def __init__(self, store: InMemoryEmbeddingStore, keywords: BM25Index) -> None:
+        self.store = store
+        self.keywords = keywords
+
+    def add_all(
+        self,
+        embeddings: Sequence[Embedding],
+        segments: Sequence[TextSegment] | None = None,
+        *,
+        ids: Sequence[str] | None = None,
+    ) -> list[str]:
+        written = self.store.add_all(embeddings, segments, ids=ids)
+        if segments:
+            self.keywords.add_all(segments, ids=written)
+        return written
+
+    def search(self, request: EmbeddingSearchRequest) -> EmbeddingSearchResult:
+        return self.store.search(request)
+
+    def remove_all(self, ids: Iterable[str] | None = None, *, filter: Filter | None = None) -> None:
+        id_list = None if ids is None else list(ids)
+        self.store.remove_all(id_list, filter=filter)
+        self.keywords.remove_all(id_list, filter=filter)
+
+
 class RagIndex:
     """Open with :meth:`open` (existing) or :meth:`create`; :meth:`ingest` then :meth:`save`."""
 
@@ -97,13 +139,16 @@ class RagIndex:
         self,
         path: Path,
         store: InMemoryEmbeddingStore,
+        keywords: BM25Index,
         files: dict[str, dict[str, str]],
         model: str,
     ) -> None:
         self.path = path
         self.store = store
+        self.keywords = keywords
         self.files = files
         self.model = model
+        self.mirrored = KeywordMirroredStore(store, keywords)
 
     @classmethod
     def open(cls, path: str | os.PathLike[str]) -> RagIndex:
@@ -126,18 +171,19 @@ class RagIndex:
                 f"{manifest_path}: index format version {manifest.get('version')!r}, "
                 f"this ragloom reads version {VERSION}; rebuild the index"
             )
-        store_path = directory / STORE
+        store_path, keywords_path = directory / STORE, directory / KEYWORDS
         store = (
             InMemoryEmbeddingStore.load(store_path)
             if store_path.is_dir()
             else InMemoryEmbeddingStore()
         )
-        return cls(directory, store, dict(manifest["files"]), str(manifest["model"]))
+        keywords = BM25Index.load(keywords_path) if keywords_path.is_dir() else BM25Index()
+        return cls(directory, store, keywords, dict(manifest["files"]), str(manifest["model"]))
 
     @classmethod
     def create(cls, path: str | os.PathLike[str], model: str) -> RagIndex:
         """An empty index at ``path`` (written by :meth:`save`)."""
-        return cls(Path(path), InMemoryEmbeddingStore(), {}, model)
+        return cls(Path(path), InMemoryEmbeddingStore(), BM25Index(), {}, model)
 
     @classmethod
     def open_or_create(cls, path: str | os.PathLike[str], model: str) -> RagIndex:
@@ -161,6 +207,7 @@ class RagIndex:
     ) -> IngestReport:
         """Bring the index in line with ``paths``: add new, replace changed, drop deleted files.
 
+        ``ingestor`` must write to :attr:`mirrored` (so the keyword index follows).
         Unreadable or unparseable files are reported in ``failures``; the others are still
         ingested. Call :meth:`save` afterwards to persist.
         """
@@ -204,14 +251,15 @@ class RagIndex:
         for key in sorted(self.files):
             if _within(key, roots) and key not in present:
                 identity = self.files.pop(key)["document_id"]
-                self.store.remove_all(filter=metadata_key(DOCUMENT_ID).is_equal_to(identity))
+                self.mirrored.remove_all(filter=metadata_key(DOCUMENT_ID).is_equal_to(identity))
                 report.removed.append(key)
         return report
 
     def save(self) -> None:
-        """Persist the store, then the manifest (each atomically)."""
+        """Persist the store and the keyword index, then the manifest (each atomically)."""
         self.path.mkdir(parents=True, exist_ok=True)
         self.store.save(self.path / STORE)
+        self.keywords.save(self.path / KEYWORDS)
         manifest = {"format": FORMAT, "version": VERSION, "model": self.model, "files": self.files}
         temporary = self.path / f"{MANIFEST}.tmp"
         with temporary.open("w", encoding="utf-8") as file:
