@@ -31,14 +31,15 @@ def require_server(target: str) -> None:
     try:
         with psycopg.connect(target, connect_timeout=3) as conn:
             conn.execute("SELECT 1")
+        return
     except psycopg.OperationalError as exc:
-        pytest.fail(
-            f"PostgreSQL with pgvector is not reachable at {target}: "
-            f"{str(exc).strip().splitlines()[0]}\n"
-            f"Start it with `{START_HINT}` (from the repository root), "
-            "or set RAGLOOM_PG_DSN to a PostgreSQL server with pgvector.",
-            pytrace=False,
-        )
+        reason = str(exc).strip().splitlines()[0]
+    pytest.fail(
+        f"PostgreSQL with pgvector is not reachable at {target}: {reason}\n"
+        f"Start it with `{START_HINT}` (from the repository root), "
+        "or set RAGLOOM_PG_DSN to a PostgreSQL server with pgvector.",
+        pytrace=False,
+    )
 
 
 @pytest.fixture(scope="session")
