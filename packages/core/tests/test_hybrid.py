@@ -14,6 +14,7 @@ from ragloom.core import (
     TextSegment,
     document_splitters,
 )
+from ragloom.core.fusion import fuse_reciprocal_ranks, fuse_weighted_scores
 from ragloom.core.retrievers.bm25 import SEGMENT_ID, BM25ContentRetriever
 from ragloom.core.retrievers.hybrid import (
     DENSE_RANK,
@@ -21,8 +22,6 @@ from ragloom.core.retrievers.hybrid import (
     KEYWORD_RANK,
     KEYWORD_SCORE,
     HybridContentRetriever,
-    fuse_reciprocal_ranks,
-    fuse_weighted_scores,
 )
 from ragloom.testkit import ContentRetrieverSuite, FakeEmbeddingModel
 
@@ -70,7 +69,7 @@ def test_reciprocal_rank_fusion() -> None:
 
 
 def test_unweighted_order_matches_the_aggregators_rrf() -> None:
-    from ragloom.core.content_aggregators import reciprocal_rank_fusion
+    from ragloom.core.fusion import reciprocal_rank_fusion
 
     lists = [
         Fixed([("a", 1.0), ("b", 0.9), ("c", 0.8), ("a", 0.1)]).contents,

@@ -30,7 +30,6 @@ from ragloom.core.content_aggregators import (
     ContentAggregator,
     DefaultContentAggregator,
     ReRankingContentAggregator,
-    reciprocal_rank_fusion,
 )
 from ragloom.core.content_injectors import ContentInjector, DefaultContentInjector
 from ragloom.core.document import Document, TextSegment
@@ -75,6 +74,7 @@ from ragloom.core.filters import (
     not_,
     or_,
 )
+from ragloom.core.fusion import reciprocal_rank_fusion
 from ragloom.core.ingestor import DocumentOutcome, EmbeddingStoreIngestor, IngestionResult
 from ragloom.core.loaders.file_system import FileSystemDocumentLoader
 from ragloom.core.loaders.package_resource import (

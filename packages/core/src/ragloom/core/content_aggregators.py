@@ -2,8 +2,8 @@
 
 :class:`DefaultContentAggregator` performs two-stage reciprocal rank fusion;
 :class:`ReRankingContentAggregator` fuses the same way, then re-ranks with a
-:class:`~ragloom.core.scoring.ScoringModel`. :func:`reciprocal_rank_fusion` is the
-fusion step on its own, e.g. for hybrid (vector + keyword) retrievers.
+:class:`~ragloom.core.scoring.ScoringModel`. The fusion itself lives in
+:mod:`ragloom.core.fusion` (shared with the hybrid retriever).
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from typing import Protocol, TypeAlias, cast, runtime_checkable
 from ragloom.core import plugins
 from ragloom.core.content import RERANKED_SCORE, Content
 from ragloom.core.errors import RetrievalError
+from ragloom.core.fusion import reciprocal_rank_fusion
 from ragloom.core.query import Query
 from ragloom.core.scoring import ScoringModel
 
@@ -22,34 +23,6 @@ QueryToContents: TypeAlias = Mapping[Query, Sequence[Sequence[Content]]]
 """Each query with the ranked list of every retriever it was routed to."""
 QuerySelector: TypeAlias = Callable[[QueryToContents], Query]
 """Picks the query that re-ranking scores against."""
-
-RRF_K = 60
-"""The rank constant of reciprocal rank fusion, as in the original paper."""
-
-
-def reciprocal_rank_fusion(
-    ranked_lists: Sequence[Sequence[Content]], *, k: int = RRF_K
-) -> list[Content]:
-    """Fuse ranked lists: each content scores ``sum(1 / (k + rank))``, ranks from 1.
-
-    Contents with the same text are one content (the first one seen is kept, with its
-    metadata). Ties keep the order of first appearance, so the result is deterministic.
-    """
-    if type(k) is not int or k < 0:
-        raise ValueError(f"k must be a non-negative int, got {k!r}")
-    scores: dict[str, float] = {}
-    firsts: dict[str, Content] = {}
-    for contents in ranked_lists:
-        seen: set[str] = set()
-        for rank, content in enumerate(contents, 1):
-            key = content.text
-            if key in seen:  # a list repeating a text counts it at its best rank only
-                continue
-            seen.add(key)
-            firsts.setdefault(key, content)
-            scores[key] = scores.get(key, 0.0) + 1.0 / (k + rank)
-    order = sorted(scores, key=scores.__getitem__, reverse=True)  # stable for ties
-    return [firsts[key] for key in order]
 
 
 def _fuse_two_stages(query_to_contents: QueryToContents) -> list[Content]:

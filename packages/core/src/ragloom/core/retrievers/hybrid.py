@@ -22,10 +22,11 @@ larger ``max_results`` than the fused list needs: fusion can only reorder what t
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable
 from typing import Any, Literal, get_args
 
 from ragloom.core.content import SCORE, Content
+from ragloom.core.fusion import content_key, fuse_reciprocal_ranks, fuse_weighted_scores
 from ragloom.core.query import Query
 from ragloom.core.retrievers.base import ContentRetriever
 
@@ -36,8 +37,6 @@ __all__ = [
     "KEYWORD_SCORE",
     "Fusion",
     "HybridContentRetriever",
-    "fuse_reciprocal_ranks",
-    "fuse_weighted_scores",
 ]
 
 Fusion = Literal["rrf", "weighted"]
@@ -47,72 +46,6 @@ KEYWORD_SCORE = "keyword_score"
 DENSE_RANK = "dense_rank"
 KEYWORD_RANK = "keyword_rank"
 _COMPONENTS = ((DENSE_SCORE, DENSE_RANK), (KEYWORD_SCORE, KEYWORD_RANK))
-
-
-def _key(content: Content) -> Hashable:
-    """What makes two contents the same: their text (pipelines differ in the metadata they
-    attach to one segment, e.g. an ingestor's document ids and offsets)."""
-    return content.text
-
-
-def fuse_reciprocal_ranks(
-    rankings: Sequence[Sequence[Content]], weights: Sequence[float], k: float = 60
-) -> list[tuple[Content, float]]:
-    """``sum(weight / (k + rank))`` per content over ``rankings``, with the fused scores;
-    best first, ties in order of first appearance. With weights of 1 the order is that of
-    :func:`ragloom.core.content_aggregators.reciprocal_rank_fusion`."""
-    return _fuse(
-        rankings,
-        [
-            [weight / (k + rank) for rank in range(1, len(ranking) + 1)]
-            for ranking, weight in zip(rankings, weights, strict=True)
-        ],
-    )
-
-
-def fuse_weighted_scores(
-    rankings: Sequence[Sequence[Content]], weights: Sequence[float]
-) -> list[tuple[Content, float]]:
-    """``sum(weight * min-max normalized score)`` per content (see the module docstring)."""
-    return _fuse(
-        rankings,
-        [
-            [weight * value for value in _normalized(ranking)]
-            for ranking, weight in zip(rankings, weights, strict=True)
-        ],
-    )
-
-
-def _normalized(ranking: Sequence[Content]) -> list[float]:
-    scores = [content.score for content in ranking]
-    if any(score is None for score in scores):
-        return [1 - rank / len(ranking) for rank in range(len(ranking))]
-    present = [score for score in scores if score is not None]
-    if not present:
-        return []
-    low, high = min(present), max(present)
-    if high == low:
-        return [1.0] * len(present)
-    return [(score - low) / (high - low) for score in present]
-
-
-def _fuse(
-    rankings: Sequence[Sequence[Content]], parts: Sequence[Sequence[float]]
-) -> list[tuple[Content, float]]:
-    fused: dict[Hashable, list[Any]] = {}  # key -> [content, score]
-    for ranking, values in zip(rankings, parts, strict=True):
-        seen: set[Hashable] = set()
-        for content, value in zip(ranking, values, strict=True):
-            key = _key(content)
-            if key in seen:  # a list naming one segment twice counts its best rank only
-                continue
-            seen.add(key)
-            if key in fused:
-                fused[key][1] += value
-            else:
-                fused[key] = [content, value]
-    entries = sorted(fused.values(), key=lambda entry: -entry[1])  # stable: ties keep order
-    return [(content, score) for content, score in entries]
 
 
 class HybridContentRetriever:
@@ -167,10 +100,10 @@ class HybridContentRetriever:
         found: list[dict[Hashable, tuple[int, Content]]] = [{} for _ in rankings]
         for ranking, positions in zip(rankings, found, strict=True):
             for rank, content in enumerate(ranking, start=1):
-                positions.setdefault(_key(content), (rank, content))
+                positions.setdefault(content_key(content), (rank, content))
         results = []
         for content, score in fused:
-            key = _key(content)
+            key = content_key(content)
             metadata: dict[str, Any] = {}
             components: dict[str, Any] = {}
             for positions, (score_key, rank_key) in zip(found, _COMPONENTS, strict=True):

@@ -1,0 +1,94 @@
+"""Rank fusion: combine ranked lists of contents into one (RRF and weighted scores).
+
+Shared by the content aggregators (two-stage RRF over queries and retrievers) and the
+hybrid retriever (dense + keyword). Contents are the same when their texts are.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Sequence
+from typing import Any
+
+from ragloom.core.content import Content
+
+RRF_K = 60
+
+
+def content_key(content: Content) -> Hashable:
+    """What makes two contents the same: their text (pipelines differ in the metadata they
+    attach to one segment, e.g. an ingestor's document ids and offsets)."""
+    return content.text
+
+
+def fuse_reciprocal_ranks(
+    rankings: Sequence[Sequence[Content]], weights: Sequence[float], k: float = RRF_K
+) -> list[tuple[Content, float]]:
+    """``sum(weight / (k + rank))`` per content over ``rankings``, with the fused scores;
+    best first, ties in order of first appearance. With weights of 1 the order is that of
+    :func:`reciprocal_rank_fusion`."""
+    return _fuse(
+        rankings,
+        [
+            [weight / (k + rank) for rank in range(1, len(ranking) + 1)]
+            for ranking, weight in zip(rankings, weights, strict=True)
+        ],
+    )
+
+
+def fuse_weighted_scores(
+    rankings: Sequence[Sequence[Content]], weights: Sequence[float]
+) -> list[tuple[Content, float]]:
+    """``sum(weight * min-max normalized score)`` per content (see the module docstring)."""
+    return _fuse(
+        rankings,
+        [
+            [weight * value for value in _normalized(ranking)]
+            for ranking, weight in zip(rankings, weights, strict=True)
+        ],
+    )
+
+
+def _normalized(ranking: Sequence[Content]) -> list[float]:
+    scores = [content.score for content in ranking]
+    if any(score is None for score in scores):
+        return [1 - rank / len(ranking) for rank in range(len(ranking))]
+    present = [score for score in scores if score is not None]
+    if not present:
+        return []
+    low, high = min(present), max(present)
+    if high == low:
+        return [1.0] * len(present)
+    return [(score - low) / (high - low) for score in present]
+
+
+def _fuse(
+    rankings: Sequence[Sequence[Content]], parts: Sequence[Sequence[float]]
+) -> list[tuple[Content, float]]:
+    fused: dict[Hashable, list[Any]] = {}  # key -> [content, score]
+    for ranking, values in zip(rankings, parts, strict=True):
+        seen: set[Hashable] = set()
+        for content, value in zip(ranking, values, strict=True):
+            key = content_key(content)
+            if key in seen:  # a list naming one segment twice counts its best rank only
+                continue
+            seen.add(key)
+            if key in fused:
+                fused[key][1] += value
+            else:
+                fused[key] = [content, value]
+    entries = sorted(fused.values(), key=lambda entry: -entry[1])  # stable: ties keep order
+    return [(content, score) for content, score in entries]
+
+
+def reciprocal_rank_fusion(
+    ranked_lists: Sequence[Sequence[Content]], *, k: int = RRF_K
+) -> list[Content]:
+    """Fuse ranked lists: each content scores ``sum(1 / (k + rank))``, ranks from 1.
+
+    Contents with the same text are one content (the first one seen is kept, with its
+    metadata). Ties keep the order of first appearance, so the result is deterministic.
+    """
+    if type(k) is not int or k < 0:
+        raise ValueError(f"k must be a non-negative int, got {k!r}")
+    fused = fuse_reciprocal_ranks(ranked_lists, [1.0] * len(ranked_lists), k)
+    return [content for content, _ in fused]
