@@ -53,3 +53,11 @@ class PromptTemplateError(RagloomError, ValueError):
 
 class RetrievalError(RagloomError):
     """A retrieval-augmentation stage (routing, aggregation, re-ranking) could not proceed."""
+
+
+class EncryptedDocumentError(DocumentParseError):
+    """A document is password-protected and no (or a wrong) password was given."""
+
+
+class EmbeddingModelError(RagloomError):
+    """An embedding model could not embed its input (names the text or the model)."""

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import IO, Any, BinaryIO, ClassVar
 
 from ragloom.core.document import Document
-from ragloom.core.errors import DocumentParseError, EmptyDocumentError
+from ragloom.core.errors import DocumentParseError, EmptyDocumentError, EncryptedDocumentError
 from ragloom.core.metadata import Metadata
 from ragloom.core.parsers.base import read_all, source_name
 from ragloom.parsers.auto import _worker
@@ -50,10 +50,6 @@ class ParseTimeoutError(DocumentParseError):
 
 class DocumentTooLargeError(DocumentParseError):
     """The input or its text exceeds the parser's ``max_bytes`` / ``max_chars``."""
-
-
-class EncryptedDocumentError(DocumentParseError):
-    """The document is password-protected."""
 
 
 class AutoDocumentParser:

@@ -9,7 +9,12 @@ from datetime import date, datetime, time
 from typing import Any, BinaryIO, ClassVar
 
 from ragloom.core.document import Document
-from ragloom.core.errors import DocumentParseError, EmptyDocumentError, UnsupportedDocumentError
+from ragloom.core.errors import (
+    DocumentParseError,
+    EmptyDocumentError,
+    EncryptedDocumentError,
+    UnsupportedDocumentError,
+)
 from ragloom.core.metadata import Metadata
 from ragloom.core.parsers.base import read_all, source_name
 
@@ -53,7 +58,7 @@ _EXCEL_NAMES = {
 }
 
 
-class EncryptedOfficeDocumentError(DocumentParseError):
+class EncryptedOfficeDocumentError(EncryptedDocumentError):
     """The Office file is password-protected (an encrypted OOXML package)."""
 
 

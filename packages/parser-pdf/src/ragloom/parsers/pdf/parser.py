@@ -10,7 +10,12 @@ from datetime import datetime
 from typing import Any, BinaryIO, ClassVar
 
 from ragloom.core.document import START, Document, TextSegment
-from ragloom.core.errors import DocumentParseError, EmptyDocumentError, InvalidMetadataError
+from ragloom.core.errors import (
+    DocumentParseError,
+    EmptyDocumentError,
+    EncryptedDocumentError,
+    InvalidMetadataError,
+)
 from ragloom.core.metadata import Metadata
 from ragloom.core.parsers.base import read_all, source_name
 
@@ -35,7 +40,7 @@ _DATE_KEYS: tuple[tuple[str, str], ...] = (
 )
 
 
-class EncryptedPdfError(DocumentParseError):
+class EncryptedPdfError(EncryptedDocumentError):
     """The PDF is password-protected and no (or a wrong) password was given."""
 
 
