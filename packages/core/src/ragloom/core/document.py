@@ -61,6 +61,15 @@ class TextSegment:
         self.metadata = as_metadata(metadata)
 
     @classmethod
+    def _trusted(cls, text: str, metadata: Metadata) -> TextSegment:
+        """Wrap a ``str`` and a :class:`Metadata` without checking them (internal fast
+        path for splitters, which build both themselves)."""
+        instance = cls.__new__(cls)
+        instance.text = text
+        instance.metadata = metadata
+        return instance
+
+    @classmethod
     def from_text(
         cls, text: str, metadata: Metadata | Mapping[str, Any] | None = None
     ) -> TextSegment:

@@ -76,9 +76,13 @@ class HierarchicalSplitter:
         spans = self._pack(source, lo, strip_end(text, lo, len(text)), None)
         if self.tokenizer is not None:
             spans = verify(self.tokenizer, text, spans, self.max_segment_size, self.max_overlap)
-        base, trusted = document.metadata.to_dict(), Metadata._trusted
+        base, segment, metadata = (
+            document.metadata.to_dict(),
+            TextSegment._trusted,
+            Metadata._trusted,
+        )
         return [
-            TextSegment(text[s:e], trusted({**base, INDEX: k, START: s, END: e}))
+            segment(text[s:e], metadata({**base, INDEX: k, START: s, END: e}))
             for k, (s, e, _, _) in enumerate(spans)
         ]
 
@@ -101,8 +105,8 @@ class HierarchicalSplitter:
     def _pack(self, source: Source, lo: int, hi: int, prev: Span | None) -> list[Span]:
         """Segments covering the trimmed span ``[lo, hi)``; ``prev`` is the segment just
         before it (the first segment overlaps it when it can)."""
-        if prev is None and self.tokenizer is None and hi - lo <= self.max_segment_size:
-            return [(lo, hi, hi - lo, 0)]
+        if self.tokenizer is None:
+            return self._pack_chars(source, lo, hi, prev)
         measured = source.measured.pop((id(self), lo, hi), None)
         starts, ends, first, last = measured or self._measure(source, [(lo, hi)])[0]
         text, limit, overlap = source.text, self.max_segment_size, self.max_overlap
@@ -127,6 +131,53 @@ class HierarchicalSplitter:
                 out.append((start, ends[j], size, head if exact_here else -1))
                 i = j + 1
             prev = out[-1] if out else prev
+        return out
+
+    def _pack_chars(self, source: Source, lo: int, hi: int, prev: Span | None) -> list[Span]:
+        """``_pack`` when sizes are characters: a unit's size is its length, so the
+        cumulative sizes are the offsets themselves and no counting is needed."""
+        limit, overlap = self.max_segment_size, self.max_overlap
+        if prev is None and hi - lo <= limit:
+            return [(lo, hi, hi - lo, 0)]
+        starts, ends = self._units(source, lo, hi)
+        sentences = self._units_are_sentences
+        out: list[Span] = []
+        i, n = 0, len(starts)
+        while i < n:
+            start, end = starts[i], ends[i]
+            if end - start > limit:
+                # Too big even without an overlap (an overlap never makes a unit that fits
+                # alone stop fitting: its budget is what the unit leaves of the limit).
+                out.extend(self._sub_split(source, start, end, prev))
+                i += 1
+            else:
+                if prev is not None and overlap:
+                    # _overlap in characters, inlined: the budget is what the gap and the
+                    # unit leave of the limit, at most max_overlap.
+                    prev_end = prev[1]
+                    budget = limit - (end - prev_end)
+                    if budget > overlap:
+                        budget = overlap
+                    if budget > 0:
+                        lower = prev_end - budget
+                        k = bisect_left(starts, lower, 0, i)
+                        o = overlap_start(
+                            source,
+                            prev[0],
+                            prev_end,
+                            lower,
+                            starts[k] if k < i else None,
+                            sentences and prev[0] >= starts[0],
+                        )
+                        if o is not None:
+                            start = o
+                # The segment runs to the last unit that ends within the limit from start.
+                j = bisect_right(ends, start + limit, i) - 1
+                end = ends[j]
+                out.append((start, end, end - start, -1))
+                i = j + 1
+            if out:
+                prev = out[-1]
         return out
 
     def _measure(

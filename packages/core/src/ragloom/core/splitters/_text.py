@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from operator import ge, itemgetter, methodcaller
 
 from ragloom.core.splitters._patterns import (
     JOINING,
@@ -57,16 +58,36 @@ def units(
 
     ``group`` selects the part of a match that separates two pieces (0: all of it).
     """
-    cuts = [m.span(group) for m in pattern.finditer(text, lo, hi)]
+    # map() with C callables keeps the per-match work out of the interpreter loop.
+    cuts = list(
+        map(
+            _SPANS[group] if group < 2 else methodcaller("span", group),
+            pattern.finditer(text, lo, hi),
+        )
+    )
     if not cuts:  # the region is trimmed already
         return [lo], [hi]
-    starts = [lo, *(b for _, b in cuts)]
-    ends = [*(a for a, _ in cuts), hi]
+    starts = [lo]
+    starts += map(_SECOND, cuts)
+    ends = list(map(_FIRST, cuts))
+    ends.append(hi)
     return trimmed(text, starts, ends)
+
+
+_SPANS = (re.Match.span, methodcaller("span", 1))
+_FIRST, _SECOND = itemgetter(0), itemgetter(1)
 
 
 def trimmed(text: str, starts: list[int], ends: list[int]) -> tuple[list[int], list[int]]:
     """The spans with leading and trailing whitespace removed; empty ones dropped."""
+    # The common case, every span non-empty and trimmed already, is checked in C: the
+    # first and last characters of all spans are gathered by itemgetter.
+    if (
+        not any(map(ge, starts, ends))
+        and not any(map(str.isspace, itemgetter(*starts)(text)))
+        and not any(map(str.isspace, itemgetter(*map(_MINUS_ONE, ends))(text)))
+    ):
+        return starts, ends
     bad = [
         k
         for k, (s, e) in enumerate(zip(starts, ends, strict=True))
@@ -79,6 +100,9 @@ def trimmed(text: str, starts: list[int], ends: list[int]) -> tuple[list[int], l
         starts[k], ends[k] = s, strip_end(text, s, ends[k])
     keep = [k for k, (s, e) in enumerate(zip(starts, ends, strict=True)) if s < e]
     return [starts[k] for k in keep], [ends[k] for k in keep]
+
+
+_MINUS_ONE = (-1).__add__
 
 
 def next_non_space(text: str, pos: int, hi: int) -> int:
