@@ -17,7 +17,9 @@ from itertools import accumulate, islice, pairwise
 from ragloom.core.document import END, INDEX, START, Document, TextSegment
 from ragloom.core.errors import DocumentSplitError
 from ragloom.core.metadata import Metadata
+from ragloom.core.splitters._patterns import SENTENCE_BOUNDARY, WORD_START
 from ragloom.core.splitters._text import (
+    _BOUNDARY_LOOKBACK,
     Source,
     Span,
     Units,
@@ -140,7 +142,8 @@ class HierarchicalSplitter:
         if prev is None and hi - lo <= limit:
             return [(lo, hi, hi - lo, 0)]
         starts, ends = self._units(source, lo, hi)
-        sentences = self._units_are_sentences
+        text, sentences = source.text, self._units_are_sentences
+        boundary, word_start = SENTENCE_BOUNDARY[source.plain].search, WORD_START.search
         out: list[Span] = []
         i, n = 0, len(starts)
         while i < n:
@@ -152,25 +155,47 @@ class HierarchicalSplitter:
                 i += 1
             else:
                 if prev is not None and overlap:
-                    # _overlap in characters, inlined: the budget is what the gap and the
-                    # unit leave of the limit, at most max_overlap.
-                    prev_end = prev[1]
+                    # _overlap and overlap_start in characters, inlined (same rules; the
+                    # differential test holds them to it): the budget is what the gap and
+                    # the unit leave of the limit, at most max_overlap.
+                    prev_start, prev_end = prev[0], prev[1]
                     budget = limit - (end - prev_end)
                     if budget > overlap:
                         budget = overlap
+                    lower = prev_end - budget
                     if budget > 0:
-                        lower = prev_end - budget
                         k = bisect_left(starts, lower, 0, i)
-                        o = overlap_start(
-                            source,
-                            prev[0],
-                            prev_end,
-                            lower,
-                            starts[k] if k < i else None,
-                            sentences and prev[0] >= starts[0],
-                        )
-                        if o is not None:
-                            start = o
+                        unit = starts[k] if k < i else -1
+                        if lower <= prev_start:
+                            lower = prev_start + 1
+                        if lower < prev_end:
+                            if not lower <= unit < prev_end:
+                                unit = -1
+                            o = -1
+                            if sentences and prev_start >= starts[0]:
+                                o = unit  # the units are the sentences
+                            else:  # the earliest sentence start in [lower, prev_end)
+                                b = lower - _BOUNDARY_LOOKBACK
+                                b = b if b > prev_start else prev_start
+                                while (m := boundary(text, b, prev_end)) is not None:
+                                    b = m.end()
+                                    if b >= prev_end:
+                                        break
+                                    if b >= lower:
+                                        o = b
+                                        break
+                            if o < 0:  # else the earliest word or unit start
+                                m = word_start(text, lower - 1, prev_end)
+                                if m is not None:
+                                    o = m.start() + 1
+                                    if 0 <= unit < o:
+                                        o = unit
+                                elif unit >= 0:
+                                    o = unit
+                                elif prev_end < len(text) and not text[prev_end].isspace():
+                                    o = lower  # prev was cut inside a word
+                            if o >= 0:
+                                start = o
                 # The segment runs to the last unit that ends within the limit from start.
                 j = bisect_right(ends, start + limit, i) - 1
                 end = ends[j]
