@@ -248,7 +248,8 @@ def batch_sizes(model: OnnxEmbeddingModel, lengths: list[int]) -> list[int]:
 
 def test_batches_are_cut_at_batch_size(model: AllMiniLmL6V2QuantizedEmbeddingModel) -> None:
     assert batch_sizes(model, [12] * 70) == [32, 32, 6]
-    assert batch_sizes(model, list(range(20, 52))) == [32]  # slowly growing: one batch
+    assert batch_sizes(model, list(range(100, 132))) == [32]  # similar lengths: one batch
+    assert batch_sizes(model, list(range(20, 52))) == [16, 16]  # 51 would pad 20 by 31
 
 
 def test_one_long_text_does_not_pad_a_batch_of_short_ones(
@@ -260,9 +261,22 @@ def test_one_long_text_does_not_pad_a_batch_of_short_ones(
     assert batches[1].tolist() == [15]
 
 
+def test_gradually_longer_texts_are_cut_where_padding_grows() -> None:
+    model = AllMiniLmL6V2QuantizedEmbeddingModel()
+    lengths = list(range(68, 177, 4))  # 28 texts from 68 to 176 tokens
+    sizes = batch_sizes(model, lengths)
+    assert len(sizes) > 1
+    start = 0
+    for size in sizes:  # every batch wastes at most a quarter (or 128 tokens) on padding
+        batch = lengths[start : start + size]
+        padding = size * max(batch) - sum(batch)
+        assert padding <= max(0.25 * sum(batch), 128)
+        start += size
+
+
 def test_batches_fixed_when_splitting_is_off() -> None:
     fixed = AllMiniLmL6V2QuantizedEmbeddingModel(batch_size=8)
-    fixed._split_factor = None
+    fixed._max_padding = None
     assert batch_sizes(fixed, [12] * 15 + [256]) == [8, 8]
 
 

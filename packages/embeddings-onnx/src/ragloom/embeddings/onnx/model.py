@@ -88,8 +88,8 @@ class OnnxEmbeddingModel(EmbeddingModel):
 
     Each ``embed_all`` call tokenizes all its texts in one call into ``tokenizers``,
     sorts them by token length, runs them in batches of at most ``batch_size`` padded
-    only to the longest text of the batch (a batch is cut early where one text is so
-    much longer than the rest that padding them all to it would waste work), pools the
+    only to the longest text of the batch (a batch is cut early where padding would
+    exceed a quarter of its real tokens, e.g. 31 sentences and one paragraph), pools the
     token embeddings (``"mean"`` over the attention mask, or the ``"cls"`` token),
     L2-normalises them (``normalize=True``) and returns them in the input order. The
     token usage is the number of tokens the model read (special tokens included,
@@ -155,8 +155,10 @@ class OnnxEmbeddingModel(EmbeddingModel):
         self._counter: HuggingFaceTokenizer | None = None
         self._session: _Session | None = None
         self._lock = threading.Lock()
-        # Cut a length-sorted batch where padding would cost this much more (None: never).
-        self._split_factor: float | None = 1.25
+        # Cut a length-sorted batch where its padding would exceed this fraction of its
+        # real tokens and this many tokens (None: cut at batch_size only).
+        self._max_padding: float | None = 0.25
+        self._min_padding_tokens = 128
 
     # -- configuration -----------------------------------------------------------------
 
@@ -265,23 +267,31 @@ class OnnxEmbeddingModel(EmbeddingModel):
     def _batches(self, lengths: npt.NDArray[np.int64]) -> list[npt.NDArray[np.intp]]:
         """Indices of the texts of each batch: sorted by length, cut to limit padding.
 
-        A batch ends at ``batch_size`` texts, or before a text so much longer than the
-        batch that padding the whole batch to it would cost more than ``_split_factor``
-        times running it separately (e.g. 31 short sentences and one long paragraph).
+        Texts are taken shortest first. A batch ends at ``batch_size`` texts, or before
+        a text that would make the batch's padding exceed ``_max_padding`` (a fraction
+        of its real tokens) and ``_min_padding_tokens`` at once: 31 short sentences are
+        not padded to the length of one long paragraph, while tiny or similar texts
+        still share a batch.
         """
         order = np.argsort(lengths, kind="stable")
         ordered = lengths[order].tolist()
-        factor = self._split_factor
+        max_padding = self._max_padding
         batches = []
         start = 0
+        real = ordered[0] if ordered else 0
         for j in range(1, len(ordered)):
             rows = j - start
+            length = ordered[j]
+            padding = (rows + 1) * length - (real + length)  # if text j joined the batch
             if rows >= self._batch_size or (
-                factor is not None
-                and (rows + 1) * ordered[j] > factor * (rows * ordered[j - 1] + ordered[j])
+                max_padding is not None
+                and padding > max_padding * (real + length)
+                and padding > self._min_padding_tokens
             ):
                 batches.append(order[start:j])
                 start = j
+                real = 0
+            real += length
         batches.append(order[start:])
         return batches
 
