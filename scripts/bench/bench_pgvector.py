@@ -164,7 +164,7 @@ def main() -> None:
     metadata: list[dict[str, Any]] = [{"tenant": f"t{i % 10}", "n": i} for i in range(n)]
 
     store = PgVectorEmbeddingStore(
-        args.dsn, TABLE, dimension=dim, index="none", drop_table_first=True, pool_size=2
+        args.dsn, TABLE, dimension=dim, index="none", drop_table_first=True
     )
     vector_oid = store._db.vector_oid
     assert vector_oid is not None

@@ -424,3 +424,22 @@ def test_search_plan_uses_the_hnsw_index(pg_pool: Any, table_name: str) -> None:
             assert f"Index Scan using {table_name}_embedding_idx" in plan, plan
             if condition is not None:  # the type-mismatch probe reads the kinds index
                 assert f"Bitmap Index Scan on {table_name}_kinds_idx" in plan, plan
+
+
+def test_removed_entries_do_not_cause_type_mismatches(pg_pool: Any, table_name: str) -> None:
+    """Only live entries count for the type check. (The in-memory store still counts a
+    removed entry until it compacts: a core bug, reported; this is the intended result.)"""
+    with PgVectorEmbeddingStore(pg_pool, table_name, dimension=DIMENSION) as store:
+        ids = _fill((store,), [{"k": "x"}] + [{"k": i} for i in range(9)])
+        condition = metadata_key("k").is_greater_than(0)
+        with pytest.raises(InvalidFilterError):
+            _outcome_or_raise(store, condition)
+        store.remove(ids[0])
+        assert _outcome(store, condition) == set(ids[2:])
+        store.remove_all(filter=condition)
+        assert _outcome(store, metadata_key("k").is_equal_to(0)) == {ids[1]}
+
+
+def _outcome_or_raise(store: Any, condition: Filter) -> set[str]:
+    request = EmbeddingSearchRequest(np.ones(DIMENSION), max_results=1000, filter=condition)
+    return {m.embedding_id for m in store.search(request).matches}

@@ -54,15 +54,26 @@ class VectorDumper(Dumper):
 
 
 class VectorLoader(Loader):
-    """Binary loader of ``vector`` values into float32 numpy arrays."""
+    """Binary loader of ``vector`` values: the raw payload, decoded in bulk by
+    :func:`decode_vectors` (one numpy conversion for all the rows of a result)."""
 
     format = Format.BINARY
 
-    def load(self, data: Buffer) -> Vector:
-        dimension = (data[0] << 8) | data[1]
-        return np.frombuffer(data, dtype=_BIG_ENDIAN_FLOAT32, count=dimension, offset=4).astype(
-            np.float32
+    def load(self, data: Buffer) -> bytes:
+        return bytes(data)
+
+
+def decode_vectors(payloads: list[bytes], dimension: int) -> Vector:
+    """The ``(n, dimension)`` float32 matrix of pgvector binary payloads of one dimension."""
+    joined = b"".join(payloads)
+    if len(joined) != len(payloads) * (4 + 4 * dimension):
+        raise EmbeddingStoreError(
+            f"the table returned vectors that are not of dimension {dimension}"
         )
+    # Each payload is a 4-byte header and the floats: read it as dimension + 1 floats and
+    # drop the first column.
+    rows = np.frombuffer(joined, dtype=_BIG_ENDIAN_FLOAT32).reshape(len(payloads), dimension + 1)
+    return rows[:, 1:].astype(np.float32)
 
 
 def describe(exc: BaseException) -> str:
@@ -109,9 +120,20 @@ class Database:
                 open=False,
                 name="ragloom-pgvector",
             )
+            # Wait for the first connection: a request queued while the pool is still
+            # connecting makes it open a second one, and idle connections are handed out in
+            # turn, so a single-threaded user would alternate between two server processes
+            # (each one colder), which costs measurable latency.
             try:
-                self.pool.open(wait=False)
+                self.pool.open(wait=True, timeout=timeout)
+            except PoolTimeout as exc:
+                self.pool.close()
+                raise EmbeddingStoreError(
+                    f"no connection to PostgreSQL within {timeout:g}s ({describe(exc)}); "
+                    "is the server running and reachable?"
+                ) from exc
             except psycopg.Error as exc:
+                self.pool.close()
                 message = f"cannot open a connection pool: {describe(exc)}"
                 raise EmbeddingStoreError(message) from exc
         elif isinstance(connection, ConnectionPool):

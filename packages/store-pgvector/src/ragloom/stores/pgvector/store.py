@@ -51,7 +51,13 @@ from ragloom.core.stores.base import (
     EmbeddingStore,
 )
 from ragloom.stores.pgvector._copy import Batch, uuid4_strings
-from ragloom.stores.pgvector._database import Connection, Database, VectorParam, describe
+from ragloom.stores.pgvector._database import (
+    Connection,
+    Database,
+    VectorParam,
+    decode_vectors,
+    describe,
+)
 from ragloom.stores.pgvector._filters import CompiledFilter, compile_filter
 from ragloom.stores.pgvector._metadata import (
     check_text,
@@ -615,7 +621,7 @@ class PgVectorEmbeddingStore(EmbeddingStore):
             _raise_mismatch(request.filter, rows[0][4])
         if not rows:
             return EmbeddingSearchResult([])
-        vectors = np.stack([row[2] for row in rows])
+        vectors = decode_vectors([row[2] for row in rows], self._dimension)
         if query_norm == 0.0:
             cosines: list[float] = [0.0] * len(rows)
         else:
@@ -630,8 +636,8 @@ class PgVectorEmbeddingStore(EmbeddingStore):
                 EmbeddingMatch(
                     score=(cosines[position] + 1.0) / 2.0,
                     embedding_id=embedding_id,
-                    # The loader made a fresh float32 array, finite (pgvector refuses others).
-                    embedding=Embedding._trusted(rows[position][2]),
+                    # A row of a fresh float32 matrix, finite (pgvector refuses others).
+                    embedding=Embedding._trusted(vectors[position]),
                     embedded=None if text is None else TextSegment(text, Metadata._trusted(entry)),
                 )
             )
