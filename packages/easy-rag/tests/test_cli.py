@@ -145,3 +145,10 @@ def test_keyword_index_follows_removals(
     code, out, _ = run(capsys, "query", "mainsail", "--index", index, "--mode", "keyword", "--json")
     assert code == 0
     assert json.loads(out) == []
+
+
+def test_eval_runs_on_a_beir_directory(capsys: pytest.CaptureFixture[str]) -> None:
+    data = Path(__file__).resolve().parents[2] / "core" / "tests" / "data" / "kestrel-support"
+    code, out, _ = run(capsys, "eval", str(data), "--mode", "keyword", "--json")
+    assert code == 0
+    assert '"ndcg@10"' in out

@@ -215,6 +215,13 @@ def build_parser() -> argparse.ArgumentParser:
         with_index(sub)
         sub.set_defaults(run=cmd_query if name == "query" else cmd_ask)
 
+    evaluation = commands.add_parser(
+        "eval",
+        help="recall@k, MRR@10, nDCG@10 of dense/keyword/hybrid retrieval on BEIR-layout data",
+        add_help=False,
+    )
+    evaluation.add_argument("args", nargs=argparse.REMAINDER, help="see `ragloom eval --help`")
+
     plugin_cmd = commands.add_parser("plugins", help="installed integrations and defaults")
     plugin_cmd.add_argument("--json", action="store_true")
     plugin_cmd.set_defaults(run=cmd_plugins)
@@ -222,7 +229,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    if arguments[:1] == ["eval"]:  # its own parser, --help included
+        from ragloom.core.evaluation.cli import main as evaluation_main
+
+        return evaluation_main(arguments[1:])
+    args = build_parser().parse_args(arguments)
     try:
         return int(args.run(args))
     except RagIndexError as exc:
