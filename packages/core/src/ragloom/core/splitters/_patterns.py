@@ -93,8 +93,10 @@ def _sentence_boundary(breaks: str) -> re.Pattern[str]:
         # Ellipsis (... or …): a break unless a lowercase word follows.
         rf"|(?:(?<=\u2026)|(?<=\.)(?=\.))[{_TERMINATORS}]*+(?=[{_CLOSERS}]*+\s++(?!{_LOWER}))"
         # A single period: not after an initial or a title; some abbreviations need more.
-        rf"|(?<=\.)(?![{_TERMINATORS}]){_NOT_INITIAL}{_NOT_NEVER}"
-        rf"(?!(?:{_IS_MAYBE})[{_CLOSERS}]*+\s++{_LOWER})(?=[{_CLOSERS}]*+\s)"
+        # (The cheap look-aheads come before the look-behinds that try every abbreviation:
+        # zero-width assertions at one position commute, and most periods fail early.)
+        rf"|(?<=\.)(?![{_TERMINATORS}])(?=[{_CLOSERS}]*+\s){_NOT_INITIAL}{_NOT_NEVER}"
+        rf"(?!(?=[{_CLOSERS}]*+\s++{_LOWER})(?:{_IS_MAYBE}))"
         # A blank line ends a sentence too.
         rf"|(?<=[{breaks}])(?=(?:(?<=\r)\n)?+[^\S{breaks}]*+[{breaks}])"
         rf")[{_CLOSERS}]*+(\s*+)"
