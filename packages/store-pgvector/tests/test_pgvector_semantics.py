@@ -407,12 +407,7 @@ def test_search_plan_uses_the_hnsw_index(pg_pool: Any, table_name: str) -> None:
         with pg_pool.connection() as conn:
             conn.execute(f"ANALYZE {table_name}")
         for condition in (None, metadata_key("t").is_not_equal_to("t1")):
-            compiled = None
-            if condition is not None:
-                from ragloom.stores.pgvector._filters import compile_filter
-
-                compiled = compile_filter(condition)
-            statement, params = store._search_statement(compiled, vectors[0], 1.0, 10)
+            statement, params = store._search_statement(condition, vectors[0], 1.0, 10)
             with pg_pool.connection() as conn:
                 store._db.prepare(conn)
                 plan = "\n".join(

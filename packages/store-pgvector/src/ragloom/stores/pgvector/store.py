@@ -58,7 +58,7 @@ from ragloom.stores.pgvector._database import (
     decode_vectors,
     describe,
 )
-from ragloom.stores.pgvector._filters import CompiledFilter, compile_filter
+from ragloom.stores.pgvector._filters import compile_filter
 from ragloom.stores.pgvector._metadata import (
     check_text,
     decode_many,
@@ -92,6 +92,7 @@ _WITH_MISMATCH = (
     "WITH mismatch AS MATERIALIZED (SELECT metadata FROM {table} WHERE metadata_kinds && %s) "
     "(SELECT {probe} FROM mismatch LIMIT 1) UNION ALL ({statement})"
 )
+_STATEMENT_CACHE = 256  # search statements kept, by (filter, zero query)
 _SEARCH = sql.SQL(
     "SELECT seq, id, embedding, text, metadata::text FROM {table}{where} ORDER BY {order} LIMIT %s"
 )
@@ -198,7 +199,7 @@ class PgVectorEmbeddingStore(EmbeddingStore):
             "ivfflat.probes": str(_positive_int(ivfflat_probes, "ivfflat_probes", 32768)),
             "ivfflat.iterative_scan": "off" if iterative_scan == "off" else "relaxed_order",
         }
-        self._plain_searches: dict[bool, sql.SQL] = {}
+        self._statements: dict[tuple[Filter | None, bool], tuple[sql.SQL, list[Any]]] = {}
         self._db = Database(
             connection,
             pool_size=_positive_int(pool_size, "pool_size"),
@@ -606,8 +607,7 @@ class PgVectorEmbeddingStore(EmbeddingStore):
         k = request.max_results
         query64 = query.astype(np.float64)
         query_norm = math.sqrt(float(query64 @ query64))
-        compiled = None if request.filter is None else compile_filter(request.filter)
-        statement, params = self._search_statement(compiled, query, query_norm, k)
+        statement, params = self._search_statement(request.filter, query, query_norm, k)
         settings = None
         if k > self._ef_search:
             settings = {"hnsw.ef_search": str(min(k, _EF_SEARCH_MAX))}
@@ -644,35 +644,43 @@ class PgVectorEmbeddingStore(EmbeddingStore):
         return EmbeddingSearchResult(matches)
 
     def _search_statement(
-        self, compiled: CompiledFilter | None, query: Matrix, query_norm: float, k: int
-    ) -> tuple[sql.SQL | sql.Composed, list[Any]]:
-        params: list[Any] = []
-        where: sql.Composable = sql.SQL("")
-        if compiled is not None:
-            where = sql.SQL(" WHERE {}").format(compiled.condition)
-            params += compiled.params
-        if query_norm == 0.0:  # cosine 0 with everything: all tie, insertion order wins
-            order: sql.Composable = sql.SQL("seq")
-        else:
-            order = sql.SQL("embedding <=> %s, seq")
+        self, condition: Filter | None, query: Matrix, query_norm: float, k: int
+    ) -> tuple[sql.SQL, list[Any]]:
+        """The search statement and its parameters; the SQL (and a filter's parameters) are
+        composed once per filter and cached (equal filters give equal SQL)."""
+        zero = query_norm == 0.0
+        key = (condition, zero)
+        cached = self._statements.get(key)
+        if cached is None:
+            cached = self._compose_search(condition, zero)
+            if len(self._statements) >= _STATEMENT_CACHE:
+                self._statements.clear()
+            self._statements[key] = cached
+        statement, prefix = cached
+        params = list(prefix)
+        if not zero:
             params.append(VectorParam(_vector_payload(query)))
         params.append(k)
-        if compiled is None:  # the common case: composed once
-            key = query_norm == 0.0
-            cached = self._plain_searches.get(key)
-            if cached is None:
-                text = _SEARCH.format(table=self._table, where=where, order=order).as_string()
-                cached = self._plain_searches[key] = sql.SQL(text)
-            return cached, params
-        statement = _SEARCH.format(table=self._table, where=where, order=order)
-        if compiled is not None and compiled.mismatch_tags:
+        return statement, params
+
+    def _compose_search(self, condition: Filter | None, zero: bool) -> tuple[sql.SQL, list[Any]]:
+        # A zero query has cosine 0 with everything: all tie, insertion order wins.
+        order = sql.SQL("seq" if zero else "embedding <=> %s, seq")
+        if condition is None:
+            text = _SEARCH.format(table=self._table, where=sql.SQL(""), order=order).as_string()
+            return sql.SQL(text), []
+        compiled = compile_filter(condition)
+        where = sql.SQL(" WHERE {}").format(compiled.condition)
+        statement: sql.Composed = _SEARCH.format(table=self._table, where=where, order=order)
+        params = list(compiled.params)
+        if compiled.mismatch_tags:
             statement = mismatch_probe(
                 self._table,
                 "NULL::bigint, NULL::text, NULL::vector, NULL::text, metadata::text",
                 statement,
             )
             params.insert(0, compiled.mismatch_tags)
-        return statement, params
+        return sql.SQL(statement.as_string()), params
 
     # ------------------------------------------------------------------ removing
 
