@@ -106,3 +106,5 @@ def _sentence_boundary(breaks: str) -> re.Pattern[str]:
 #: A sentence boundary: group 1 is the whitespace between the two sentences (empty
 #: after ideographic punctuation); the previous sentence ends where it starts.
 SENTENCE_BOUNDARY = (_sentence_boundary(_BREAKS), _sentence_boundary("\n"))
+#: The characters a sentence boundary can begin with (the class that opens the regex).
+BOUNDARY_FIRST = (_TERMINATORS + _BREAKS, _TERMINATORS + "\n")

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from operator import ge, itemgetter, methodcaller
 
 from ragloom.core.splitters._patterns import (
+    BOUNDARY_FIRST,
     JOINING,
     NON_SPACE,
     SENTENCE_BOUNDARY,
@@ -42,6 +43,9 @@ class Source:
     additive: bool
     #: Units measured ahead, by (id of the splitter, start, end) of the region.
     measured: dict[tuple[int, int, int], Units] = field(default_factory=dict)
+    #: The characters that can begin a sentence boundary and occur in the text, once
+    #: asked for (see ``sentence_units``).
+    _boundary_chars: list[str] = field(default_factory=list)
 
     @classmethod
     def of(cls, text: str, tokenizer: Tokenizer | None = None) -> Source:
@@ -49,6 +53,15 @@ class Source:
             c in text for c in JOINING
         )
         return cls(text, int(plain_breaks(text)), additive)
+
+    def boundary_chars(self) -> list[str]:
+        """The characters of ``BOUNDARY_FIRST[self.plain]`` that occur in the text."""
+        if not self._boundary_chars:
+            text = self.text
+            # A character wider than the text's widest is rejected in O(1) by ``in``.
+            found = [c for c in BOUNDARY_FIRST[self.plain] if c in text]
+            self._boundary_chars.extend(found or [""])
+        return [c for c in self._boundary_chars if c]
 
 
 def units(
@@ -76,6 +89,40 @@ def units(
 
 _SPANS = (re.Match.span, methodcaller("span", 1))
 _FIRST, _SECOND = itemgetter(0), itemgetter(1)
+
+
+def sentence_units(source: Source, lo: int, hi: int) -> tuple[list[int], list[int]]:
+    """``units(SENTENCE_BOUNDARY[source.plain], source.text, lo, hi, group=1)``, faster.
+
+    The boundary regex starts with a character class, which ``re`` scans for one
+    character at a time; ``str.find`` finds each of the few such characters present in
+    the text at memchr speed instead, and the regex is only tried where one occurs.
+    Every match begins with one of them, so trying them in order from the end of the
+    previous match finds the same matches as ``finditer``.
+    """
+    text = source.text
+    find = text.find
+    candidates: list[int] = []
+    for c in source.boundary_chars():
+        k = find(c, lo, hi)
+        while k >= 0:
+            candidates.append(k)
+            k = find(c, k + 1, hi)
+    if not candidates:
+        return units(SENTENCE_BOUNDARY[source.plain], text, lo, hi, group=1)
+    candidates.sort()
+    match = SENTENCE_BOUNDARY[source.plain].match
+    starts, ends = [lo], []
+    pos = lo
+    for k in candidates:
+        if k >= pos and (m := match(text, k, hi)) is not None:
+            a, pos = m.span(1)
+            ends.append(a)
+            starts.append(pos)
+    if not ends:
+        return [lo], [hi]
+    ends.append(hi)
+    return trimmed(text, starts, ends)
 
 
 def trimmed(text: str, starts: list[int], ends: list[int]) -> tuple[list[int], list[int]]:

@@ -26,8 +26,7 @@ Abbreviations match case-insensitively; everything else is Unicode-aware.
 from __future__ import annotations
 
 from ragloom.core.splitters._hierarchical import HierarchicalSplitter
-from ragloom.core.splitters._patterns import SENTENCE_BOUNDARY
-from ragloom.core.splitters._text import Source, units
+from ragloom.core.splitters._text import Source, sentence_units
 from ragloom.core.splitters.base import DocumentSplitter
 from ragloom.core.splitters.word import DocumentByWordSplitter
 
@@ -42,4 +41,4 @@ class DocumentBySentenceSplitter(HierarchicalSplitter):
         return DocumentByWordSplitter(self.max_segment_size, self.max_overlap, self.tokenizer)
 
     def _units(self, source: Source, lo: int, hi: int) -> tuple[list[int], list[int]]:
-        return units(SENTENCE_BOUNDARY[source.plain], source.text, lo, hi, group=1)
+        return sentence_units(source, lo, hi)
