@@ -627,18 +627,21 @@ class PgVectorEmbeddingStore(EmbeddingStore):
         else:
             cosines = _cosines(vectors, query64, query_norm)
         order = sorted(range(len(rows)), key=lambda i: (-cosines[i], rows[i][0]))[:k]
-        kept = [i for i in order if (cosines[i] + 1.0) / 2.0 >= request.min_score]
-        metadata = decode_many([rows[i][4] for i in kept])
+        min_score = request.min_score
+        kept = [(i, score) for i in order if (score := (cosines[i] + 1.0) / 2.0) >= min_score]
+        metadata = decode_many([rows[i][4] for i, _ in kept])
+        trusted_embedding, trusted_metadata = Embedding._trusted, Metadata._trusted
         matches: list[EmbeddingMatch] = []
-        for position, entry in zip(kept, metadata, strict=True):
-            _, embedding_id, _, text, _ = rows[position]
+        for (position, score), entry in zip(kept, metadata, strict=True):
+            row = rows[position]
+            text = row[3]
             matches.append(
                 EmbeddingMatch(
-                    score=(cosines[position] + 1.0) / 2.0,
-                    embedding_id=embedding_id,
+                    score,
+                    row[1],
                     # A row of a fresh float32 matrix, finite (pgvector refuses others).
-                    embedding=Embedding._trusted(vectors[position]),
-                    embedded=None if text is None else TextSegment(text, Metadata._trusted(entry)),
+                    trusted_embedding(vectors[position]),
+                    None if text is None else TextSegment(text, trusted_metadata(entry)),
                 )
             )
         return EmbeddingSearchResult(matches)
@@ -763,8 +766,10 @@ def _cosines(vectors: Matrix, query64: npt.NDArray[np.float64], query_norm: floa
     (same products and pairwise sums in numpy; the last scalar steps in Python floats,
     which are the same IEEE operations), so the scores are bit for bit the same."""
     block = vectors.astype(np.float64)
-    dots: list[float] = (block * query64).sum(axis=1).tolist()
-    squares: list[float] = (block * block).sum(axis=1).tolist()
+    products = block * query64
+    dots: list[float] = products.sum(axis=1).tolist()
+    np.multiply(block, block, out=products)
+    squares: list[float] = products.sum(axis=1).tolist()
     cosines: list[float] = []
     for dot, square in zip(dots, squares, strict=True):
         norm = math.sqrt(square) * query_norm
