@@ -10,6 +10,7 @@ Seeded unit vectors (100k x 384 float32 by default), 100 queries, top-10:
 LangChain's ``InMemoryVectorStore`` is timed too when ``langchain_core`` is importable.
 
     .venv/bin/python scripts/bench/bench_in_memory_store.py [--rows 100000] [--dim 384]
+        [--only memory,add,search] [--repeat 5]
 """
 
 from __future__ import annotations
@@ -105,7 +106,9 @@ def filled(embeddings: Any, *args: Any, **kwargs: Any) -> InMemoryEmbeddingStore
     return store
 
 
-def bench_add(matrix: Matrix, segments: list[TextSegment], ids: list[str]) -> list[Result]:
+def bench_add(
+    matrix: Matrix, segments: list[TextSegment], ids: list[str], repeat: int = 5
+) -> list[Result]:
     """add_all in its shapes against the numpy copy (or stack) of the same data."""
     embeddings = [Embedding(v) for v in matrix]
     vectors = [e.vector for e in embeddings]
@@ -127,7 +130,7 @@ def bench_add(matrix: Matrix, segments: list[TextSegment], ids: list[str]) -> li
     ]
     results = []
     for name, ours, theirs, goal in cases:
-        our_time, their_time = paired(ours, theirs)
+        our_time, their_time = paired(ours, theirs, repeat)
         results.append((name, our_time * 1e3, their_time * 1e3, goal))
     return results
 
@@ -139,6 +142,7 @@ def bench_search(
     segments: list[TextSegment],
     ids: list[str],
     k: int,
+    repeat: int = 5,
 ) -> list[Result]:
     """Plain and tenant-filtered search, interleaved with their numpy baselines."""
     store = InMemoryEmbeddingStore()
@@ -179,7 +183,7 @@ def bench_search(
         ("filtered search (ms/query)", store_filtered, numpy_filtered, 1.5),
     ]
     for name, ours, theirs, goal in cases:
-        our_time, their_time = paired(ours, theirs)
+        our_time, their_time = paired(ours, theirs, repeat)
         results.append((name, our_time * per_query, their_time * per_query, goal))
     return results
 
@@ -191,7 +195,16 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=100)
     parser.add_argument("--k", type=int, default=10)
     parser.add_argument("--seed", type=int, default=42)
+    parser.add_argument(
+        "--only",
+        default="memory,add,search",
+        help="comma-separated parts to run (memory, add, search), for quicker iteration",
+    )
+    parser.add_argument("--repeat", type=int, default=5, help="paired runs per measure")
     args = parser.parse_args()
+    parts = set(args.only.split(","))
+    if not parts <= {"memory", "add", "search"}:
+        parser.error(f"--only takes memory, add and search, got {args.only!r}")
 
     rng = np.random.default_rng(args.seed)
     matrix = rng.standard_normal((args.rows, args.dim), dtype=np.float32)
@@ -204,12 +217,14 @@ def main() -> None:
         f"{args.queries} queries, top-{args.k}"
     )
 
-    results = [bench_memory(matrix)]
+    results = [bench_memory(matrix)] if "memory" in parts else []
     tenants = [{"tenant": f"tenant-{t}"} for t in range(10)]
     segments = [TextSegment("", tenants[t]) for t in tenant_codes.tolist()]
     ids = [f"doc-{i}" for i in range(args.rows)]
-    results += bench_add(matrix, segments, ids)
-    results += bench_search(matrix, queries, tenant_codes, segments, ids, args.k)
+    if "add" in parts:
+        results += bench_add(matrix, segments, ids, args.repeat)
+    if "search" in parts:
+        results += bench_search(matrix, queries, tenant_codes, segments, ids, args.k, args.repeat)
 
     print(f"\n{'measure':42} {'ragloom':>9} {'numpy':>9} {'ratio':>7} {'goal':>6}")
     for name, ours, theirs, goal in results:
@@ -218,7 +233,8 @@ def main() -> None:
         goal_text = f"<={goal}" if goal else "-"
         print(f"{name:42} {ours:9.2f} {theirs:9.2f} {ratio:6.2f}x {goal_text:>6} {verdict}")
 
-    compare_langchain(matrix, queries, tenant_codes, args.k)
+    if "search" in parts:
+        compare_langchain(matrix, queries, tenant_codes, args.k)
 
 
 def compare_langchain(

@@ -332,8 +332,13 @@ class MetadataTable:
 
     def append(self, rows: Sequence[Mapping[str, MetadataValue]]) -> None:
         """Add ``rows`` at the end; nothing is added if one of them is invalid."""
-        dicts = [_as_dict(row) for row in rows]
+        dicts: list[Mapping[str, Any]] = list(rows)
+        if set(map(type, dicts)) != {dict}:  # plain dicts (the usual case) need no conversion
+            dicts = [_as_dict(row) for row in dicts]
         if not dicts:
+            return
+        if not any(dicts):
+            self.append_empty(len(dicts))
             return
         keys = dict.fromkeys(dicts[0])  # the first row's order, then the others sorted
         keys.update(dict.fromkeys(sorted(set().union(*dicts).difference(keys), key=str)))
@@ -351,6 +356,17 @@ class MetadataTable:
         for key, column, codes, payload in encoded:
             self._write(key, column, start, codes, payload)
         self._size = start + len(dicts)
+
+    def append_empty(self, count: int) -> None:
+        """Add ``count`` rows without metadata at the end (as ``append([{}] * count)``)."""
+        if count <= 0:
+            return
+        start = self._size
+        self._reserve(start + count)
+        for column in self._columns.values():
+            column.codes[start : start + count] = _MISSING
+            column.payload[start : start + count] = 0
+        self._size = start + count
 
     def set_row(self, i: int, row: Mapping[str, MetadataValue]) -> None:
         """Replace the metadata of row ``i``; nothing changes if ``row`` is invalid."""
