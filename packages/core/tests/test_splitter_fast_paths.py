@@ -2,9 +2,18 @@
 
 from __future__ import annotations
 
+import gc
+
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from ragloom.core import (
+    Document,
+    DocumentByRegexSplitter,
+    DocumentSplitError,
+    RecursiveDocumentSplitter,
+)
 from ragloom.core.splitters._patterns import PARAGRAPH_BREAK, SENTENCE_BOUNDARY
 from ragloom.core.splitters._text import Source, sentence_units, trimmed, units
 
@@ -50,3 +59,21 @@ def test_units_are_trimmed_pieces(text: str) -> None:
     if cuts:
         assert units(pattern, text, 0, len(text)) == _slow_trimmed(text, starts, ends)
     assert trimmed(text, list(starts), list(ends)) == _slow_trimmed(text, starts, ends)
+
+
+def test_split_leaves_the_garbage_collector_as_it_found_it() -> None:
+    splitter = RecursiveDocumentSplitter(10, 2)
+    assert gc.isenabled()
+    assert splitter.split(Document("One two three. Four five six seven."))
+    assert gc.isenabled()
+    failing = DocumentByRegexSplitter(r"\s+", 3, sub_splitter=None)
+    failing.sub_splitter = None  # a word too long and nothing to split it: an error
+    with pytest.raises(DocumentSplitError):
+        failing.split(Document("abcdefgh"))
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        splitter.split(Document("One two three. Four five six seven."))
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
