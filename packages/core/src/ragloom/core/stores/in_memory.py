@@ -133,18 +133,6 @@ class InMemoryEmbeddingStore(EmbeddingStore):
 
     # ------------------------------------------------------------------ adding
 
-    def add(
-        self,
-        embedding: Embedding,
-        segment: TextSegment | None = None,
-        *,
-        id: str | None = None,
-    ) -> str:
-        """Add one embedding (with its segment, under ``id`` when given); returns its id."""
-        return self.add_all(
-            [embedding], None if segment is None else [segment], ids=None if id is None else [id]
-        )[0]
-
     def add_all(
         self,
         embeddings: Sequence[Embedding] | npt.NDArray[np.floating[Any]],
