@@ -1,7 +1,7 @@
 """Easy RAG pipeline overhead and CLI cold start (issue 6).
 
 1. Ingestion of a generated corpus of documents (seeded) with the Easy RAG defaults
-   (recursive 300/30-token splitting, all-MiniLM-L6-v2 int8, in-memory store, keyword
+   (recursive 254/30-token splitting, all-MiniLM-L6-v2 int8, in-memory store, keyword
    mirror): total time against the time the model alone needs to embed the same
    segments in the same batches. Goal: embedding share >= 0.8 (pipeline adds <= 25 %).
 2. Cold start of ``ragloom query`` on an existing index: process start to first result.

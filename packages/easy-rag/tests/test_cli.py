@@ -121,7 +121,7 @@ def test_plugins_lists_the_defaults(capsys: pytest.CaptureFixture[str]) -> None:
     assert [p["distribution"] for p in table["ragloom.embedding_models"]] == [
         "ragloom-embeddings-onnx"
     ]
-    assert [p["name"] for p in table["ragloom.document_splitters"]] == ["recursive-300-30"]
+    assert [p["name"] for p in table["ragloom.document_splitters"]] == ["recursive-254-30"]
 
 
 @pytest.mark.parametrize("mode", ["dense", "keyword", "hybrid"])

@@ -24,7 +24,17 @@ def test_default_splitter_counts_model_tokens() -> None:
     text = (DOCS / "architecture.md").read_text()
     segments = default_document_splitter().split(Document(text))
     assert len(segments) > 1
-    assert all(tokenizer.count_tokens(s.text) <= 300 for s in segments)
+    assert all(tokenizer.count_tokens(s.text) <= 254 for s in segments)
+    assert max(tokenizer.count_tokens(s.text) for s in segments) > 200  # segments are filled
+
+
+def test_default_segments_are_embedded_whole() -> None:
+    """No default segment exceeds the model's window: strict mode would raise if one did."""
+    from ragloom.embeddings.onnx import AllMiniLmL6V2QuantizedEmbeddingModel
+
+    text = (DOCS / "architecture.md").read_text()
+    segments = default_document_splitter().split(Document(text))
+    AllMiniLmL6V2QuantizedEmbeddingModel(strict=True).embed_all(segments)
 
 
 @pytest.fixture(scope="module")

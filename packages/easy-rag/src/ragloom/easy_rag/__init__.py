@@ -13,7 +13,7 @@ The spec's three steps, in Python::
     print(assistant.chat("How do I filter by metadata?").content)
 
 Installing this package provides the defaults through entry points: the
-all-MiniLM-L6-v2 (int8) embedding model, the recursive 300/30-token splitter and the
+all-MiniLM-L6-v2 (int8) embedding model, the recursive 254/30-token splitter and the
 PDF, Office and HTML parsers.
 """
 
