@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-from ragloom.core.errors import RagloomError
+from ragloom.core.errors import EmbeddingModelError
 
-
-class EmbeddingModelError(RagloomError):
-    """The ONNX model or its tokenizer could not be loaded or run (names the file)."""
+__all__ = ["EmbeddingModelError", "TextTooLongError"]
 
 
 class TextTooLongError(EmbeddingModelError, ValueError):
