@@ -399,3 +399,15 @@ class TestStemmedBM25ContentRetriever(ContentRetrieverSuite):
         return BM25ContentRetriever.from_documents(
             corpus, analyzer=StandardAnalyzer(stemmer="english"), variant="okapi"
         )
+
+
+def test_removed_segments_take_no_part_in_type_checks() -> None:
+    from ragloom.core import BM25Index, TextSegment, metadata_key
+
+    index = BM25Index()
+    ids = index.add_all(
+        [TextSegment("word", {"k": "x"})] + [TextSegment("word", {"k": i}) for i in range(9)]
+    )
+    index.remove(ids[0])
+    found = index.search("word", max_results=20, filter=metadata_key("k").is_greater_than(0))
+    assert {match.id for match in found} == set(ids[2:])

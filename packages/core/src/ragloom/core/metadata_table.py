@@ -387,6 +387,21 @@ class MetadataTable:
             column.shrink_dictionary(self._size)
         self._drop_empty_columns()
 
+    def blank(self, positions: NDArray[np.integer[Any]] | Sequence[int]) -> None:
+        """Empty the metadata of the rows at ``positions``, keeping the rows (vectorized).
+
+        A store that tombstones removed rows blanks them, so their values no longer take
+        part in filters, type checks included.
+        """
+        selected = self._positions(positions)
+        if not selected.size:
+            return
+        for column in self._columns.values():
+            column.codes[selected] = _MISSING
+            column.counts = _counts(column.codes[: self._size])
+            column.shrink_dictionary(self._size)
+        self._drop_empty_columns()
+
     def delete(self, positions: NDArray[np.integer[Any]] | Sequence[int]) -> None:
         """Remove the rows at ``positions`` (duplicates allowed); the others keep their order."""
         selected = self._positions(positions)

@@ -323,6 +323,11 @@ class EmbeddingStoreFilterSuite(EmbeddingStoreSuiteBase, standard=True):
             store.remove_all(filter=condition)
         assert set(entries(store, DIMENSION)) == set(ids)
 
+    def test_removed_entries_take_no_part_in_type_checks(self, store: EmbeddingStore) -> None:
+        ids = self._fill(store, [{"k": "x"}, *({"k": i} for i in range(9))])
+        store.remove(ids[0])
+        assert self._matching(store, metadata_key("k").is_greater_than(0)) == set(ids[2:])
+
     @pytest.mark.parametrize("value", [True, _U1])
     def test_ordering_on_bool_or_uuid_is_rejected_when_built(self, value: object) -> None:
         with pytest.raises(InvalidFilterError):

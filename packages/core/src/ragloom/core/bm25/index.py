@@ -499,6 +499,7 @@ class BM25Index:
         """Mark ``rows`` (already out of the id index) removed."""
         self._alive[rows] = False
         self._dead += len(rows)
+        self._metadata.blank(rows)  # removed rows take no part in filters or type checks
         self._stats = None
 
     def _kill(self, rows: list[int]) -> None:

@@ -427,6 +427,7 @@ class InMemoryEmbeddingStore(EmbeddingStore):
             return
         self._alive[rows] = False
         self._dead += int(rows.size)
+        self._metadata.blank(rows)  # removed rows take no part in filters or type checks
         if self._dead == self._size:
             self._reset()
         elif 4 * self._dead > self._size:
