@@ -24,7 +24,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import cache
 from importlib.metadata import PackageNotFoundError, version
-from typing import Any
+from types import TracebackType
+from typing import Any, Self
 
 import httpx
 
@@ -561,3 +562,34 @@ def _excerpt(response: httpx.Response) -> str:
 
 def _clip(text: str) -> str:
     return text if len(text) <= _EXCERPT else text[:_EXCERPT] + "..."
+
+
+class ApiModel:
+    """What the chat and embedding models share: one :class:`ApiClient` and its lifetime."""
+
+    _api: ApiClient
+
+    @property
+    def model_name(self) -> str:
+        """The model requested from the server."""
+        return self._api.model_name
+
+    @property
+    def base_url(self) -> str:
+        """The API root, without a trailing slash."""
+        return self._api.base_url
+
+    def close(self) -> None:
+        """Release the pooled connections (not those of an ``http_client`` passed in)."""
+        self._api.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.close()

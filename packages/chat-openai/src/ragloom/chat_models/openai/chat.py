@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
-from types import TracebackType
 from typing import Any
 
 import httpx
@@ -18,6 +17,7 @@ from ragloom.chat_models.openai._http import (
     DEFAULT_BASE_URL,
     DEFAULT_TIMEOUT,
     ApiClient,
+    ApiModel,
     RetryPolicy,
     make_timeout,
     normalize_base_url,
@@ -79,7 +79,7 @@ _FINISH_REASONS = {
 }
 
 
-class OpenAiChatModel(ChatModel):
+class OpenAiChatModel(ApiModel, ChatModel):
     """A chat model behind an OpenAI-compatible ``/chat/completions`` endpoint.
 
     ``base_url`` is the API root (``https://api.openai.com/v1`` by default; e.g.
@@ -209,16 +209,6 @@ class OpenAiChatModel(ChatModel):
     # -- properties --------------------------------------------------------------------
 
     @property
-    def model_name(self) -> str:
-        """The model requested from the server."""
-        return self._api.model_name
-
-    @property
-    def base_url(self) -> str:
-        """The API root, without a trailing slash."""
-        return self._api.base_url
-
-    @property
     def retry_policy(self) -> RetryPolicy:
         """How failed calls are retried."""
         return self._api.retry
@@ -300,23 +290,6 @@ class OpenAiChatModel(ChatModel):
                 yield state.finish()
 
         return AsyncChatStream(chunks())
-
-    # -- resources ---------------------------------------------------------------------
-
-    def close(self) -> None:
-        """Release the pooled connections (not those of an ``http_client`` passed in)."""
-        self._api.close()
-
-    def __enter__(self) -> OpenAiChatModel:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self.close()
 
     # -- wire format -------------------------------------------------------------------
 

@@ -9,7 +9,6 @@ import os
 import sys
 import threading
 from collections.abc import Mapping, Sequence
-from types import TracebackType
 from typing import Any, Literal
 
 import httpx
@@ -18,6 +17,7 @@ from ragloom.chat_models.openai._http import (
     DEFAULT_BASE_URL,
     DEFAULT_TIMEOUT,
     ApiClient,
+    ApiModel,
     RetryPolicy,
     make_timeout,
     normalize_base_url,
@@ -42,7 +42,7 @@ _PATH = "embeddings"
 EncodingFormat = Literal["float", "base64"]
 
 
-class OpenAiEmbeddingModel(EmbeddingModel):
+class OpenAiEmbeddingModel(ApiModel, EmbeddingModel):
     """An embedding model behind an OpenAI-compatible ``/embeddings`` endpoint.
 
     ``embed_all`` sends the texts in batches of at most ``batch_size`` (one request
@@ -140,16 +140,6 @@ class OpenAiEmbeddingModel(EmbeddingModel):
         return cls(model_name=model_name, base_url=base_url, **options)
 
     @property
-    def model_name(self) -> str:
-        """The model requested from the server."""
-        return self._api.model_name
-
-    @property
-    def base_url(self) -> str:
-        """The API root, without a trailing slash."""
-        return self._api.base_url
-
-    @property
     def batch_size(self) -> int:
         """The most texts sent in one request."""
         return self._batch_size
@@ -186,21 +176,6 @@ class OpenAiEmbeddingModel(EmbeddingModel):
             embeddings.extend(batch_embeddings)
             usage = batch_usage + usage if batch_usage is not None else usage
         return EmbeddingResult(embeddings, usage)
-
-    def close(self) -> None:
-        """Release the pooled connections (not those of an ``http_client`` passed in)."""
-        self._api.close()
-
-    def __enter__(self) -> OpenAiEmbeddingModel:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self.close()
 
     def _parse(self, body: Any, expected: int) -> tuple[list[Embedding], TokenUsage | None]:
         url = self._api.url(_PATH)
