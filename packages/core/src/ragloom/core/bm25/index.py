@@ -45,8 +45,9 @@ import os
 import re
 import threading
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from itertools import chain
 from pathlib import Path
 from typing import IO, Any
@@ -62,6 +63,7 @@ from ragloom.core.errors import RagloomError
 from ragloom.core.filters import Filter
 from ragloom.core.metadata import Metadata, MetadataValue
 from ragloom.core.metadata_table import MetadataTable
+from ragloom.core.stores._rows import Positions, TombstonedRows, validate_ids
 from ragloom.core.stores.in_memory import (
     _decode_metadata,
     _encode_metadata,
@@ -91,6 +93,9 @@ Ints = npt.NDArray[np.int64]
 
 class BM25IndexError(RagloomError):
     """A BM25 index operation failed or got bad input; the index stays unchanged."""
+
+
+_validate_ids = partial(validate_ids, error=BM25IndexError, noun="segment")
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,7 +145,7 @@ class _Stats:
     impacts: list[Floats]  # per block, per posting: idf * term_scale * gain
 
 
-class BM25Index:
+class BM25Index(TombstonedRows):
     """An in-memory BM25 index of text segments (see the module docstring).
 
     ``analyzer`` defaults to :class:`StandardAnalyzer`; ``k1``, ``b``, ``variant``
@@ -148,6 +153,9 @@ class BM25Index:
     scoring parameters of :class:`~ragloom.core.bm25.scoring.BM25Parameters`. All methods
     are thread-safe (one re-entrant lock).
     """
+
+    _id_error = BM25IndexError
+    _id_noun = "segment"
 
     def __init__(
         self,
@@ -456,55 +464,16 @@ class BM25Index:
 
     # ------------------------------------------------------------------ removing
 
-    def remove(self, id: str) -> None:
-        """Remove the segment with this id; an unknown id is ignored."""
-        self.remove_all(_validate_ids([id], 1))
-
-    def remove_all(self, ids: Iterable[str] | None = None, *, filter: Filter | None = None) -> None:
-        """Remove ``ids``, or the segments matching ``filter``, or (neither) everything."""
-        if ids is not None and filter is not None:
-            raise BM25IndexError("remove_all takes ids or a filter, not both")
-        if ids is None and filter is None:
-            with self._lock:
-                self._reset()
-            return
-        if ids is not None:
-            if isinstance(ids, str):
-                raise BM25IndexError("remove_all takes a collection of ids, not one str")
-            id_list = list(ids)
-            _validate_ids(id_list, len(id_list), unique=False)
-            with self._lock:
-                index = self._ensure_index()
-                self._kill(
-                    [
-                        row
-                        for row in map(index.pop, id_list, [None] * len(id_list))
-                        if row is not None
-                    ]
-                )
-            return
-        if not isinstance(filter, Filter):
-            raise BM25IndexError(f"filter must be a ragloom Filter, got {type(filter).__name__}")
-        with self._lock:
-            if self._size == 0:
-                return
-            mask = np.asarray(filter.mask(self._metadata), dtype=bool) & self._alive[: self._size]
-            rows = np.flatnonzero(mask).tolist()
-            if self._index is not None:
-                for row in rows:
-                    del self._index[self._ids[row]]
-            self._kill(rows)
-
-    def _tombstone(self, rows: list[int]) -> None:
+    def _tombstone(self, rows: Positions | list[int]) -> None:
         """Mark ``rows`` (already out of the id index) removed."""
         self._alive[rows] = False
         self._dead += len(rows)
         self._metadata.blank(rows)  # removed rows take no part in filters or type checks
         self._stats = None
 
-    def _kill(self, rows: list[int]) -> None:
+    def _kill(self, rows: Positions) -> None:
         """Tombstone ``rows``; compact when dead rows pile up, reset when none is left."""
-        if not rows:
+        if len(rows) == 0:
             return
         self._tombstone(rows)
         if self._dead == self._size:
@@ -747,22 +716,6 @@ def _split_segments(
                 "not a TextSegment or str"
             )
     return texts, metadata
-
-
-def _validate_ids(ids: Iterable[str], count: int, *, unique: bool = True) -> list[str]:
-    if isinstance(ids, str):
-        raise BM25IndexError("ids must be a sequence of str, not one str")
-    id_list = list(ids)
-    if len(id_list) != count:
-        raise BM25IndexError(f"got {len(id_list)} ids for {count} segments")
-    for segment_id in id_list:
-        if not isinstance(segment_id, str) or not segment_id:
-            raise BM25IndexError(f"segment id must be a non-empty str, got {segment_id!r}")
-    if unique and len(set(id_list)) != count:
-        seen: set[str] = set()
-        duplicate = next(x for x in id_list if x in seen or seen.add(x))  # type: ignore[func-returns-value]
-        raise BM25IndexError(f"id {duplicate!r} appears more than once in one call")
-    return id_list
 
 
 def _analyzer_config(analyzer: Analyzer) -> dict[str, Any] | None:

@@ -44,8 +44,8 @@ import os
 import re
 import threading
 import uuid
-from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from functools import partial
 from pathlib import Path
 from typing import IO, Any
 
@@ -55,9 +55,9 @@ import numpy.typing as npt
 from ragloom.core.document import TextSegment
 from ragloom.core.embedding import Embedding
 from ragloom.core.errors import EmbeddingStoreError, InvalidMetadataError
-from ragloom.core.filters import Filter
 from ragloom.core.metadata import Metadata, MetadataValue, validate_key
 from ragloom.core.metadata_table import MetadataTable
+from ragloom.core.stores._rows import Positions, TombstonedRows, validate_ids
 from ragloom.core.stores.base import (
     EmbeddingMatch,
     EmbeddingSearchRequest,
@@ -83,10 +83,10 @@ _MIN_NORM, _MAX_NORM = 1e-30, 1e30
 _COMPACT_CHUNK = 4096
 
 Matrix = npt.NDArray[np.float32]
-Positions = npt.NDArray[np.intp]
+_validate_ids = partial(validate_ids, error=EmbeddingStoreError, noun="embedding")
 
 
-class InMemoryEmbeddingStore(EmbeddingStore):
+class InMemoryEmbeddingStore(TombstonedRows, EmbeddingStore):
     """An exact nearest-neighbour store held in process memory (see the module docstring).
 
     ``dimension`` fixes the vector dimension up front; otherwise the first added
@@ -94,6 +94,9 @@ class InMemoryEmbeddingStore(EmbeddingStore):
     2-D numpy array of vectors, the fast path for bulk loads. All methods are safe to
     call from several threads (one re-entrant lock guards the state).
     """
+
+    _id_error = EmbeddingStoreError
+    _id_noun = "embedding"
 
     def __init__(self, dimension: int | None = None) -> None:
         if dimension is not None and (type(dimension) is not int or dimension < 1):
@@ -385,42 +388,6 @@ class InMemoryEmbeddingStore(EmbeddingStore):
 
     # ------------------------------------------------------------------ removing
 
-    def remove(self, id: str) -> None:
-        """Remove the entry with this id; an unknown id is ignored."""
-        self.remove_all(_validate_ids([id], 1))
-
-    def remove_all(self, ids: Iterable[str] | None = None, *, filter: Filter | None = None) -> None:
-        """Remove ``ids``, or the entries matching ``filter``, or (neither) everything."""
-        if ids is not None and filter is not None:
-            raise EmbeddingStoreError("remove_all takes ids or a filter, not both")
-        if ids is None and filter is None:
-            with self._lock:
-                self._reset()
-            return
-        if ids is not None:
-            if isinstance(ids, str):
-                raise EmbeddingStoreError("remove_all takes a collection of ids, not one str")
-            id_list = list(ids)
-            _validate_ids(id_list, len(id_list), unique=False)
-            with self._lock:
-                index = self._ensure_index()
-                popped = (index.pop(embedding_id, None) for embedding_id in id_list)
-                self._kill(np.array([row for row in popped if row is not None], dtype=np.intp))
-            return
-        if not isinstance(filter, Filter):
-            raise EmbeddingStoreError(
-                f"filter must be a ragloom Filter, got {type(filter).__name__}"
-            )
-        with self._lock:
-            if self._size == 0:
-                return
-            mask = np.asarray(filter.mask(self._metadata), dtype=bool) & self._alive[: self._size]
-            rows_array = np.flatnonzero(mask)
-            if self._index is not None:
-                for row in rows_array.tolist():
-                    del self._index[self._ids[row]]
-            self._kill(rows_array)
-
     def _kill(self, rows: Positions) -> None:
         """Tombstone ``rows`` (already out of the index); compact when dead rows pile up."""
         if rows.size == 0:
@@ -688,30 +655,6 @@ class InMemoryEmbeddingStore(EmbeddingStore):
 
 
 # ---------------------------------------------------------------------- validation
-
-
-def _validate_ids(ids: Sequence[str], count: int, *, unique: bool = True) -> list[str]:
-    """``ids`` as a list, checked: ``count`` non-empty ``str`` s, distinct if ``unique``."""
-    if isinstance(ids, str):
-        raise EmbeddingStoreError("ids must be a sequence of str, not one str")
-    id_list = list(ids)
-    if len(id_list) != count:
-        raise EmbeddingStoreError(f"got {len(id_list)} ids for {count} embeddings")
-    if set(map(type, id_list)) == {str}:  # the usual case, checked at C speed
-        distinct = set(id_list)
-        if "" in distinct:
-            raise EmbeddingStoreError("embedding id must be a non-empty str, got ''")
-        if unique and len(distinct) != count:
-            duplicate = next(i for i, n in Counter(id_list).items() if n > 1)
-            raise EmbeddingStoreError(f"id {duplicate!r} appears more than once in one call")
-        return id_list
-    for embedding_id in id_list:
-        if not isinstance(embedding_id, str) or not embedding_id:
-            raise EmbeddingStoreError(f"embedding id must be a non-empty str, got {embedding_id!r}")
-    if unique and len(set(id_list)) != count:
-        duplicate = next(i for i, n in Counter(id_list).items() if n > 1)
-        raise EmbeddingStoreError(f"id {duplicate!r} appears more than once in one call")
-    return id_list
 
 
 def _split_segments(
