@@ -22,12 +22,13 @@ from ragloom.core import (
     IsLessThanOrEqualTo,
     IsNotEqualTo,
     IsNotIn,
-    MetadataTable,
     Not,
     Or,
     metadata_key,
     parse_filter,
 )
+from ragloom.core.stores.filter_mask import filter_mask
+from ragloom.core.stores.metadata_table import MetadataTable
 
 U = uuid.UUID("12345678-1234-5678-1234-567812345678")
 
@@ -106,7 +107,7 @@ def test_parsed_filters_evaluate() -> None:
     ]
     table.append(rows)
     f = parse_filter('year >= 2020 and lang in ("en", "de")')
-    assert f.mask(table).tolist() == [True, False, False]
+    assert filter_mask(f, table).tolist() == [True, False, False]
 
 
 @pytest.mark.parametrize(

@@ -28,7 +28,6 @@ from ragloom.core import (
     IsNotEqualTo,
     IsNotIn,
     Metadata,
-    MetadataTable,
     Not,
     Or,
     and_,
@@ -36,6 +35,8 @@ from ragloom.core import (
     not_,
     or_,
 )
+from ragloom.core.stores.filter_mask import filter_mask
+from ragloom.core.stores.metadata_table import MetadataTable
 
 U1 = uuid.UUID("1111aaaa-1111-4111-8111-11111111abcd")
 U2 = uuid.UUID("22222222-2222-4222-8222-222222222222")
@@ -47,7 +48,7 @@ def evaluate(f: Filter, row: Mapping[str, Any]) -> bool:
     assert f.test(Metadata(row)) is expected
     table = MetadataTable()
     table.append([row, {"unrelated": 1}, row])
-    mask = f.mask(table)
+    mask = filter_mask(f, table)
     assert mask.dtype == bool
     assert mask.tolist() == [expected, f.test({"unrelated": 1}), expected]
     return expected
@@ -59,7 +60,7 @@ def raises_everywhere(f: Filter, row: Mapping[str, Any], match: str | None = Non
     table = MetadataTable()
     table.append([{}, row])
     with pytest.raises(InvalidFilterError, match=match):
-        f.mask(table)
+        filter_mask(f, table)
 
 
 # operation, stored value, a filter value that matches, one that does not, result if missing
@@ -169,8 +170,8 @@ def test_mixed_int_and_float_column() -> None:
         metadata_key("k").is_not_in([1, 2.0]),
         metadata_key("k").is_less_than_or_equal_to(2**64),
     ]:
-        assert f.mask(table).tolist() == [f.test(row) for row in rows]
-    assert metadata_key("k").is_equal_to(1).mask(table).tolist() == [1, 1, 0, 0, 0, 0]
+        assert filter_mask(f, table).tolist() == [f.test(row) for row in rows]
+    assert filter_mask(metadata_key("k").is_equal_to(1), table).tolist() == [1, 1, 0, 0, 0, 0]
 
 
 def test_bool_is_not_a_number() -> None:
@@ -257,7 +258,7 @@ def test_mask_error_is_the_error_test_raises() -> None:
     with pytest.raises(InvalidFilterError) as from_test:
         f.test(rows[1])
     with pytest.raises(InvalidFilterError) as from_mask:
-        f.mask(table)
+        filter_mask(f, table)
     assert str(from_mask.value) == str(from_test.value)
 
 
@@ -344,7 +345,7 @@ def test_long_chains_do_not_recurse() -> None:
         chained = chained & f
     table = MetadataTable()
     table.append([{"k": 5000}, {"k": 3}])
-    assert chained.mask(table).tolist() == [True, False]
+    assert filter_mask(chained, table).tolist() == [True, False]
     assert chained.test({"k": 5000})
     assert chained == and_(*filters)
     assert hash(chained) == hash(and_(*filters))
@@ -406,10 +407,10 @@ def test_nodes_are_plain_frozen_dataclasses() -> None:
 
 def test_mask_on_an_empty_table_and_an_unknown_key() -> None:
     table = MetadataTable()
-    assert metadata_key("k").is_equal_to(1).mask(table).shape == (0,)
+    assert filter_mask(metadata_key("k").is_equal_to(1), table).shape == (0,)
     table.append([{"a": 1}, {"a": 2}])
-    assert metadata_key("k").is_equal_to(1).mask(table).tolist() == [False, False]
-    assert metadata_key("k").is_not_in([1]).mask(table).tolist() == [True, True]
+    assert filter_mask(metadata_key("k").is_equal_to(1), table).tolist() == [False, False]
+    assert filter_mask(metadata_key("k").is_not_in([1]), table).tolist() == [True, True]
 
 
 # -- property: the vectorized mask is exactly the row-by-row test -------------------------
@@ -512,8 +513,8 @@ def test_mask_equals_test_on_every_row(
             errors.append(str(error))
     if errors:
         with pytest.raises(InvalidFilterError) as raised:
-            f.mask(table)
+            filter_mask(f, table)
         assert str(raised.value) in errors
     else:
-        assert f.mask(table).tolist() == results
+        assert filter_mask(f, table).tolist() == results
         assert [f.test(table.row(i)) for i in range(len(table))] == results

@@ -12,7 +12,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ragloom.core import InvalidMetadataError, Metadata, MetadataTable, metadata_key
+from ragloom.core import InvalidMetadataError, Metadata, metadata_key
+from ragloom.core.stores.filter_mask import filter_mask
+from ragloom.core.stores.metadata_table import MetadataTable
 
 U = uuid.UUID("12345678-1234-5678-1234-567812345678")
 ROWS: list[dict[str, Any]] = [
@@ -61,7 +63,7 @@ def test_accepts_metadata_and_normalizes_values() -> None:
     table = MetadataTable()
     table.append([Metadata(k=1, c="red"), {"k": np.int64(2), "c": Color.RED}])  # type: ignore[dict-item]
     assert rows_of(table) == [typed({"k": 1, "c": "red"}), typed({"k": 2, "c": "red"})]
-    assert metadata_key("c").is_equal_to("red").mask(table).tolist() == [True, True]
+    assert filter_mask(metadata_key("c").is_equal_to("red"), table).tolist() == [True, True]
 
 
 def test_invalid_rows_are_rejected_and_leave_the_table_unchanged() -> None:
@@ -75,7 +77,7 @@ def test_invalid_rows_are_rejected_and_leave_the_table_unchanged() -> None:
     with pytest.raises(InvalidMetadataError):
         table.set_row(0, {"s": None})  # type: ignore[dict-item]
     assert rows_of(table) == before
-    assert metadata_key("s").is_equal_to("new").mask(table).tolist() == [False] * len(ROWS)
+    assert filter_mask(metadata_key("s").is_equal_to("new"), table).tolist() == [False] * len(ROWS)
 
 
 def test_set_row_replaces_the_whole_row() -> None:
@@ -85,9 +87,9 @@ def test_set_row_replaces_the_whole_row() -> None:
     table.set_row(-1, {})
     expected = [{"s": "z", "new": 7}, *ROWS[1:4], {}]
     assert rows_of(table) == [typed(row) for row in expected]
-    assert metadata_key("new").is_equal_to(7).mask(table).tolist() == [1, 0, 0, 0, 0]
-    assert metadata_key("s").is_equal_to("a").mask(table).tolist() == [0] * 5
-    assert metadata_key("u").is_not_equal_to(U).mask(table).all()
+    assert filter_mask(metadata_key("new").is_equal_to(7), table).tolist() == [1, 0, 0, 0, 0]
+    assert filter_mask(metadata_key("s").is_equal_to("a"), table).tolist() == [0] * 5
+    assert filter_mask(metadata_key("u").is_not_equal_to(U), table).all()
     with pytest.raises(IndexError):
         table.set_row(5, {})
 
@@ -97,12 +99,12 @@ def test_delete_compacts_and_keeps_order() -> None:
     table.append(ROWS)
     table.delete(np.array([3, 0, 3]))
     assert rows_of(table) == [typed(row) for row in (ROWS[1], ROWS[2], ROWS[4])]
-    assert metadata_key("s").is_equal_to("a").mask(table).tolist() == [False, False, True]
+    assert filter_mask(metadata_key("s").is_equal_to("a"), table).tolist() == [False, False, True]
     table.delete(np.array([], dtype=np.int64))
     table.delete([])
     assert len(table) == 3
     table.append([{"s": "a"}])
-    assert metadata_key("s").is_equal_to("a").mask(table).tolist() == [0, 0, 1, 1]
+    assert filter_mask(metadata_key("s").is_equal_to("a"), table).tolist() == [0, 0, 1, 1]
     table.delete(np.arange(4))
     assert len(table) == 0
     assert table.take([]) == []
@@ -131,12 +133,12 @@ def test_clear_and_copy() -> None:
     table.set_row(0, {"s": "changed"})
     table.delete([1])
     assert rows_of(copy) == [typed(row) for row in ROWS]
-    assert metadata_key("s").is_equal_to("a").mask(copy).tolist() == [1, 0, 0, 0, 1]
+    assert filter_mask(metadata_key("s").is_equal_to("a"), copy).tolist() == [1, 0, 0, 0, 1]
     copy.append([{"s": "c"}])
     assert len(table) == 4
     table.clear()
     assert len(table) == 0
-    assert metadata_key("s").is_equal_to("a").mask(table).shape == (0,)
+    assert filter_mask(metadata_key("s").is_equal_to("a"), table).shape == (0,)
     table.append([{"s": "a"}])
     assert table.row(0) == {"s": "a"}
 
@@ -151,7 +153,7 @@ def test_capacity_grows_geometrically() -> None:
             reallocations += 1
             capacity = table._capacity
     assert reallocations <= 10
-    assert metadata_key("tenant").is_equal_to(3).mask(table).sum() == 500
+    assert filter_mask(metadata_key("tenant").is_equal_to(3), table).sum() == 500
 
 
 def test_deleted_values_leave_the_string_dictionary() -> None:
@@ -161,8 +163,8 @@ def test_deleted_values_leave_the_string_dictionary() -> None:
     column = table._columns["id"]
     assert len(column.objects) < 200
     assert table.take(np.arange(10)) == [{"id": f"doc-{i}", "n": i} for i in range(990, 1000)]
-    assert metadata_key("id").is_in(["doc-995", "doc-5"]).mask(table).sum() == 1
-    assert metadata_key("id").is_greater_than("doc-997").mask(table).sum() == 2
+    assert filter_mask(metadata_key("id").is_in(["doc-995", "doc-5"]), table).sum() == 1
+    assert filter_mask(metadata_key("id").is_greater_than("doc-997"), table).sum() == 2
 
 
 def test_keys_with_no_values_left_disappear() -> None:
@@ -230,4 +232,4 @@ def test_table_matches_a_list_of_dicts(operations: list[tuple[Any, ...]]) -> Non
             expected = [f.test(row) for row in model]
         except Exception:
             continue
-        assert f.mask(table).tolist() == expected
+        assert filter_mask(f, table).tolist() == expected

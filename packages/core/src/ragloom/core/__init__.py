@@ -86,7 +86,6 @@ from ragloom.core.loaders.package_resource import (
 from ragloom.core.loaders.result import LoadedDocuments, LoadFailure
 from ragloom.core.loaders.url import UrlDocumentLoader
 from ragloom.core.metadata import Metadata, MetadataValue
-from ragloom.core.metadata_table import MetadataTable
 from ragloom.core.parsers.base import DocumentParser
 from ragloom.core.parsers.dispatch import DispatchingDocumentParser
 from ragloom.core.parsers.text import TextDocumentParser
@@ -220,7 +219,6 @@ __all__ = [
     "LoadedDocuments",
     "MessageWindowChatMemory",
     "Metadata",
-    "MetadataTable",
     "MetadataValue",
     "Not",
     "Or",

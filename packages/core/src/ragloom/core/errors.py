@@ -35,6 +35,10 @@ class InvalidFilterError(RagloomError, ValueError):
     """A metadata filter is malformed or compares incompatible types (names key and value)."""
 
 
+class UnsupportedFilterError(InvalidFilterError):
+    """A store cannot translate this kind of filter (names the store and the filter)."""
+
+
 class EmbeddingStoreError(RagloomError):
     """An embedding store operation failed or got bad input; the store stays unchanged."""
 

@@ -26,9 +26,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ragloom.core.errors import InvalidFilterError
+from ragloom.core.filter_syntax import BARE_KEY, RESERVED_WORDS, read_quoted
 from ragloom.core.filters import (
-    _RESERVED_WORDS,
-    And,
     ContainsString,
     Filter,
     FilterValue,
@@ -41,8 +40,8 @@ from ragloom.core.filters import (
     IsNotEqualTo,
     IsNotIn,
     Not,
-    Or,
-    _balanced,
+    and_,
+    or_,
 )
 
 __all__ = ["parse_filter"]
@@ -50,11 +49,7 @@ __all__ = ["parse_filter"]
 _MAX_DEPTH = 100
 _NUMBER = re.compile(r"-?[0-9]+(\.[0-9]+)?([eE][+-]?[0-9]+)?")
 _NUMBER_TAIL = re.compile(r"[\w.]")
-_NAME = re.compile(r"[^\W\d][\w.\-]*")
 _OPERATOR = re.compile(r"==|!=|>=|<=|>|<")
-_HEX = re.compile(r"[0-9a-fA-F]+")
-_ESCAPES = {"\\": "\\", "'": "'", '"': '"', "`": "`", "n": "\n", "r": "\r", "t": "\t"}
-_HEX_ESCAPES = {"x": 2, "u": 4, "U": 8}
 _HINTS = {
     "=": " (use '==' for equality)",
     "!": " (use 'not' or '!=')",
@@ -79,41 +74,6 @@ class _Token:
     column: int  # 1-based
 
 
-def _read_quoted(text: str, start: int) -> tuple[str, int]:
-    """The unescaped content of the quoted token at ``start`` and the index after it."""
-    quote = text[start]
-    parts: list[str] = []
-    i = start + 1
-    while i < len(text):
-        char = text[i]
-        if char == quote:
-            return "".join(parts), i + 1
-        if char != "\\":
-            parts.append(char)
-            i += 1
-            continue
-        escape = text[i + 1 : i + 2]
-        if escape in _ESCAPES:
-            parts.append(_ESCAPES[escape])
-            i += 2
-        elif escape in _HEX_ESCAPES:
-            digits = text[i + 2 : i + 2 + _HEX_ESCAPES[escape]]
-            if len(digits) != _HEX_ESCAPES[escape] or not _HEX.fullmatch(digits):
-                raise InvalidFilterError(f"invalid escape '\\{escape}{digits}' at column {i + 1}")
-            if int(digits, 16) > 0x10FFFF:
-                raise InvalidFilterError(
-                    f"escape '\\{escape}{digits}' at column {i + 1} is beyond Unicode"
-                )
-            parts.append(chr(int(digits, 16)))
-            i += 2 + len(digits)
-        elif escape:
-            raise InvalidFilterError(f"unknown escape '\\{escape}' at column {i + 1}")
-        else:
-            break
-    what = "key" if quote == "`" else "string"
-    raise InvalidFilterError(f"unterminated {what} starting at column {start + 1}")
-
-
 def _skip_space(text: str, pos: int) -> int:
     while pos < len(text) and text[pos].isspace():
         pos += 1
@@ -127,7 +87,7 @@ def _tokenize(text: str) -> list[_Token]:
         char = text[pos]
         column = pos + 1
         if char in "\"'`":
-            value, end = _read_quoted(text, pos)
+            value, end = read_quoted(text, pos)
             tokens.append(_Token("key" if char == "`" else "string", text[pos:end], value, column))
         elif number := _NUMBER.match(text, pos):
             end = number.end()
@@ -146,7 +106,7 @@ def _tokenize(text: str) -> list[_Token]:
             tokens.append(
                 _Token("float" if type(parsed) is float else "int", literal, parsed, column)
             )
-        elif name := _NAME.match(text, pos):
+        elif name := BARE_KEY.match(text, pos):
             end = name.end()
             tokens.append(_Token("name", name.group(), None, column))
         elif operator := _OPERATOR.match(text, pos):
@@ -182,14 +142,14 @@ class _Parser:
         while self._at_word("or"):
             self._advance()
             operands.append(self._and())
-        return _balanced(Or, operands)
+        return or_(*operands)
 
     def _and(self) -> Filter:
         operands = [self._not()]
         while self._at_word("and"):
             self._advance()
             operands.append(self._not())
-        return _balanced(And, operands)
+        return and_(*operands)
 
     def _not(self) -> Filter:
         token = self._peek()
@@ -213,7 +173,7 @@ class _Parser:
         token = self._peek()
         if token.kind == "key":
             key = str(token.value)
-        elif token.kind == "name" and token.text.lower() not in _RESERVED_WORDS:
+        elif token.kind == "name" and token.text.lower() not in RESERVED_WORDS:
             key = token.text
         else:
             hint = "; quote keys that are keywords with backticks" if token.kind == "name" else ""

@@ -1,8 +1,13 @@
-"""Metadata filters: a small typed AST, evaluated per row (``test``) or vectorized (``mask``).
+"""Metadata filters: a small typed AST, evaluated per row with ``test``.
+
+Stores translate the tree with a :class:`~ragloom.core.filter_compiler.FilterCompiler`
+(SQL, Milvus, Qdrant, the in-memory store's vectorized masks); the value rules they share
+live in :mod:`ragloom.core.filter_values`, the textual syntax in
+:mod:`ragloom.core.filter_syntax`.
 
 Build filters with ``metadata_key("year").is_greater_than(2020)``, combine them with ``&``,
-``|`` and ``~`` (or ``and_``, ``or_``, ``not_``). The nodes are plain frozen dataclasses so that
-stores can translate them (SQL, Milvus, Qdrant) by matching on the class and reading its fields.
+``|`` and ``~`` (or ``and_``, ``or_``, ``not_``). The nodes are plain frozen dataclasses whose
+fields (``key``, ``value``, ``values``, ``operands``, ``expression``) a compiler reads.
 
 Semantics, fixed here once for every store (they follow LangChain4j):
 
@@ -26,22 +31,26 @@ Semantics, fixed here once for every store (they follow LangChain4j):
 from __future__ import annotations
 
 import abc
-import math
-import operator
-import re
-import uuid
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
-
-import numpy as np
-from numpy.typing import NDArray
+from typing import Any, ClassVar, TypeVar
 
 from ragloom.core.errors import InvalidFilterError
-from ragloom.core.metadata import MetadataValue
-
-if TYPE_CHECKING:
-    from ragloom.core.metadata_table import MetadataTable
+from ragloom.core.filter_syntax import render_key, render_value
+from ragloom.core.filter_values import (
+    ALL_KINDS,
+    ORDERED_KINDS,
+    TEXT_KINDS,
+    FilterValue,
+    compare,
+    describe,
+    filter_key,
+    filter_value,
+    filter_values,
+    is_member,
+    mismatch_error,
+    stored_value,
+)
 
 __all__ = [
     "And",
@@ -65,197 +74,6 @@ __all__ = [
     "or_",
 ]
 
-FilterValue = MetadataValue
-
-# Value kinds: values of one kind are comparable with each other.
-_NUMBER, _BOOL, _STR, _UUID = "number", "bool", "str", "uuid"
-_ALL_KINDS = frozenset({_NUMBER, _BOOL, _STR, _UUID})
-_ORDERED_KINDS = frozenset({_NUMBER, _STR})
-_TEXT_KINDS = frozenset({_STR})
-_EXACT_TYPES = (str, int, float, bool, uuid.UUID)
-
-_OPS: dict[str, Callable[[Any, Any], bool]] = {
-    "==": operator.eq,
-    ">": operator.gt,
-    ">=": operator.ge,
-    "<": operator.lt,
-    "<=": operator.le,
-}
-
-# The textual syntax shared by ``Filter.__str__`` and ``parse_filter``.
-_RESERVED_WORDS = frozenset({"and", "or", "not", "in", "contains", "true", "false"})
-_BARE_KEY = re.compile(r"[^\W\d][\w.\-]*")
-_SIMPLE_ESCAPES = {"\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
-
-
-def _exact_value(value: MetadataValue) -> MetadataValue:
-    """``value`` as its exact base type (StrEnum -> str, IntEnum -> int, UUID subclass -> UUID)."""
-    if type(value) in _EXACT_TYPES:  # bool cannot be subclassed, so it always is exact
-        return value
-    if isinstance(value, int):
-        return int(value)
-    if isinstance(value, float):
-        return float(value)
-    if isinstance(value, str):
-        return str.__str__(value)
-    return uuid.UUID(int=value.int)
-
-
-def _normalize_value(value: object) -> MetadataValue | None:
-    """``value`` as an exact metadata type (numpy scalars unwrapped), or None if it is none."""
-    if isinstance(value, _EXACT_TYPES):
-        return _exact_value(value)
-    if isinstance(value, np.generic):
-        item = value.item()
-        if isinstance(item, _EXACT_TYPES):
-            return _exact_value(item)
-    return None
-
-
-def _kind_of(value: FilterValue) -> str:
-    """The comparison kind of a normalized value: ``number``, ``bool``, ``str`` or ``uuid``."""
-    kind = type(value)
-    if kind is bool:
-        return _BOOL
-    if kind is int or kind is float:
-        return _NUMBER
-    if kind is str:
-        return _STR
-    return _UUID
-
-
-def _describe(value: object) -> str:
-    if isinstance(value, tuple) and value:
-        return f"{value!r} ({type(value[0]).__name__} values)"
-    return f"{value!r} ({type(value).__name__})"
-
-
-def _mismatch_error(key: str, stored: object, value: object) -> InvalidFilterError:
-    """The error for a stored value whose type cannot be compared with the filter value."""
-    return InvalidFilterError(
-        f"metadata key {key!r}: stored value {_describe(stored)} cannot be compared "
-        f"with filter value {_describe(value)}"
-    )
-
-
-def _stored_value(key: str, stored: object) -> MetadataValue:
-    value = _normalize_value(stored)
-    if value is None:
-        raise InvalidFilterError(
-            f"metadata key {key!r} holds {_describe(stored)}, which is not a metadata value"
-        )
-    return value
-
-
-def _filter_key(key: object) -> str:
-    if not isinstance(key, str) or not key:
-        raise InvalidFilterError(f"filter key must be a non-empty string, got {key!r}")
-    return str.__str__(key)
-
-
-def _filter_value(key: str, value: object, kinds: frozenset[str], operation: str) -> FilterValue:
-    normalized = _normalize_value(value)
-    if normalized is None:
-        raise InvalidFilterError(
-            f"{operation} on key {key!r}: unsupported filter value {_describe(value)}; "
-            "use str, int, float, bool or uuid.UUID"
-        )
-    if type(normalized) is float and not math.isfinite(normalized):
-        raise InvalidFilterError(
-            f"{operation} on key {key!r}: filter value {value!r} is not a finite number"
-        )
-    kind = _kind_of(normalized)
-    if kind not in kinds:
-        raise InvalidFilterError(
-            f"{operation} on key {key!r}: {kind} value {value!r} is not supported; "
-            f"{operation} takes {' or '.join(sorted(kinds))} values"
-        )
-    return normalized
-
-
-def _filter_values(key: str, values: object, operation: str) -> tuple[FilterValue, ...]:
-    if isinstance(values, str | bytes | bytearray | Mapping) or not isinstance(values, Iterable):
-        raise InvalidFilterError(
-            f"{operation} on key {key!r} needs a collection of values, got {_describe(values)}"
-        )
-    seen: set[tuple[type, FilterValue]] = set()
-    result: list[FilterValue] = []
-    for item in values:
-        value = _filter_value(key, item, _ALL_KINDS, operation)
-        if (type(value), value) not in seen:
-            seen.add((type(value), value))
-            result.append(value)
-    if not result:
-        raise InvalidFilterError(f"{operation} on key {key!r} needs at least one value")
-    kinds = {_kind_of(value) for value in result}
-    if len(kinds) > 1:
-        raise InvalidFilterError(
-            f"{operation} on key {key!r} needs values of one type, "
-            f"got {' and '.join(sorted(kinds))}"
-        )
-    return tuple(result)
-
-
-def _compare(key: str, op: str, stored: object, value: FilterValue) -> bool:
-    actual = _stored_value(key, stored)
-    if _kind_of(actual) == _kind_of(value):
-        return _OPS[op](actual, value)
-    if type(actual) is str and type(value) is uuid.UUID:
-        return _OPS[op](actual, str(value))
-    raise _mismatch_error(key, stored, value)
-
-
-def _is_member(key: str, stored: object, values: tuple[FilterValue, ...]) -> bool:
-    actual = _stored_value(key, stored)
-    if _kind_of(actual) == _kind_of(values[0]):
-        return any(actual == value for value in values)
-    if type(actual) is str and type(values[0]) is uuid.UUID:
-        return any(actual == str(value) for value in values)
-    raise _mismatch_error(key, stored, values)
-
-
-def _quote(text: str, quote_char: str) -> str:
-    """``text`` in ``quote_char`` quotes, escaped so that ``parse_filter`` reads it back."""
-    out = [quote_char]
-    for char in text:
-        if char == quote_char:
-            out.append("\\" + char)
-        elif char in _SIMPLE_ESCAPES:
-            out.append(_SIMPLE_ESCAPES[char])
-        elif not char.isprintable():
-            code = ord(char)
-            out.append(
-                f"\\x{code:02x}"
-                if code < 0x100
-                else f"\\u{code:04x}"
-                if code < 0x10000
-                else f"\\U{code:08x}"
-            )
-        else:
-            out.append(char)
-    out.append(quote_char)
-    return "".join(out)
-
-
-def _render_key(key: str) -> str:
-    """``key`` bare when it is an identifier and not a reserved word, else in backticks."""
-    if _BARE_KEY.fullmatch(key) and key.lower() not in _RESERVED_WORDS:
-        return key
-    return _quote(key, "`")
-
-
-def _render_value(value: FilterValue) -> str:
-    """A filter value as a literal of the textual syntax."""
-    if type(value) is bool:
-        return "true" if value else "false"
-    if type(value) is int:
-        return str(value)
-    if type(value) is float:
-        return repr(value)
-    if type(value) is str:
-        return _quote(value, '"')
-    return f'uuid("{value}")'
-
 
 class Filter(abc.ABC):
     """A condition on :class:`~ragloom.core.Metadata`; combine with ``&``, ``|`` and ``~``.
@@ -269,10 +87,6 @@ class Filter(abc.ABC):
     @abc.abstractmethod
     def test(self, metadata: Mapping[str, Any]) -> bool:
         """Whether ``metadata`` matches; raises :class:`InvalidFilterError` on a type mismatch."""
-
-    @abc.abstractmethod
-    def mask(self, table: MetadataTable) -> NDArray[np.bool_]:
-        """``test`` for every row of ``table`` at once, as a new boolean array of ``len(table)``."""
 
     @abc.abstractmethod
     def _identity(self) -> tuple[object, ...]:
@@ -324,29 +138,25 @@ class _Comparison(Filter):
     _symbol: ClassVar[str]
     _op: ClassVar[str]  # the comparison evaluated; the result is inverted when _negated
     _negated: ClassVar[bool] = False
-    _kinds: ClassVar[frozenset[str]] = _ORDERED_KINDS
+    _kinds: ClassVar[frozenset[str]] = ORDERED_KINDS
 
     def __post_init__(self) -> None:
-        key = _filter_key(self.key)
+        key = filter_key(self.key)
         object.__setattr__(self, "key", key)
         object.__setattr__(
-            self, "value", _filter_value(key, self.value, self._kinds, self._operation)
+            self, "value", filter_value(key, self.value, self._kinds, self._operation)
         )
 
     def test(self, metadata: Mapping[str, Any]) -> bool:
         if self.key not in metadata:
             return self._negated
-        return _compare(self.key, self._op, metadata[self.key], self.value) != self._negated
-
-    def mask(self, table: MetadataTable) -> NDArray[np.bool_]:
-        result = table._compare_mask(self.key, self._op, self.value)
-        return np.logical_not(result, out=result) if self._negated else result
+        return compare(self.key, self._op, metadata[self.key], self.value) != self._negated
 
     def _identity(self) -> tuple[object, ...]:
         return (self.key, type(self.value), self.value)
 
     def _render(self) -> str:
-        return f"{_render_key(self.key)} {self._symbol} {_render_value(self.value)}"
+        return f"{render_key(self.key)} {self._symbol} {render_value(self.value)}"
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -356,7 +166,7 @@ class IsEqualTo(_Comparison):
     _operation = "is_equal_to"
     _symbol = "=="
     _op = "=="
-    _kinds = _ALL_KINDS
+    _kinds = ALL_KINDS
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -367,7 +177,7 @@ class IsNotEqualTo(_Comparison):
     _symbol = "!="
     _op = "=="
     _negated = True
-    _kinds = _ALL_KINDS
+    _kinds = ALL_KINDS
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -414,19 +224,16 @@ class ContainsString(_Comparison):
 
     _operation = "contains_string"
     _symbol = "contains"
-    _kinds = _TEXT_KINDS
+    _kinds = TEXT_KINDS
 
     def test(self, metadata: Mapping[str, Any]) -> bool:
         if self.key not in metadata:
             return False
         stored = metadata[self.key]
-        actual = _stored_value(self.key, stored)
+        actual = stored_value(self.key, stored)
         if type(actual) is not str:
-            raise _mismatch_error(self.key, stored, self.value)
+            raise mismatch_error(self.key, stored, self.value)
         return self.value in actual
-
-    def mask(self, table: MetadataTable) -> NDArray[np.bool_]:
-        return table._contains_mask(self.key, self.value)
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -440,26 +247,22 @@ class _Membership(Filter):
     _negated: ClassVar[bool] = False
 
     def __post_init__(self) -> None:
-        key = _filter_key(self.key)
+        key = filter_key(self.key)
         object.__setattr__(self, "key", key)
-        object.__setattr__(self, "values", _filter_values(key, self.values, self._operation))
+        object.__setattr__(self, "values", filter_values(key, self.values, self._operation))
 
     def test(self, metadata: Mapping[str, Any]) -> bool:
         if self.key not in metadata:
             return self._negated
-        return _is_member(self.key, metadata[self.key], self.values) != self._negated
-
-    def mask(self, table: MetadataTable) -> NDArray[np.bool_]:
-        result = table._in_mask(self.key, self.values)
-        return np.logical_not(result, out=result) if self._negated else result
+        return is_member(self.key, metadata[self.key], self.values) != self._negated
 
     def _identity(self) -> tuple[object, ...]:
         return (self.key, frozenset((type(value), value) for value in self.values))
 
     def _render(self) -> str:
         keyword = "not in" if self._negated else "in"
-        values = ", ".join(_render_value(value) for value in self.values)
-        return f"{_render_key(self.key)} {keyword} ({values})"
+        values = ", ".join(render_value(value) for value in self.values)
+        return f"{render_key(self.key)} {keyword} ({values})"
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -479,7 +282,7 @@ class IsNotIn(_Membership):
 
 def _check_operand(owner: str, operand: object) -> None:
     if not isinstance(operand, Filter):
-        raise InvalidFilterError(f"{owner} takes Filter operands, got {_describe(operand)}")
+        raise InvalidFilterError(f"{owner} takes Filter operands, got {describe(operand)}")
 
 
 _Junction = TypeVar("_Junction", "And", "Or")
@@ -519,15 +322,13 @@ class And(Filter):
         _check_operand("And", self.left)
         _check_operand("And", self.right)
 
+    @property
+    def operands(self) -> list[Filter]:
+        """The operands of this chain of ``And`` nodes, in order (``a & b & c``: three)."""
+        return _flatten(self)
+
     def test(self, metadata: Mapping[str, Any]) -> bool:
         return all([operand.test(metadata) for operand in _flatten(self)])
-
-    def mask(self, table: MetadataTable) -> NDArray[np.bool_]:
-        first, *rest = _flatten(self)
-        result = first.mask(table)
-        for operand in rest:
-            result &= operand.mask(table)
-        return result
 
     def _identity(self) -> tuple[object, ...]:
         return tuple(_flatten(self))
@@ -550,15 +351,13 @@ class Or(Filter):
         _check_operand("Or", self.left)
         _check_operand("Or", self.right)
 
+    @property
+    def operands(self) -> list[Filter]:
+        """The operands of this chain of ``Or`` nodes, in order (``a & b & c``: three)."""
+        return _flatten(self)
+
     def test(self, metadata: Mapping[str, Any]) -> bool:
         return any([operand.test(metadata) for operand in _flatten(self)])
-
-    def mask(self, table: MetadataTable) -> NDArray[np.bool_]:
-        first, *rest = _flatten(self)
-        result = first.mask(table)
-        for operand in rest:
-            result |= operand.mask(table)
-        return result
 
     def _identity(self) -> tuple[object, ...]:
         return tuple(_flatten(self))
@@ -578,10 +377,6 @@ class Not(Filter):
 
     def test(self, metadata: Mapping[str, Any]) -> bool:
         return not self.expression.test(metadata)
-
-    def mask(self, table: MetadataTable) -> NDArray[np.bool_]:
-        result = self.expression.mask(table)
-        return np.logical_not(result, out=result)
 
     def _identity(self) -> tuple[object, ...]:
         return (self.expression,)
@@ -619,7 +414,7 @@ class MetadataFilterBuilder:
     __slots__ = ("key",)
 
     def __init__(self, key: str) -> None:
-        self.key = _filter_key(key)
+        self.key = filter_key(key)
 
     def is_equal_to(self, value: FilterValue) -> IsEqualTo:
         """The stored value equals ``value``."""
@@ -647,11 +442,11 @@ class MetadataFilterBuilder:
 
     def is_in(self, values: Iterable[FilterValue]) -> IsIn:
         """The stored value equals one of ``values`` (a non-empty collection of one type)."""
-        return IsIn(self.key, _filter_values(self.key, values, "is_in"))
+        return IsIn(self.key, filter_values(self.key, values, "is_in"))
 
     def is_not_in(self, values: Iterable[FilterValue]) -> IsNotIn:
         """The key is missing or its value equals none of ``values``."""
-        return IsNotIn(self.key, _filter_values(self.key, values, "is_not_in"))
+        return IsNotIn(self.key, filter_values(self.key, values, "is_not_in"))
 
     def contains_string(self, value: str) -> ContainsString:
         """The stored str contains ``value`` (case-sensitive)."""

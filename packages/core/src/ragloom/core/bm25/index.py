@@ -1,7 +1,7 @@
 """BM25Index: an in-memory Okapi BM25 full-text index over text segments, numpy only.
 
 Layout. Rows hold the segments (ids, texts, a columnar
-:class:`~ragloom.core.metadata_table.MetadataTable`, term counts, an ``alive`` flag). The
+:class:`~ragloom.core.stores.metadata_table.MetadataTable`, term counts, an ``alive`` flag). The
 inverted index is a short list of CSR :class:`~ragloom.core.bm25.postings.Postings` blocks
 over consecutive row ranges: every ``add_all`` builds one block for its batch with one sort,
 and blocks are merged (by position arithmetic, no sort) whenever a block grows to half the
@@ -62,16 +62,17 @@ from ragloom.core.document import TextSegment
 from ragloom.core.errors import RagloomError
 from ragloom.core.filters import Filter
 from ragloom.core.metadata import Metadata, MetadataValue
-from ragloom.core.metadata_table import MetadataTable
-from ragloom.core.stores._rows import Positions, TombstonedRows, validate_ids
+from ragloom.core.stores._rows import Positions, TombstonedRows
+from ragloom.core.stores.filter_mask import filter_mask
 from ragloom.core.stores.in_memory import (
     _decode_metadata,
     _encode_metadata,
     _fsync_directory,
-    _uuid4_strings,
     _verify_sha256,
     _write_file,
 )
+from ragloom.core.stores.metadata_table import MetadataTable
+from ragloom.core.stores.validation import generate_ids, validate_ids
 
 __all__ = ["BM25Index", "BM25IndexError", "BM25Match"]
 
@@ -222,7 +223,7 @@ class BM25Index(TombstonedRows):
         if isinstance(segments, str | TextSegment):
             raise BM25IndexError("add_all takes a sequence of segments; use add for one")
         texts, metadata = _split_segments(segments)
-        id_list = _uuid4_strings(len(texts)) if ids is None else _validate_ids(ids, len(texts))
+        id_list = generate_ids(len(texts)) if ids is None else _validate_ids(ids, len(texts))
         if not texts:
             return []
         tokens = [self.analyzer.tokenize(text) for text in texts]
@@ -336,7 +337,7 @@ class BM25Index(TombstonedRows):
             # Every posting adds > 0, so exactly the matched rows have a sum > 0.
             sums = np.bincount(rows, weights=contributions, minlength=self._size)
             if filter is not None:
-                sums *= np.asarray(filter.mask(self._metadata), dtype=bool)
+                sums *= filter_mask(filter, self._metadata)
             floor = max(floor, math.ulp(0.0))
             # The k-th best score among the rows of one term's postings bounds the k-th best
             # overall from below: a cheap cut before selecting among the few rows above it.
@@ -354,7 +355,7 @@ class BM25Index(TombstonedRows):
                 np.float64, copy=False
             )
             if filter is not None:
-                keep = np.asarray(filter.mask(self._metadata), dtype=bool)[candidates]
+                keep = filter_mask(filter, self._metadata)[candidates]
                 candidates, scores = candidates[keep], scores[keep]
             keep = scores >= floor
             candidates, scores = candidates[keep], scores[keep]

@@ -11,7 +11,7 @@ from ragloom.core.content import SCORE, Content
 from ragloom.core.document import Document, TextSegment
 from ragloom.core.filters import Filter
 from ragloom.core.query import Query
-from ragloom.core.retrievers.embedding_store import Dynamic, _resolve
+from ragloom.core.retrievers.dynamic import Dynamic, resolve_dynamic
 from ragloom.core.splitters.base import DocumentSplitter
 
 __all__ = ["SEGMENT_ID", "BM25ContentRetriever"]
@@ -77,9 +77,9 @@ class BM25ContentRetriever:
         """The best-scoring segments holding a query term, best first."""
         matches = self.index.search(
             query.text,
-            max_results=_resolve(self.max_results, query),
-            min_score=_resolve(self.min_score, query),
-            filter=_resolve(self.filter, query),
+            max_results=resolve_dynamic(self.max_results, query),
+            min_score=resolve_dynamic(self.min_score, query),
+            filter=resolve_dynamic(self.filter, query),
         )
         return [Content(m.segment, {SCORE: m.score, SEGMENT_ID: m.id}) for m in matches]
 

@@ -2,25 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TypeAlias, TypeVar, cast
+from typing import cast
 
 from ragloom.core import plugins
 from ragloom.core.content import EMBEDDING_ID, SCORE, Content
 from ragloom.core.embedding import EmbeddingModel
 from ragloom.core.filters import Filter
 from ragloom.core.query import Query
+from ragloom.core.retrievers.dynamic import Dynamic, resolve_dynamic
 from ragloom.core.stores.base import EmbeddingSearchRequest, EmbeddingStore
-
-T = TypeVar("T")
-Dynamic: TypeAlias = T | Callable[[Query], T]
-"""A setting given as a value, or as a function of the query (the spec's ``dynamic...``)."""
-
-
-def _resolve(setting: Dynamic[T], query: Query) -> T:
-    if callable(setting):
-        return setting(query)
-    return setting
 
 
 class EmbeddingStoreContentRetriever:
@@ -68,9 +58,9 @@ class EmbeddingStoreContentRetriever:
         embedding = self.embedding_model.embed(query.text).embedding
         request = EmbeddingSearchRequest(
             embedding,
-            max_results=_resolve(self.max_results, query),
-            min_score=_resolve(self.min_score, query),
-            filter=_resolve(self.filter, query),
+            max_results=resolve_dynamic(self.max_results, query),
+            min_score=resolve_dynamic(self.min_score, query),
+            filter=resolve_dynamic(self.filter, query),
         )
         return [
             Content(

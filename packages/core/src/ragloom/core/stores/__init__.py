@@ -1,4 +1,9 @@
-"""Embedding stores: the :class:`EmbeddingStore` contract and the in-memory implementation."""
+"""Embedding stores: the :class:`EmbeddingStore` contract and the in-memory implementation.
+
+For store authors: :mod:`~ragloom.core.stores.validation` (batch, id and search-setting
+checks, id generation), :mod:`~ragloom.core.stores.scores` (relevance scores, exact
+cosines) and :class:`~ragloom.core.filter_compiler.FilterCompiler` (filter translation).
+"""
 
 from ragloom.core.stores.base import (
     EmbeddingMatch,

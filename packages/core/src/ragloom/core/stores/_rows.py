@@ -1,11 +1,10 @@
-"""Id checks and removal shared by the row stores: the in-memory embedding store and the
+"""Removal shared by the row stores: the in-memory embedding store and the
 BM25 index. Both keep rows in insertion order, an id -> row index built lazily, an alive
 mask and a :class:`MetadataTable`; removal tombstones rows and compaction comes later.
 """
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Iterable
 from contextlib import AbstractContextManager
 from typing import Any, ClassVar
@@ -15,36 +14,11 @@ import numpy.typing as npt
 
 from ragloom.core.errors import RagloomError
 from ragloom.core.filters import Filter
-from ragloom.core.metadata_table import MetadataTable
+from ragloom.core.stores.filter_mask import filter_mask
+from ragloom.core.stores.metadata_table import MetadataTable
+from ragloom.core.stores.validation import check_filter, validate_ids
 
 Positions = npt.NDArray[np.intp]
-
-
-def validate_ids(
-    ids: Iterable[str],
-    count: int,
-    *,
-    error: type[RagloomError],
-    noun: str,
-    unique: bool = True,
-) -> list[str]:
-    """``ids`` as a list, checked: ``count`` non-empty ``str`` s, distinct if ``unique``.
-
-    Failures raise ``error``; ``noun`` names what the ids identify ("embedding", ...).
-    """
-    if isinstance(ids, str):
-        raise error("ids must be a sequence of str, not one str")
-    id_list = list(ids)
-    if len(id_list) != count:
-        raise error(f"got {len(id_list)} ids for {count} {noun}s")
-    if set(map(type, id_list)) != {str} or "" in id_list:  # the usual case stays at C speed
-        for item in id_list:
-            if not isinstance(item, str) or not item:
-                raise error(f"{noun} id must be a non-empty str, got {item!r}")
-    if unique and len(set(id_list)) != count:
-        duplicate = next(i for i, n in Counter(id_list).items() if n > 1)
-        raise error(f"id {duplicate!r} appears more than once in one call")
-    return id_list
 
 
 class TombstonedRows:
@@ -99,12 +73,11 @@ class TombstonedRows:
                 popped = (index.pop(item, None) for item in id_list)
                 self._kill(np.array([row for row in popped if row is not None], dtype=np.intp))
             return
-        if not isinstance(filter, Filter):
-            raise error(f"filter must be a ragloom Filter, got {type(filter).__name__}")
+        filter = check_filter(filter, error=error)
         with self._lock:
             if self._size == 0:
                 return
-            mask = np.asarray(filter.mask(self._metadata), dtype=bool) & self._alive[: self._size]
+            mask = filter_mask(filter, self._metadata) & self._alive[: self._size]
             rows = np.flatnonzero(mask)
             if self._index is not None:
                 for row in rows.tolist():

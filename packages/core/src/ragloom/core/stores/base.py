@@ -15,16 +15,20 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 import numpy.typing as npt
 
 from ragloom.core.document import TextSegment
 from ragloom.core.embedding import Embedding
 from ragloom.core.errors import EmbeddingStoreError
-
-if TYPE_CHECKING:
-    from ragloom.core.filters import Filter
+from ragloom.core.filters import Filter
+from ragloom.core.stores.validation import (
+    check_filter,
+    check_max_results,
+    check_min_score,
+    validate_ids,
+)
 
 
 @dataclass(frozen=True, slots=True, init=False)
@@ -53,24 +57,13 @@ class EmbeddingSearchRequest:
                 query_embedding = Embedding(query_embedding)
             except ValueError as exc:
                 raise EmbeddingStoreError(f"invalid query embedding: {exc}") from exc
-        if isinstance(max_results, bool) or not isinstance(max_results, int) or max_results < 1:
-            raise EmbeddingStoreError(f"max_results must be an int >= 1, got {max_results!r}")
-        if (
-            isinstance(min_score, bool)
-            or not isinstance(min_score, int | float)
-            or not 0.0 <= min_score <= 1.0
-        ):
-            raise EmbeddingStoreError(f"min_score must be a number in [0, 1], got {min_score!r}")
+        check_max_results(max_results)
+        min_score = check_min_score(min_score)
         if filter is not None:
-            from ragloom.core.filters import Filter
-
-            if not isinstance(filter, Filter):
-                raise EmbeddingStoreError(
-                    f"filter must be a ragloom Filter, got {type(filter).__name__}"
-                )
+            check_filter(filter)
         object.__setattr__(self, "query_embedding", query_embedding)
         object.__setattr__(self, "max_results", max_results)
-        object.__setattr__(self, "min_score", float(min_score))
+        object.__setattr__(self, "min_score", min_score)
         object.__setattr__(self, "filter", filter)
 
 
@@ -143,6 +136,4 @@ class EmbeddingStore(Protocol):
 
     def remove(self, id: str) -> None:
         """Remove the entry with this id; an unknown id is ignored."""
-        if not isinstance(id, str) or not id:
-            raise EmbeddingStoreError(f"embedding id must be a non-empty str, got {id!r}")
-        self.remove_all([id])
+        self.remove_all(validate_ids([id], 1))

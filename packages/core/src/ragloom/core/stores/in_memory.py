@@ -3,7 +3,7 @@
 Layout. The raw ``float32`` vectors live in one contiguous ``(capacity, dimension)``
 matrix that doubles when full (amortized O(1) append), next to a ``float32`` column of
 inverse norms, an ``alive`` flag per row, Python lists of ids and segment texts, and
-a columnar :class:`~ragloom.core.metadata_table.MetadataTable`. Rows are stored raw,
+a columnar :class:`~ragloom.core.stores.metadata_table.MetadataTable`. Rows are stored raw,
 not pre-normalized: a match returns exactly the vector that was added, with one matrix
 and 4 bytes a row, while the cosine costs one extra multiply over the scores
 (``(M @ q̂) * inv_norm``), which is noise next to the matrix-vector product.
@@ -56,13 +56,21 @@ from ragloom.core.document import TextSegment
 from ragloom.core.embedding import Embedding
 from ragloom.core.errors import EmbeddingStoreError, InvalidMetadataError
 from ragloom.core.metadata import Metadata, MetadataValue, validate_key
-from ragloom.core.metadata_table import MetadataTable
-from ragloom.core.stores._rows import Positions, TombstonedRows, validate_ids
+from ragloom.core.stores._rows import Positions, TombstonedRows
 from ragloom.core.stores.base import (
     EmbeddingMatch,
     EmbeddingSearchRequest,
     EmbeddingSearchResult,
     EmbeddingStore,
+)
+from ragloom.core.stores.filter_mask import filter_mask
+from ragloom.core.stores.metadata_table import MetadataTable
+from ragloom.core.stores.scores import exact_cosines, relevance_score
+from ragloom.core.stores.validation import (
+    embedding_dimension,
+    generate_ids,
+    split_segments,
+    validate_ids,
 )
 
 FORMAT_NAME = "ragloom.in-memory-embedding-store"
@@ -74,7 +82,6 @@ _MIN_CAPACITY = 16
 # A gathered matrix-vector product (copy the selected rows, then multiply) beats the
 # full product followed by indexing when fewer than this share of the rows is selected.
 _GATHER_BELOW = 1 / 3
-_RESCORE_CHUNK = 4096
 _RECORD_BLOCK = 8192
 _JSON = json.JSONEncoder(ensure_ascii=False, allow_nan=False)
 _STAGE_BLOCK_BYTES = 1 << 21  # about an L2 cache
@@ -148,12 +155,12 @@ class InMemoryEmbeddingStore(TombstonedRows, EmbeddingStore):
         ``embeddings`` is a sequence of :class:`Embedding` or an ``(n, dimension)`` array.
         """
         count = len(embeddings)
-        texts, metadata = _split_segments(segments, count)
+        texts, metadata = split_segments(segments, count)
         id_list = None if ids is None else _validate_ids(ids, count)
         if count == 0:
             return []
         with self._lock:
-            dimension = _input_dimension(embeddings)
+            dimension = embedding_dimension(embeddings)
             self._check_dimension(dimension)
             if id_list is not None and self._size:
                 self._ensure_index()  # may compact, so before staging
@@ -247,7 +254,7 @@ class InMemoryEmbeddingStore(TombstonedRows, EmbeddingStore):
         start = self._size
         replaced: dict[int, int] = {}  # position in the batch -> existing row
         if ids is None:
-            ids = _uuid4_strings(count)
+            ids = generate_ids(count)
         elif start:  # an empty store has nothing to replace
             index = self._ensure_index()
             replaced = {i: index[x] for i, x in enumerate(ids) if x in index}
@@ -310,7 +317,7 @@ class InMemoryEmbeddingStore(TombstonedRows, EmbeddingStore):
                 return EmbeddingSearchResult([])
             selected: Positions | None = None
             if request.filter is not None:
-                mask = np.asarray(request.filter.mask(self._metadata), dtype=bool)
+                mask = filter_mask(request.filter, self._metadata)
                 if self._dead:
                     mask = mask & self._alive[: self._size]
                 selected = np.flatnonzero(mask)
@@ -320,7 +327,7 @@ class InMemoryEmbeddingStore(TombstonedRows, EmbeddingStore):
             return EmbeddingSearchResult(
                 [
                     EmbeddingMatch(
-                        score=(cosine + 1.0) / 2.0,
+                        score=relevance_score(cosine),
                         embedding_id=self._ids[row],
                         embedding=Embedding._trusted(self._matrix[row].copy()),
                         embedded=self._segment(row),
@@ -361,24 +368,9 @@ class InMemoryEmbeddingStore(TombstonedRows, EmbeddingStore):
             threshold = max(threshold, float(np.partition(approx, eligible - k)[eligible - k]))
         candidates = np.flatnonzero(approx >= threshold - tolerance)
         rows = candidates if selected is None else selected[candidates]
-        cosines = self._exact_cosines(rows, query64, query_norm)
+        cosines = exact_cosines(self._matrix, query64, rows)
         order = np.lexsort((rows, -cosines))[:k]
         return _min_score(rows[order], cosines[order], request.min_score)
-
-    def _exact_cosines(
-        self, rows: Positions, query64: npt.NDArray[np.float64], query_norm: float
-    ) -> npt.NDArray[np.float64]:
-        """float64 cosines of ``rows``: products are exact, sums deterministic per row."""
-        result = np.empty(rows.size, dtype=np.float64)
-        for start in range(0, rows.size, _RESCORE_CHUNK):
-            block = self._matrix[rows[start : start + _RESCORE_CHUNK]].astype(np.float64)
-            dots = (block * query64).sum(axis=1)
-            norms = np.sqrt((block * block).sum(axis=1)) * query_norm
-            out = result[start : start + block.shape[0]]
-            out[:] = 0.0
-            np.divide(dots, norms, out=out, where=norms > 0)
-        np.clip(result, -1.0, 1.0, out=result)
-        return result
 
     def _segment(self, row: int) -> TextSegment | None:
         text = self._texts[row]
@@ -654,57 +646,14 @@ class InMemoryEmbeddingStore(TombstonedRows, EmbeddingStore):
         return merged
 
 
-# ---------------------------------------------------------------------- validation
-
-
-def _split_segments(
-    segments: Sequence[TextSegment] | None, count: int
-) -> tuple[list[str | None], list[dict[str, MetadataValue]] | None]:
-    """Texts and metadata dicts of ``segments`` (``None`` texts and no metadata without)."""
-    if segments is None:
-        return [None] * count, None
-    if isinstance(segments, str | TextSegment) or len(segments) != count:
-        given = 1 if isinstance(segments, str | TextSegment) else len(segments)
-        raise EmbeddingStoreError(f"got {given} segments for {count} embeddings")
-    texts: list[str | None] = []
-    metadata: list[dict[str, MetadataValue]] = []
-    for segment in segments:
-        if not isinstance(segment, TextSegment):
-            raise EmbeddingStoreError(f"expected TextSegment, got {type(segment).__name__}")
-        texts.append(segment.text)
-        metadata.append(segment.metadata.to_dict())
-    return texts, metadata
-
-
-def _input_dimension(embeddings: Sequence[Embedding] | npt.NDArray[np.floating[Any]]) -> int:
-    """The common dimension of a batch, or :class:`EmbeddingStoreError`."""
-    if isinstance(embeddings, np.ndarray):
-        if embeddings.ndim != 2 or embeddings.shape[1] == 0:
-            raise EmbeddingStoreError(
-                f"an array of embeddings must have shape (n, dimension), got {embeddings.shape}"
-            )
-        if embeddings.dtype.kind not in "fiu":
-            raise EmbeddingStoreError(f"embeddings must be numeric, got dtype {embeddings.dtype}")
-        return int(embeddings.shape[1])
-    dimensions = set()
-    for position, embedding in enumerate(embeddings):
-        if not isinstance(embedding, Embedding):
-            raise EmbeddingStoreError(
-                f"embedding at index {position} is a {type(embedding).__name__}, not an Embedding"
-            )
-        dimensions.add(embedding.dimension)
-    if len(dimensions) != 1:
-        raise EmbeddingStoreError(
-            f"embeddings of different dimensions in one call: {sorted(dimensions)}"
-        )
-    return dimensions.pop()
+# ---------------------------------------------------------------------- scores
 
 
 def _min_score(
     rows: Positions, cosines: npt.NDArray[np.float64], min_score: float
 ) -> tuple[Positions, npt.NDArray[np.float64]]:
     """Keep the matches whose relevance ``(cos + 1) / 2`` is at least ``min_score``."""
-    keep = (cosines + 1.0) / 2.0 >= min_score
+    keep = relevance_score(cosines) >= min_score
     return rows[keep], cosines[keep]
 
 
@@ -721,37 +670,6 @@ def _row_squares(rows: Matrix, out: npt.NDArray[np.float32]) -> None:
 
 
 _VECDOT: Any = getattr(np, "vecdot", None)
-
-
-# ---------------------------------------------------------------------- ids
-
-
-# (digit offset in the 32 hex digits, offset in "8-4-4-4-12", width) of each group.
-_UUID_GROUPS = ((0, 0, 8), (8, 9, 4), (12, 14, 4), (16, 19, 4), (20, 24, 12))
-
-
-def _uuid4_strings(count: int) -> list[str]:
-    """``count`` random UUID4 strings, formatted in bulk (``str(uuid.uuid4())`` is 5x slower).
-
-    One ``os.urandom`` call for all ids, ``bytes.hex`` for the digits, then each group of
-    digits is copied as one opaque item a row (not digit by digit) next to the dashes.
-    """
-    raw = np.frombuffer(os.urandom(16 * count), dtype=np.uint8).reshape(count, 16).copy()
-    raw[:, 6] = (raw[:, 6] & 0x0F) | 0x40  # version 4
-    raw[:, 8] = (raw[:, 8] & 0x3F) | 0x80  # RFC 4122 variant
-    hex_digits = raw.tobytes().hex().encode("ascii")
-    digits = np.frombuffer(hex_digits, dtype=np.uint8).reshape(count, 32)
-    text = np.empty((count, 37), dtype=np.uint8)  # "8-4-4-4-12" digits and a newline
-    for source, target, width in _UUID_GROUPS:
-        group = np.dtype(f"V{width}")
-        text[:, target : target + width].view(group)[:] = digits[:, source : source + width].view(
-            group
-        )
-    text[:, [8, 13, 18, 23]] = ord("-")
-    text[:, 36] = ord("\n")
-    ids = text.tobytes().decode("ascii").split("\n")
-    ids.pop()  # the empty string after the last newline
-    return ids
 
 
 # ---------------------------------------------------------------------- files

@@ -9,7 +9,6 @@ connections (the store falls back to psycopg's ``write_row`` otherwise).
 
 from __future__ import annotations
 
-import os
 import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -21,7 +20,7 @@ import numpy.typing as npt
 from ragloom.stores.pgvector._database import VectorParam
 from ragloom.stores.pgvector._filters import jsonb_text
 
-__all__ = ["Batch", "uuid4_strings"]
+__all__ = ["Batch"]
 
 _SIGNATURE = b"PGCOPY\n\xff\r\n\x00" + b"\x00\x00\x00\x00" + b"\x00\x00\x00\x00"
 _TRAILER = b"\xff\xff"
@@ -32,20 +31,6 @@ _ARRAY_HEADER = struct.Struct(">iiiii")  # ndim, has nulls, element type, length
 _TEXT_OID = 25
 _EMPTY_TEXT_ARRAY = struct.pack(">iii", 0, 0, _TEXT_OID)
 _CHUNK = 1 << 20
-
-
-def uuid4_strings(count: int) -> list[str]:
-    """``count`` random UUID4 strings (``str(uuid.uuid4())`` one by one is several times
-    slower on large batches)."""
-    raw = np.frombuffer(bytearray(os.urandom(16 * count)), dtype=np.uint8).reshape(count, 16)
-    raw[:, 6] = (raw[:, 6] & 0x0F) | 0x40  # version 4
-    raw[:, 8] = (raw[:, 8] & 0x3F) | 0x80  # RFC 4122 variant
-    digits = raw.tobytes().hex()
-    return [
-        f"{digits[i : i + 8]}-{digits[i + 8 : i + 12]}-{digits[i + 12 : i + 16]}-"
-        f"{digits[i + 16 : i + 20]}-{digits[i + 20 : i + 32]}"
-        for i in range(0, 32 * count, 32)
-    ]
 
 
 def _text_array(tags: list[str]) -> bytes:

@@ -32,12 +32,13 @@ from typing import Any
 from psycopg import sql
 from psycopg.types.json import Jsonb
 
+from ragloom.core import filter_values
 from ragloom.core.errors import InvalidFilterError
+from ragloom.core.filter_compiler import FilterCompiler
+from ragloom.core.filter_values import FilterValue, value_kind
 from ragloom.core.filters import (
-    And,
     ContainsString,
     Filter,
-    FilterValue,
     IsEqualTo,
     IsGreaterThan,
     IsGreaterThanOrEqualTo,
@@ -46,8 +47,6 @@ from ragloom.core.filters import (
     IsLessThanOrEqualTo,
     IsNotEqualTo,
     IsNotIn,
-    Not,
-    Or,
 )
 from ragloom.stores.pgvector._metadata import (
     BOOL,
@@ -61,11 +60,12 @@ from ragloom.stores.pgvector._metadata import (
 __all__ = ["CompiledFilter", "compile_filter", "jsonb_text"]
 
 _TRUE, _FALSE = sql.SQL("TRUE"), sql.SQL("FALSE")
-_OPERATORS: dict[type[Filter], str] = {
-    IsGreaterThan: ">",
-    IsGreaterThanOrEqualTo: ">=",
-    IsLessThan: "<",
-    IsLessThanOrEqualTo: "<=",
+# The stored kind tag of each core value kind.
+_TAGS = {
+    filter_values.NUMBER: NUMBER,
+    filter_values.STR: STR,
+    filter_values.BOOL: BOOL,
+    filter_values.UUID: UUID,
 }
 # Stored kinds that a filter value of each kind cannot be compared with.
 _INCOMPATIBLE = {
@@ -111,14 +111,8 @@ class CompiledFilter:
     mismatch_tags: list[str] = field(default_factory=list)
 
 
-def _kind(value: FilterValue) -> str:
-    if type(value) is bool:
-        return BOOL
-    if type(value) is int or type(value) is float:
-        return NUMBER
-    if type(value) is str:
-        return STR
-    return UUID
+def _tag(value: FilterValue) -> str:
+    return _TAGS[value_kind(value)]
 
 
 def _json(value: FilterValue) -> list[str]:
@@ -150,7 +144,9 @@ def _storable(text: str) -> bool:
     return True
 
 
-class _Compiler:
+class _SqlCompiler(FilterCompiler[sql.Composable]):
+    backend = "the pgvector store"
+
     def __init__(self) -> None:
         self.params: list[Any] = []
         self.tags: dict[str, None] = {}
@@ -178,32 +174,50 @@ class _Compiler:
         for other in _INCOMPATIBLE[kind]:
             self.tags[kind_tag(other, key)] = None
 
-    def compile(self, node: Filter) -> sql.Composable:
-        if isinstance(node, And | Or):
-            operands = _flatten(node)
-            joiner = sql.SQL(" AND ") if isinstance(node, And) else sql.SQL(" OR ")
-            return sql.SQL("({})").format(joiner.join([self.compile(op) for op in operands]))
-        if isinstance(node, Not):
-            return _negate(self.compile(node.expression))
-        if isinstance(node, IsEqualTo | IsNotEqualTo):
-            condition = self.equal(node.key, node.value)
-            return _negate(condition) if type(node) is IsNotEqualTo else condition
-        if isinstance(node, IsIn | IsNotIn):
-            condition = self.member(node.key, node.values)
-            return _negate(condition) if type(node) is IsNotIn else condition
-        if isinstance(node, ContainsString):
-            return self.contains(node.key, node.value)
-        operator = _OPERATORS.get(type(node))
-        if operator is not None:
-            return self.order(node.key, operator, node.value)  # type: ignore[attr-defined]
-        raise InvalidFilterError(
-            f"the pgvector store cannot translate filter {type(node).__name__}: {node}"
-        )
+    def is_equal_to(self, filter: IsEqualTo) -> sql.Composable:
+        return self.equal(filter.key, filter.value)
+
+    def is_not_equal_to(self, filter: IsNotEqualTo) -> sql.Composable:
+        return self.not_(self.equal(filter.key, filter.value))
+
+    def is_greater_than(self, filter: IsGreaterThan) -> sql.Composable:
+        return self.order(filter.key, ">", filter.value)
+
+    def is_greater_than_or_equal_to(self, filter: IsGreaterThanOrEqualTo) -> sql.Composable:
+        return self.order(filter.key, ">=", filter.value)
+
+    def is_less_than(self, filter: IsLessThan) -> sql.Composable:
+        return self.order(filter.key, "<", filter.value)
+
+    def is_less_than_or_equal_to(self, filter: IsLessThanOrEqualTo) -> sql.Composable:
+        return self.order(filter.key, "<=", filter.value)
+
+    def is_in(self, filter: IsIn) -> sql.Composable:
+        return self.member(filter.key, filter.values)
+
+    def is_not_in(self, filter: IsNotIn) -> sql.Composable:
+        return self.not_(self.member(filter.key, filter.values))
+
+    def contains_string(self, filter: ContainsString) -> sql.Composable:
+        return self.contains(filter.key, filter.value)
+
+    def and_(self, operands: list[sql.Composable]) -> sql.Composable:
+        return sql.SQL("({})").format(sql.SQL(" AND ").join(operands))
+
+    def or_(self, operands: list[sql.Composable]) -> sql.Composable:
+        return sql.SQL("({})").format(sql.SQL(" OR ").join(operands))
+
+    def not_(self, operand: sql.Composable) -> sql.Composable:
+        if operand is _FALSE:
+            return _TRUE
+        if operand is _TRUE:
+            return _FALSE
+        return sql.SQL("(NOT {})").format(operand)
 
     def equal(self, key: str, value: FilterValue) -> sql.Composable:
         if not _storable(key):  # no stored key holds NUL: missing everywhere
             return _FALSE
-        self.check_types(key, _kind(value))
+        self.check_types(key, _tag(value))
         if type(value) is str and not _storable(value):  # no stored str holds it
             return _FALSE
         forms = [
@@ -217,7 +231,7 @@ class _Compiler:
     def member(self, key: str, values: tuple[FilterValue, ...]) -> sql.Composable:
         if not _storable(key):
             return _FALSE
-        self.check_types(key, _kind(values[0]))
+        self.check_types(key, _tag(values[0]))
         forms = [
             jsonb_text(form)
             for value in values
@@ -239,7 +253,7 @@ class _Compiler:
     def order(self, key: str, operator: str, value: FilterValue) -> sql.Composable:
         if not _storable(key):
             return _FALSE
-        kind = _kind(value)
+        kind = _tag(value)
         self.check_types(key, kind)
         if kind == NUMBER:
             assert isinstance(value, int | float)
@@ -261,34 +275,10 @@ class _Compiler:
         return jsonb_text("{" + _json_str(key) + ": " + form + "}")
 
 
-def _negate(condition: sql.Composable) -> sql.Composable:
-    if condition is _FALSE:
-        return _TRUE
-    if condition is _TRUE:
-        return _FALSE
-    return sql.SQL("(NOT {})").format(condition)
-
-
-def _flatten(node: And | Or) -> list[Filter]:
-    """The operands of a chain of nodes of ``node``'s class, in order, without recursion."""
-    cls = type(node)
-    operands: list[Filter] = []
-    stack: list[Filter] = [node]
-    while stack:
-        current = stack.pop()
-        if type(current) is cls:
-            assert isinstance(current, And | Or)
-            stack.append(current.right)
-            stack.append(current.left)
-        else:
-            operands.append(current)
-    return operands
-
-
 def compile_filter(condition: Filter) -> CompiledFilter:
     """The SQL of ``condition`` over the ``metadata`` column (see the module docstring)."""
     if not isinstance(condition, Filter):
         raise InvalidFilterError(f"filter must be a ragloom Filter, got {type(condition).__name__}")
-    compiler = _Compiler()
+    compiler = _SqlCompiler()
     sql_condition = compiler.compile(condition)
     return CompiledFilter(sql_condition, compiler.params, list(compiler.tags))

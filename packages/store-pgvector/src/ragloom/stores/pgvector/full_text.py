@@ -21,8 +21,7 @@ takes no parameters.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable
-from typing import Any, TypeAlias, TypeVar
+from typing import Any
 
 import psycopg
 from psycopg import sql
@@ -33,23 +32,16 @@ from ragloom.core.errors import EmbeddingStoreError
 from ragloom.core.filters import Filter
 from ragloom.core.metadata import Metadata
 from ragloom.core.query import Query
+from ragloom.core.retrievers.dynamic import Dynamic, resolve_dynamic
+from ragloom.core.stores.validation import check_max_results, check_min_score
 from ragloom.stores.pgvector._database import Connection, describe
 from ragloom.stores.pgvector._filters import compile_filter
 from ragloom.stores.pgvector._metadata import decode_many
-from ragloom.stores.pgvector.store import PgVectorEmbeddingStore, _raise_mismatch, mismatch_probe
+from ragloom.stores.pgvector.store import PgVectorEmbeddingStore, mismatch_probe, raise_mismatch
 
 __all__ = ["PgFullTextContentRetriever"]
 
-T = TypeVar("T")
-Dynamic: TypeAlias = T | Callable[[Query], T]
-
 _MAX_IDENTIFIER_BYTES = 63
-
-
-def _resolve(setting: Dynamic[T], query: Query) -> T:
-    if callable(setting):
-        return setting(query)
-    return setting
 
 
 def _column_name(language: str) -> str:
@@ -57,18 +49,6 @@ def _column_name(language: str) -> str:
     if "%" not in name and len(name.encode("utf-8")) <= _MAX_IDENTIFIER_BYTES:
         return name
     return f"tsv_{hashlib.sha1(language.encode('utf-8')).hexdigest()[:16]}"
-
-
-def _check_max_results(value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise EmbeddingStoreError(f"max_results must be an int >= 1, got {value!r}")
-    return value
-
-
-def _check_min_score(value: object) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
-        raise EmbeddingStoreError(f"min_score must be a number in [0, 1], got {value!r}")
-    return float(value)
 
 
 class PgFullTextContentRetriever:
@@ -105,9 +85,9 @@ class PgFullTextContentRetriever:
                 f"normalization must be ts_rank_cd flags (an int in [0, 64)), got {normalization!r}"
             )
         if not callable(max_results):
-            _check_max_results(max_results)
+            check_max_results(max_results)
         if not callable(min_score):
-            _check_min_score(min_score)
+            check_min_score(min_score)
         self.store = store
         self.max_results = max_results
         self.min_score = min_score
@@ -162,9 +142,9 @@ class PgFullTextContentRetriever:
 
     def retrieve(self, query: Query) -> list[Content]:
         """The stored segments best matching ``query``'s words, most relevant first."""
-        max_results = _check_max_results(_resolve(self.max_results, query))
-        min_score = _check_min_score(_resolve(self.min_score, query))
-        condition = _resolve(self.filter, query)
+        max_results = check_max_results(resolve_dynamic(self.max_results, query))
+        min_score = check_min_score(resolve_dynamic(self.min_score, query))
+        condition = resolve_dynamic(self.filter, query)
         compiled = None if condition is None else compile_filter(condition)
         params: list[Any] = [self._normalization, self.language, query.text]
         where: sql.Composable = sql.SQL("")
@@ -194,7 +174,7 @@ class PgFullTextContentRetriever:
         rows = self.store._db.run(work, what="full-text search", write=False, idempotent=True)
         if rows and rows[0][0] is None:
             assert condition is not None
-            _raise_mismatch(condition, rows[0][3])
+            raise_mismatch(condition, rows[0][3])
         kept = [row for row in rows if float(row[4]) >= min_score]
         contents: list[Content] = []
         for (_, embedding_id, text, _, rank), metadata in zip(

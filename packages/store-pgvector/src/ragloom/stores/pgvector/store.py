@@ -29,7 +29,6 @@ import hashlib
 import math
 import struct
 import uuid
-from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import Any, Literal
 
@@ -43,14 +42,22 @@ from ragloom.core.document import TextSegment
 from ragloom.core.embedding import Embedding
 from ragloom.core.errors import EmbeddingStoreError, InvalidFilterError
 from ragloom.core.filters import Filter
-from ragloom.core.metadata import Metadata, MetadataValue
+from ragloom.core.metadata import Metadata
 from ragloom.core.stores.base import (
     EmbeddingMatch,
     EmbeddingSearchRequest,
     EmbeddingSearchResult,
     EmbeddingStore,
 )
-from ragloom.stores.pgvector._copy import Batch, uuid4_strings
+from ragloom.core.stores.scores import exact_cosines, relevance_score
+from ragloom.core.stores.validation import (
+    check_filter,
+    generate_ids,
+    split_segments,
+    validate_embeddings,
+    validate_ids,
+)
+from ragloom.stores.pgvector._copy import Batch
 from ragloom.stores.pgvector._database import (
     Connection,
     Database,
@@ -66,7 +73,13 @@ from ragloom.stores.pgvector._metadata import (
     encode_metadata,
 )
 
-__all__ = ["IndexType", "IterativeScan", "PgVectorEmbeddingStore", "mismatch_probe"]
+__all__ = [
+    "IndexType",
+    "IterativeScan",
+    "PgVectorEmbeddingStore",
+    "mismatch_probe",
+    "raise_mismatch",
+]
 
 IndexType = Literal["hnsw", "ivfflat", "none"]
 IterativeScan = Literal["off", "strict_order", "relaxed_order"]
@@ -430,18 +443,6 @@ class PgVectorEmbeddingStore(EmbeddingStore):
 
     # ------------------------------------------------------------------ adding
 
-    def add(
-        self,
-        embedding: Embedding,
-        segment: TextSegment | None = None,
-        *,
-        id: str | None = None,
-    ) -> str:
-        """Add one embedding (with its segment, under ``id`` when given); returns its id."""
-        return self.add_all(
-            [embedding], None if segment is None else [segment], ids=None if id is None else [id]
-        )[0]
-
     def add_all(
         self,
         embeddings: Sequence[Embedding] | npt.NDArray[np.floating[Any]],
@@ -458,11 +459,12 @@ class PgVectorEmbeddingStore(EmbeddingStore):
         table and one upsert from it for large batches.
         """
         count = len(embeddings)
-        texts, metadata = _split_segments(segments, count)
-        id_list = None if ids is None else _validate_ids(ids, count)
+        texts, segment_metadata = split_segments(segments, count)
+        metadata = [{}] * count if segment_metadata is None else segment_metadata
+        id_list = None if ids is None else _storable_ids(validate_ids(ids, count))
         if count == 0:
             return []
-        matrix = self._matrix(embeddings)
+        matrix = validate_embeddings(embeddings, self._dimension)
         documents: list[str] = []
         tags: list[list[str]] = []
         for entry in metadata:
@@ -473,7 +475,7 @@ class PgVectorEmbeddingStore(EmbeddingStore):
             if text is not None:
                 check_text(text, f"text of segment {position}")
         if id_list is None:
-            batch = Batch(uuid4_strings(count), matrix, texts, documents, tags)
+            batch = Batch(generate_ids(count), matrix, texts, documents, tags)
             self._db.run(
                 lambda conn: self._copy(conn, self._table, batch),
                 what=f"adding {count} embeddings",
@@ -489,41 +491,6 @@ class PgVectorEmbeddingStore(EmbeddingStore):
             idempotent=True,
         )
         return id_list
-
-    def _matrix(self, embeddings: Sequence[Embedding] | npt.NDArray[np.floating[Any]]) -> Matrix:
-        """The batch as a float32 ``(n, dimension)`` matrix, validated."""
-        if isinstance(embeddings, np.ndarray):
-            if embeddings.ndim != 2 or embeddings.dtype.kind not in "fiu":
-                raise EmbeddingStoreError(
-                    "an array of embeddings must be numeric with shape (n, dimension), "
-                    f"got {embeddings.dtype} {embeddings.shape}"
-                )
-            if embeddings.shape[1] != self._dimension:
-                raise EmbeddingStoreError(
-                    f"embedding dimension {embeddings.shape[1]} does not match the table's "
-                    f"{self._dimension}"
-                )
-            with np.errstate(over="ignore", invalid="ignore"):
-                matrix = np.ascontiguousarray(embeddings, dtype=np.float32)
-            finite = np.isfinite(matrix).all(axis=1)
-            if not finite.all():
-                raise EmbeddingStoreError(
-                    f"embedding at index {int(np.flatnonzero(~finite)[0])} contains NaN or "
-                    "infinity (or exceeds the float32 range)"
-                )
-            return matrix
-        for position, embedding in enumerate(embeddings):
-            if not isinstance(embedding, Embedding):
-                raise EmbeddingStoreError(
-                    f"embedding at index {position} is a {type(embedding).__name__}, "
-                    "not an Embedding"
-                )
-            if embedding.dimension != self._dimension:
-                raise EmbeddingStoreError(
-                    f"embedding at index {position} has dimension {embedding.dimension}, "
-                    f"the table's is {self._dimension}"
-                )
-        return np.stack([embedding.vector for embedding in embeddings])
 
     def _copy(self, conn: Connection, table: sql.Composable, batch: Batch) -> None:
         """Binary ``COPY`` of ``batch`` into ``table`` (our stream on UTF-8 connections)."""
@@ -618,17 +585,14 @@ class PgVectorEmbeddingStore(EmbeddingStore):
         rows = self._db.run(work, what="searching", write=False, idempotent=True, settings=settings)
         if rows and rows[0][0] is None:
             assert request.filter is not None
-            _raise_mismatch(request.filter, rows[0][4])
+            raise_mismatch(request.filter, rows[0][4])
         if not rows:
             return EmbeddingSearchResult([])
         vectors = decode_vectors([row[2] for row in rows], self._dimension)
-        if query_norm == 0.0:
-            cosines: list[float] = [0.0] * len(rows)
-        else:
-            cosines = _cosines(vectors, query64, query_norm)
+        cosines: list[float] = exact_cosines(vectors, query64).tolist()
         order = sorted(range(len(rows)), key=lambda i: (-cosines[i], rows[i][0]))[:k]
         min_score = request.min_score
-        kept = [(i, score) for i in order if (score := (cosines[i] + 1.0) / 2.0) >= min_score]
+        kept = [(i, score) for i in order if (score := relevance_score(cosines[i])) >= min_score]
         metadata = decode_many([rows[i][4] for i, _ in kept])
         trusted_embedding, trusted_metadata = Embedding._trusted, Metadata._trusted
         matches: list[EmbeddingMatch] = []
@@ -689,7 +653,7 @@ class PgVectorEmbeddingStore(EmbeddingStore):
 
     def remove(self, id: str) -> None:
         """Remove the entry with this id; an unknown id is ignored."""
-        self.remove_all(_validate_ids([id], 1))
+        self.remove_all(validate_ids([id], 1))
 
     def remove_all(self, ids: Iterable[str] | None = None, *, filter: Filter | None = None) -> None:
         """Remove ``ids``, or the entries matching ``filter``, or (neither) everything.
@@ -711,7 +675,7 @@ class PgVectorEmbeddingStore(EmbeddingStore):
         if ids is not None:
             if isinstance(ids, str):
                 raise EmbeddingStoreError("remove_all takes a collection of ids, not one str")
-            id_list = _validate_ids(list(ids), None, unique=False)
+            id_list = _storable_ids(validate_ids(ids, unique=False))
             if not id_list:
                 return
             statement = sql.SQL("DELETE FROM {} WHERE id = ANY(%s)").format(self._table)
@@ -722,10 +686,7 @@ class PgVectorEmbeddingStore(EmbeddingStore):
                 idempotent=True,
             )
             return
-        if not isinstance(filter, Filter):
-            raise EmbeddingStoreError(
-                f"filter must be a ragloom Filter, got {type(filter).__name__}"
-            )
+        filter = check_filter(filter)
         compiled = compile_filter(filter)
         params: list[Any] = [compiled.mismatch_tags, *compiled.params]
         statement = sql.SQL(
@@ -741,7 +702,7 @@ class PgVectorEmbeddingStore(EmbeddingStore):
 
         row = self._db.run(work, what="removing by filter", write=True, idempotent=True)
         if row is not None and row[0] is not None:
-            _raise_mismatch(filter, row[0])
+            raise_mismatch(filter, row[0])
 
 
 # ---------------------------------------------------------------------- helpers
@@ -753,7 +714,7 @@ def mismatch_probe(table: sql.Composable, probe: str, statement: sql.Composable)
     return sql.SQL(_WITH_MISMATCH).format(table=table, probe=sql.SQL(probe), statement=statement)
 
 
-def _raise_mismatch(condition: Filter, metadata_text: str) -> None:
+def raise_mismatch(condition: Filter, metadata_text: str) -> None:
     """Raise the core's error for the stored metadata the filter cannot compare."""
     condition.test(decode_metadata(metadata_text))  # raises InvalidFilterError
     raise InvalidFilterError(  # pragma: no cover - test() raises for a mismatching row
@@ -761,58 +722,12 @@ def _raise_mismatch(condition: Filter, metadata_text: str) -> None:
     )
 
 
-def _cosines(vectors: Matrix, query64: npt.NDArray[np.float64], query_norm: float) -> list[float]:
-    """float64 cosines computed exactly as the in-memory store rescores its candidates
-    (same products and pairwise sums in numpy; the last scalar steps in Python floats,
-    which are the same IEEE operations), so the scores are bit for bit the same."""
-    block = vectors.astype(np.float64)
-    products = block * query64
-    dots: list[float] = products.sum(axis=1).tolist()
-    np.multiply(block, block, out=products)
-    squares: list[float] = products.sum(axis=1).tolist()
-    cosines: list[float] = []
-    for dot, square in zip(dots, squares, strict=True):
-        norm = math.sqrt(square) * query_norm
-        cosine = dot / norm if norm > 0 else 0.0
-        cosines.append(-1.0 if cosine < -1.0 else 1.0 if cosine > 1.0 else cosine)
-    return cosines
-
-
 def _vector_payload(vector: Matrix) -> bytes:
     return _VECTOR_HEADER.pack(vector.shape[0], 0) + vector.astype(">f4").tobytes()
 
 
-def _validate_ids(ids: Sequence[str], count: int | None, *, unique: bool = True) -> list[str]:
-    """``ids`` as a list, checked: non-empty storable ``str`` s, distinct if ``unique``."""
-    if isinstance(ids, str):
-        raise EmbeddingStoreError("ids must be a sequence of str, not one str")
-    id_list = list(ids)
-    if count is not None and len(id_list) != count:
-        raise EmbeddingStoreError(f"got {len(id_list)} ids for {count} embeddings")
-    for embedding_id in id_list:
-        if not isinstance(embedding_id, str) or not embedding_id:
-            raise EmbeddingStoreError(f"embedding id must be a non-empty str, got {embedding_id!r}")
+def _storable_ids(ids: list[str]) -> list[str]:
+    """``ids`` if PostgreSQL text can hold each one (no NUL, no lone surrogate)."""
+    for embedding_id in ids:
         check_text(embedding_id, "embedding id")
-    if unique and len(set(id_list)) != len(id_list):
-        duplicate = next(i for i, n in Counter(id_list).items() if n > 1)
-        raise EmbeddingStoreError(f"id {duplicate!r} appears more than once in one call")
-    return [str.__str__(embedding_id) for embedding_id in id_list]
-
-
-def _split_segments(
-    segments: Sequence[TextSegment] | None, count: int
-) -> tuple[list[str | None], list[dict[str, MetadataValue]]]:
-    """Texts and metadata dicts of ``segments`` (``None`` texts and empty dicts without)."""
-    if segments is None:
-        return [None] * count, [{}] * count
-    if isinstance(segments, str | TextSegment) or len(segments) != count:
-        given = 1 if isinstance(segments, str | TextSegment) else len(segments)
-        raise EmbeddingStoreError(f"got {given} segments for {count} embeddings")
-    texts: list[str | None] = []
-    metadata: list[dict[str, MetadataValue]] = []
-    for segment in segments:
-        if not isinstance(segment, TextSegment):
-            raise EmbeddingStoreError(f"expected TextSegment, got {type(segment).__name__}")
-        texts.append(segment.text)
-        metadata.append(segment.metadata.to_dict())
-    return texts, metadata
+    return ids

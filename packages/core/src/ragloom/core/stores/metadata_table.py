@@ -6,6 +6,7 @@ table's capacity: ``codes`` (int8 type code, 0 = key missing in that row) and ``
 int64 an index into the column's dictionary of distinct values. Dictionary-encoding makes str
 equality and ``in`` plain integer compares; per-key type counts make the type check O(1) and
 let a column holding one type skip the type test. Not thread-safe: the owner locks.
+:func:`~ragloom.core.stores.filter_mask.filter_mask` evaluates a whole filter over a table.
 """
 
 from __future__ import annotations
@@ -21,16 +22,16 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from ragloom.core.filters import (
-    _BOOL,
-    _NUMBER,
-    _OPS,
-    _STR,
-    _UUID,
+from ragloom.core.filter_values import (
+    BOOL,
+    COMPARISONS,
+    NUMBER,
+    STR,
+    UUID,
     FilterValue,
-    _exact_value,
-    _kind_of,
-    _mismatch_error,
+    exact_value,
+    mismatch_error,
+    value_kind,
 )
 from ragloom.core.metadata import Metadata, MetadataValue, validate_key, validate_value
 
@@ -40,10 +41,10 @@ _MISSING, _BOOL_CODE, _INT_CODE, _FLOAT_CODE, _STR_CODE, _UUID_CODE, _BIGINT_COD
 _N_CODES = 7
 _OBJECT_CODES = (_STR_CODE, _UUID_CODE, _BIGINT_CODE)
 _CODES_OF_KIND = {
-    _NUMBER: (_INT_CODE, _FLOAT_CODE, _BIGINT_CODE),
-    _BOOL: (_BOOL_CODE,),
-    _STR: (_STR_CODE,),
-    _UUID: (_UUID_CODE, _STR_CODE),
+    NUMBER: (_INT_CODE, _FLOAT_CODE, _BIGINT_CODE),
+    BOOL: (_BOOL_CODE,),
+    STR: (_STR_CODE,),
+    UUID: (_UUID_CODE, _STR_CODE),
 }
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 _NP_OPS: dict[str, Callable[[Any, Any], NDArray[np.bool_]]] = {
@@ -280,7 +281,7 @@ def _encode_each(column: _Column, key: str, values: list[Any]) -> _Encoded:
     for row, raw in enumerate(values):
         if raw is _ABSENT:
             continue
-        value = _exact_value(validate_value(key, raw))
+        value = exact_value(validate_value(key, raw))
         if isinstance(value, bool):
             codes[row], payload[row] = _BOOL_CODE, int(value)
         elif isinstance(value, int) and _INT64_MIN <= value <= _INT64_MAX:
@@ -311,7 +312,7 @@ def _as_dict(row: Mapping[str, MetadataValue]) -> Mapping[str, Any]:
 
 
 class MetadataTable:
-    """The metadata of N rows as typed columns, for vectorized filtering with ``Filter.mask``.
+    """The metadata of N rows as typed columns, for vectorized filtering (``filter_mask``).
 
     Appends are amortized O(1) (capacity doubling); ``delete`` compacts and keeps order.
     Rows are returned as plain dicts of exact types (a StrEnum value comes back as str).
@@ -504,11 +505,11 @@ class MetadataTable:
             )
         return array.astype(np.intp, copy=False)
 
-    # -- evaluation, used by Filter.mask ----------------------------------------------------
+    # -- evaluation, used by filter_mask ------------------------------------------------------
 
-    def _compare_mask(self, key: str, op: str, value: FilterValue) -> Mask:
+    def compare_mask(self, key: str, op: str, value: FilterValue) -> Mask:
         """Rows whose ``key`` value satisfies ``<op> value`` (``op`` in ==, >, >=, <, <=)."""
-        column = self._checked_column(key, _kind_of(value), value)
+        column = self._checked_column(key, value_kind(value), value)
         if column is None:
             return np.zeros(self._size, dtype=bool)
         payload = column.payload[: self._size]
@@ -522,7 +523,7 @@ class MetadataTable:
             if counts[_FLOAT_CODE]:
                 floats = payload.view(np.float64)
                 parts.append(self._gate(column, _FLOAT_CODE, _float64_compare(floats, op, value)))
-            compare = _OPS[op]
+            compare = COMPARISONS[op]
             parts.append(
                 self._lookup(column, _BIGINT_CODE, lambda v: type(v) is int and compare(v, value))
             )
@@ -532,15 +533,15 @@ class MetadataTable:
                 value = str(value)
             parts.append(self._codes_in(column, _STR_CODE, [value]))
         else:
-            compare = _OPS[op]
+            compare = COMPARISONS[op]
             parts.append(
                 self._lookup(column, _STR_CODE, lambda v: type(v) is str and compare(v, value))
             )
         return self._union(parts)
 
-    def _in_mask(self, key: str, values: tuple[FilterValue, ...]) -> Mask:
+    def in_mask(self, key: str, values: tuple[FilterValue, ...]) -> Mask:
         """Rows whose ``key`` value equals one of ``values`` (all of one kind)."""
-        column = self._checked_column(key, _kind_of(values[0]), values)
+        column = self._checked_column(key, value_kind(values[0]), values)
         if column is None:
             return np.zeros(self._size, dtype=bool)
         payload = column.payload[: self._size]
@@ -570,9 +571,9 @@ class MetadataTable:
             parts.append(self._codes_in(column, _STR_CODE, values))
         return self._union(parts)
 
-    def _contains_mask(self, key: str, text: str) -> Mask:
+    def contains_mask(self, key: str, text: str) -> Mask:
         """Rows whose ``key`` value is a str containing ``text``."""
-        column = self._checked_column(key, _STR, text)
+        column = self._checked_column(key, STR, text)
         if column is None:
             return np.zeros(self._size, dtype=bool)
         return self._union(
@@ -589,7 +590,7 @@ class MetadataTable:
         if column.present() != sum(column.counts[code] for code in allowed):
             codes = column.codes[: self._size]
             first = int(np.flatnonzero((codes != _MISSING) & ~np.isin(codes, allowed))[0])
-            raise _mismatch_error(key, column.value(first), value)
+            raise mismatch_error(key, column.value(first), value)
         return column
 
     def _gate(self, column: _Column, code: int, matches: Mask) -> Mask:

@@ -1,0 +1,57 @@
+"""Relevance scores: the spec's ``(cosine + 1) / 2`` in [0, 1], and exact cosines.
+
+Every store reports the same score for the same vectors: a backend that returns a cosine
+distance converts it with :func:`cosine_from_distance`, then :func:`relevance_score`.
+Stores that fetch the candidate vectors rescore them with :func:`exact_cosines`, so the
+in-memory store and a database agree to the last bit.
+"""
+
+from __future__ import annotations
+
+from typing import Any, TypeVar
+
+import numpy as np
+import numpy.typing as npt
+
+__all__ = ["cosine_from_distance", "exact_cosines", "relevance_score"]
+
+Number = TypeVar("Number", float, npt.NDArray[np.float64])
+
+_CHUNK = 4096  # rows converted to float64 at a time
+
+
+def relevance_score(cosine: Number) -> Number:
+    """The relevance score of a cosine similarity: ``(cosine + 1) / 2`` (scalar or array)."""
+    return (cosine + 1.0) / 2.0
+
+
+def cosine_from_distance(distance: Number) -> Number:
+    """The cosine similarity of a cosine distance ``1 - cosine`` (pgvector ``<=>``, ...)."""
+    return 1.0 - distance
+
+
+def exact_cosines(
+    vectors: npt.NDArray[np.float32],
+    query: npt.NDArray[np.floating[Any]],
+    rows: npt.NDArray[np.intp] | None = None,
+) -> npt.NDArray[np.float64]:
+    """float64 cosines between ``query`` and ``vectors`` (or its ``rows``), in [-1, 1].
+
+    Products of float32 values are exact in float64 and each row's sums are deterministic,
+    so the same vectors give the same cosines in every store. A zero vector (or query)
+    has cosine 0 with everything.
+    """
+    query64 = np.asarray(query, dtype=np.float64)
+    query_norm = float(np.sqrt(query64 @ query64))
+    count = vectors.shape[0] if rows is None else rows.size
+    result = np.zeros(count, dtype=np.float64)
+    if query_norm == 0.0:
+        return result
+    for start in range(0, count, _CHUNK):
+        chunk = vectors[start : start + _CHUNK] if rows is None else vectors[rows[start:][:_CHUNK]]
+        block = chunk.astype(np.float64)
+        dots = (block * query64).sum(axis=1)
+        norms = np.sqrt((block * block).sum(axis=1)) * query_norm
+        np.divide(dots, norms, out=result[start : start + block.shape[0]], where=norms > 0)
+    np.clip(result, -1.0, 1.0, out=result)
+    return result
