@@ -22,12 +22,12 @@ from ragloom.core import (
     IsLessThanOrEqualTo,
     IsNotEqualTo,
     IsNotIn,
-    MetadataTable,
     Not,
     Or,
     metadata_key,
     parse_filter,
 )
+from ragloom.core.metadata_table import MetadataTable
 
 U = uuid.UUID("12345678-1234-5678-1234-567812345678")
 

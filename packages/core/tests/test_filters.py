@@ -28,7 +28,6 @@ from ragloom.core import (
     IsNotEqualTo,
     IsNotIn,
     Metadata,
-    MetadataTable,
     Not,
     Or,
     and_,
@@ -36,6 +35,7 @@ from ragloom.core import (
     not_,
     or_,
 )
+from ragloom.core.metadata_table import MetadataTable
 
 U1 = uuid.UUID("1111aaaa-1111-4111-8111-11111111abcd")
 U2 = uuid.UUID("22222222-2222-4222-8222-222222222222")

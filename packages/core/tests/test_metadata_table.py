@@ -12,7 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ragloom.core import InvalidMetadataError, Metadata, MetadataTable, metadata_key
+from ragloom.core import InvalidMetadataError, Metadata, metadata_key
+from ragloom.core.metadata_table import MetadataTable
 
 U = uuid.UUID("12345678-1234-5678-1234-567812345678")
 ROWS: list[dict[str, Any]] = [

@@ -2,13 +2,7 @@
 
 from ragloom.core import document_splitters, plugins
 from ragloom.core.assistant import AsyncTokenStream, RagAssistant, Result, TokenStream
-from ragloom.core.bm25 import (
-    Analyzer,
-    BM25Index,
-    BM25IndexError,
-    BM25Match,
-    StandardAnalyzer,
-)
+from ragloom.core.bm25 import Analyzer, BM25Index, BM25Match, StandardAnalyzer
 from ragloom.core.chat import (
     AiMessage,
     AsyncChatStream,
@@ -40,6 +34,7 @@ from ragloom.core.embedding import (
     TokenUsage,
 )
 from ragloom.core.errors import (
+    BM25IndexError,
     ChatModelError,
     DocumentLoadError,
     DocumentParseError,
@@ -48,10 +43,14 @@ from ragloom.core.errors import (
     EmbeddingStoreError,
     EmptyDocumentError,
     EncryptedDocumentError,
+    EvaluationDataError,
+    InvalidArgumentError,
+    InvalidArgumentTypeError,
     InvalidFilterError,
     InvalidMetadataError,
     PluginError,
     PromptTemplateError,
+    RagIndexError,
     RagloomError,
     RetrievalError,
     UnsupportedDocumentError,
@@ -86,7 +85,6 @@ from ragloom.core.loaders.package_resource import (
 from ragloom.core.loaders.result import LoadedDocuments, LoadFailure
 from ragloom.core.loaders.url import UrlDocumentLoader
 from ragloom.core.metadata import Metadata, MetadataValue
-from ragloom.core.metadata_table import MetadataTable
 from ragloom.core.parsers.base import DocumentParser
 from ragloom.core.parsers.dispatch import DispatchingDocumentParser
 from ragloom.core.parsers.text import TextDocumentParser
@@ -195,6 +193,7 @@ __all__ = [
     "EmbeddingStoreIngestor",
     "EmptyDocumentError",
     "EncryptedDocumentError",
+    "EvaluationDataError",
     "ExpandingQueryTransformer",
     "FallbackStrategy",
     "FileSystemDocumentLoader",
@@ -205,6 +204,8 @@ __all__ = [
     "InMemoryChatMemoryStore",
     "InMemoryEmbeddingStore",
     "IngestionResult",
+    "InvalidArgumentError",
+    "InvalidArgumentTypeError",
     "InvalidFilterError",
     "InvalidMetadataError",
     "IsEqualTo",
@@ -220,7 +221,6 @@ __all__ = [
     "LoadedDocuments",
     "MessageWindowChatMemory",
     "Metadata",
-    "MetadataTable",
     "MetadataValue",
     "Not",
     "Or",
@@ -234,6 +234,7 @@ __all__ = [
     "QueryTransformer",
     "RERANKED_SCORE",
     "RagAssistant",
+    "RagIndexError",
     "RagloomError",
     "ReRankingContentAggregator",
     "RecursiveDocumentSplitter",
