@@ -1,4 +1,4 @@
-"""ragloom.core's public surface: __all__ is pinned, importable, and its errors form one tree."""
+"""ragloom.core: __all__ is pinned and importable, and its errors form one drawn tree."""
 
 from __future__ import annotations
 
