@@ -3,11 +3,22 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
 import ragloom.core
-from ragloom.core import errors
-from ragloom.core.errors import RagloomError
+from ragloom.core import (
+    Document,
+    Embedding,
+    MessageWindowChatMemory,
+    PromptTemplate,
+    UserMessage,
+    errors,
+    reciprocal_rank_fusion,
+)
+from ragloom.core.errors import InvalidArgumentError, InvalidArgumentTypeError, RagloomError
 
 EXPECTED_ALL = [
     "AiMessage",
@@ -193,3 +204,22 @@ def test_the_docstring_tree_draws_every_error_with_its_bases() -> None:
 def test_docs_list_every_error() -> None:
     text = DOCS.read_text(encoding="utf-8")
     assert [cls.__name__ for cls in error_classes() if f"`{cls.__name__}`" not in text] == []
+
+
+@pytest.mark.parametrize(
+    ("call", "error", "names"),
+    [
+        (lambda: Document(3), InvalidArgumentTypeError, "Document text"),  # type: ignore[arg-type]
+        (lambda: PromptTemplate(3), InvalidArgumentTypeError, "template"),  # type: ignore[arg-type]
+        (lambda: UserMessage("hi", name=3), InvalidArgumentTypeError, "name"),  # type: ignore[arg-type]
+        (lambda: Embedding([]), InvalidArgumentError, "vector"),
+        (lambda: MessageWindowChatMemory(0), InvalidArgumentError, "max_messages"),
+        (lambda: reciprocal_rank_fusion([], k=-1), InvalidArgumentError, "k must"),
+    ],
+)
+def test_bad_input_raises_a_ragloom_error_naming_the_argument(
+    call: Callable[[], object], error: type[RagloomError], names: str
+) -> None:
+    with pytest.raises(error, match=names) as raised:
+        call()
+    assert isinstance(raised.value, ValueError if error is InvalidArgumentError else TypeError)
