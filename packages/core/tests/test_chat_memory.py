@@ -118,7 +118,7 @@ def test_bad_input_is_rejected() -> None:
         MessageWindowChatMemory(0)
     with pytest.raises(ValueError, match="max_messages"):
         MessageWindowChatMemory(True)
-    with pytest.raises(TypeError, match="expected a ChatMessage, got str"):
+    with pytest.raises(TypeError, match="message must be a ChatMessage, got str"):
         MessageWindowChatMemory().add("hello")  # type: ignore[arg-type]
 
 

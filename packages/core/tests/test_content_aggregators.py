@@ -183,5 +183,5 @@ def test_reranking_settings_are_validated_and_the_model_defaults_to_the_plugin()
 
 def test_scoring_model_score_uses_score_all() -> None:
     assert FakeScoringModel().score("yeast bread", "bread") == 1.0
-    with pytest.raises(ValueError, match="returned 2 scores for 1 segment"):
+    with pytest.raises(RetrievalError, match="returned 2 scores for 1 segment"):
         BrokenScorer([1.0, 2.0]).score("x", "q")

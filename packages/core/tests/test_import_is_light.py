@@ -15,6 +15,7 @@ HEAVY = [
     "qdrant_client",
     "langchain_core",
     "pandas",
+    "pydantic",
     "scipy",
 ]
 

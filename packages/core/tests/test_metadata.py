@@ -86,3 +86,8 @@ def test_document_and_segment() -> None:
         Document(b"bytes")  # type: ignore[arg-type]
     with pytest.raises(InvalidMetadataError, match="'x'"):
         TextSegment.from_text("t", {"x": None})
+
+
+def test_metadata_is_mutable_so_unhashable() -> None:
+    with pytest.raises(TypeError, match="unhashable"):
+        hash(Metadata({"a": 1}))

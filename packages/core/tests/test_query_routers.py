@@ -58,7 +58,7 @@ def test_default_router_routes_to_every_retriever() -> None:
 def test_default_router_rejects_non_retrievers() -> None:
     with pytest.raises(ValueError, match="at least one"):
         DefaultQueryRouter()
-    with pytest.raises(TypeError, match="expected a ContentRetriever.*got list"):
+    with pytest.raises(TypeError, match="must be a ContentRetriever.*got list"):
         DefaultQueryRouter([BOOKS])  # type: ignore[arg-type]
 
 

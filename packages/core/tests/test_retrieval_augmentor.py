@@ -30,6 +30,7 @@ from ragloom.core import (
     Query,
     QueryMetadata,
     RetrievalAugmentor,
+    RetrievalError,
     UserMessage,
     document_splitters,
     metadata_key,
@@ -405,7 +406,7 @@ def test_bad_messages_and_transformer_output_are_rejected() -> None:
     augmentor = DefaultRetrievalAugmentor(
         content_retriever=ThreadRecordingRetriever(), query_transformer=Broken()
     )
-    with pytest.raises(TypeError, match="query transformer returned str, not a Query"):
+    with pytest.raises(RetrievalError, match="query transformer returned str, not a Query"):
         augmentor.augment("q")
-    with pytest.raises(TypeError, match="expected a UserMessage or str, got int"):
+    with pytest.raises(TypeError, match="user_message must be a UserMessage or str, got int"):
         augmentor.augment(3)  # type: ignore[arg-type]

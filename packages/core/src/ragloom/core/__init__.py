@@ -2,13 +2,7 @@
 
 from ragloom.core import document_splitters, plugins
 from ragloom.core.assistant import AsyncTokenStream, RagAssistant, Result, TokenStream
-from ragloom.core.bm25 import (
-    Analyzer,
-    BM25Index,
-    BM25IndexError,
-    BM25Match,
-    StandardAnalyzer,
-)
+from ragloom.core.bm25 import Analyzer, BM25Index, BM25Match, StandardAnalyzer
 from ragloom.core.chat import (
     AiMessage,
     AsyncChatStream,
@@ -40,6 +34,7 @@ from ragloom.core.embedding import (
     TokenUsage,
 )
 from ragloom.core.errors import (
+    BM25IndexError,
     ChatModelError,
     DocumentLoadError,
     DocumentParseError,
@@ -48,13 +43,18 @@ from ragloom.core.errors import (
     EmbeddingStoreError,
     EmptyDocumentError,
     EncryptedDocumentError,
+    EvaluationDataError,
+    InvalidArgumentError,
+    InvalidArgumentTypeError,
     InvalidFilterError,
     InvalidMetadataError,
     PluginError,
     PromptTemplateError,
+    RagIndexError,
     RagloomError,
     RetrievalError,
     UnsupportedDocumentError,
+    UnsupportedFilterError,
 )
 from ragloom.core.filter_parser import parse_filter
 from ragloom.core.filters import (
@@ -194,6 +194,7 @@ __all__ = [
     "EmbeddingStoreIngestor",
     "EmptyDocumentError",
     "EncryptedDocumentError",
+    "EvaluationDataError",
     "ExpandingQueryTransformer",
     "FallbackStrategy",
     "FileSystemDocumentLoader",
@@ -204,6 +205,8 @@ __all__ = [
     "InMemoryChatMemoryStore",
     "InMemoryEmbeddingStore",
     "IngestionResult",
+    "InvalidArgumentError",
+    "InvalidArgumentTypeError",
     "InvalidFilterError",
     "InvalidMetadataError",
     "IsEqualTo",
@@ -232,6 +235,7 @@ __all__ = [
     "QueryTransformer",
     "RERANKED_SCORE",
     "RagAssistant",
+    "RagIndexError",
     "RagloomError",
     "ReRankingContentAggregator",
     "RecursiveDocumentSplitter",
@@ -249,6 +253,7 @@ __all__ = [
     "TokenUsage",
     "Tokenizer",
     "UnsupportedDocumentError",
+    "UnsupportedFilterError",
     "UrlDocumentLoader",
     "UserMessage",
     "and_",

@@ -31,7 +31,7 @@ from ragloom.core.chat.messages import ChatMessage, SystemMessage, UserMessage
 from ragloom.core.chat.model import ChatModel, ChatResponse, FinishReason
 from ragloom.core.content import Content
 from ragloom.core.embedding import TokenUsage
-from ragloom.core.errors import RagloomError
+from ragloom.core.errors import InvalidArgumentError, InvalidArgumentTypeError, RagloomError
 from ragloom.core.query import QueryMetadata
 from ragloom.core.retrieval_augmentor import (
     AugmentationResult,
@@ -106,15 +106,21 @@ class RagAssistant:
         system_prompt: str | None = None,
     ) -> None:
         if not callable(getattr(chat_model, "chat", None)):
-            raise TypeError(f"chat_model must be a ChatModel, got {type(chat_model).__name__}")
+            raise InvalidArgumentTypeError(
+                f"chat_model must be a ChatModel, got {type(chat_model).__name__}"
+            )
         if chat_memory is not None and chat_memory_provider is not None:
-            raise ValueError("give RagAssistant chat_memory or chat_memory_provider, not both")
+            raise InvalidArgumentError(
+                "give RagAssistant chat_memory or chat_memory_provider, not both"
+            )
         if system_prompt is not None and (
             not isinstance(system_prompt, str) or not system_prompt.strip()
         ):
-            raise ValueError(f"system_prompt must be a non-blank str or None: {system_prompt!r}")
+            raise InvalidArgumentError(
+                f"system_prompt must be a non-blank str or None: {system_prompt!r}"
+            )
         if (content_retriever is None) == (retrieval_augmentor is None):
-            raise ValueError(
+            raise InvalidArgumentError(
                 "give RagAssistant exactly one of content_retriever and retrieval_augmentor"
             )
         self._owned_augmentor: DefaultRetrievalAugmentor | None = None
@@ -137,7 +143,7 @@ class RagAssistant:
         if self._chat_memory_provider is not None:
             key = DEFAULT_MEMORY_ID if memory_id is None else memory_id
             if not isinstance(key, Hashable):
-                raise TypeError(f"memory_id must be hashable, got {memory_id!r}")
+                raise InvalidArgumentTypeError(f"memory_id must be hashable, got {memory_id!r}")
             with self._memories_lock:
                 memory = self._memories.get(key)
                 if memory is None:
@@ -148,7 +154,7 @@ class RagAssistant:
             and self._chat_memory is not None
             and memory_id != self._chat_memory.id
         ):
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"memory_id {memory_id!r} given, but this assistant has a single chat_memory "
                 "shared by every caller; give it a chat_memory_provider to keep ids apart"
             )
@@ -166,9 +172,11 @@ class RagAssistant:
     def _begin(self, message: str | UserMessage, memory_id: Hashable) -> _Turn:
         user_message = UserMessage(message) if isinstance(message, str) else message
         if not isinstance(user_message, UserMessage):
-            raise TypeError(f"message must be a str or UserMessage, got {type(message).__name__}")
+            raise InvalidArgumentTypeError(
+                f"message must be a str or UserMessage, got {type(message).__name__}"
+            )
         if not user_message.text.strip():
-            raise ValueError("message must not be blank")
+            raise InvalidArgumentError("message must not be blank")
         memory = self.chat_memory(memory_id)
         system = None if self.system_prompt is None else SystemMessage(self.system_prompt)
         if memory is None:

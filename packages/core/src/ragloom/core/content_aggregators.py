@@ -14,7 +14,7 @@ from typing import Protocol, TypeAlias, cast, runtime_checkable
 
 from ragloom.core import plugins
 from ragloom.core.content import RERANKED_SCORE, Content
-from ragloom.core.errors import RetrievalError
+from ragloom.core.errors import InvalidArgumentError, InvalidArgumentTypeError, RetrievalError
 from ragloom.core.fusion import reciprocal_rank_fusion
 from ragloom.core.query import Query
 from ragloom.core.scoring import ScoringModel
@@ -80,9 +80,11 @@ class ReRankingContentAggregator(ContentAggregator):
         max_results: int | None = None,
     ) -> None:
         if max_results is not None and (type(max_results) is not int or max_results < 1):
-            raise ValueError(f"max_results must be a positive int or None, got {max_results!r}")
+            raise InvalidArgumentError(
+                f"max_results must be a positive int or None, got {max_results!r}"
+            )
         if min_score is not None and not isinstance(min_score, int | float):
-            raise TypeError(f"min_score must be a number or None, got {min_score!r}")
+            raise InvalidArgumentTypeError(f"min_score must be a number or None, got {min_score!r}")
         self.scoring_model = scoring_model or cast(
             ScoringModel, plugins.load_default(plugins.SCORING_MODELS)
         )

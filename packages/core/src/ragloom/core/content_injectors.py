@@ -7,6 +7,7 @@ from typing import Protocol, runtime_checkable
 
 from ragloom.core.chat.messages import UserMessage
 from ragloom.core.content import Content
+from ragloom.core.errors import InvalidArgumentTypeError
 from ragloom.core.prompt_template import PromptTemplate
 
 
@@ -41,7 +42,9 @@ class DefaultContentInjector(ContentInjector):
         metadata_keys_to_include: Sequence[str] | None = None,
     ) -> None:
         if isinstance(metadata_keys_to_include, str):
-            raise TypeError("metadata_keys_to_include must be a sequence of keys, not a str")
+            raise InvalidArgumentTypeError(
+                "metadata_keys_to_include must be a sequence of keys, not a str"
+            )
         self.prompt_template = PromptTemplate.of(
             prompt_template or DEFAULT_INJECTION_TEMPLATE
         ).require({"user_message", "contents"}, used_by="DefaultContentInjector")

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ragloom.core.errors import InvalidArgumentTypeError
 from ragloom.core.metadata import Metadata, as_metadata
 
 # Metadata keys that loaders and splitters write, named once here.
@@ -23,7 +24,7 @@ class Document:
 
     def __init__(self, text: str, metadata: Metadata | Mapping[str, Any] | None = None) -> None:
         if not isinstance(text, str):
-            raise TypeError(f"Document text must be str, got {type(text).__name__}")
+            raise InvalidArgumentTypeError(f"Document text must be str, got {type(text).__name__}")
         self.text = text
         self.metadata = as_metadata(metadata)
 
@@ -56,7 +57,9 @@ class TextSegment:
 
     def __init__(self, text: str, metadata: Metadata | Mapping[str, Any] | None = None) -> None:
         if not isinstance(text, str):
-            raise TypeError(f"TextSegment text must be str, got {type(text).__name__}")
+            raise InvalidArgumentTypeError(
+                f"TextSegment text must be str, got {type(text).__name__}"
+            )
         self.text = text
         self.metadata = as_metadata(metadata)
 

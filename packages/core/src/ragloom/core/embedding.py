@@ -16,6 +16,11 @@ import numpy as np
 import numpy.typing as npt
 
 from ragloom.core.document import TextSegment
+from ragloom.core.errors import (
+    EmbeddingModelError,
+    InvalidArgumentError,
+    InvalidArgumentTypeError,
+)
 
 FloatVector = npt.NDArray[np.float32]
 
@@ -36,11 +41,15 @@ class Embedding:
             with np.errstate(over="ignore", invalid="ignore"):  # reported below as non-finite
                 array = np.array(vector, dtype=np.float32)
         except (TypeError, ValueError) as exc:
-            raise ValueError(f"embedding vector must be numeric, got {_describe(vector)}") from exc
+            raise InvalidArgumentError(
+                f"embedding vector must be numeric, got {_describe(vector)}"
+            ) from exc
         if array.ndim != 1 or array.size == 0:
-            raise ValueError(f"embedding vector must be 1-D and non-empty, got shape {array.shape}")
+            raise InvalidArgumentError(
+                f"embedding vector must be 1-D and non-empty, got shape {array.shape}"
+            )
         if not np.isfinite(array).all():
-            raise ValueError("embedding vector contains NaN or infinity")
+            raise InvalidArgumentError("embedding vector contains NaN or infinity")
         array.flags.writeable = False
         self._vector = array
 
@@ -85,7 +94,7 @@ class Embedding:
         Computed in float64; 0 when either vector is zero.
         """
         if other.dimension != self.dimension:
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"cannot compare embeddings of dimension {self.dimension} and {other.dimension}"
             )
         a = self._vector.astype(np.float64)
@@ -99,7 +108,9 @@ class Embedding:
         if dtype is None or np.dtype(dtype) == np.float32:
             return self._vector.copy() if copy else self._vector
         if copy is False:
-            raise ValueError(f"cannot view a float32 embedding as {np.dtype(dtype)} without a copy")
+            raise InvalidArgumentError(
+                f"cannot view a float32 embedding as {np.dtype(dtype)} without a copy"
+            )
         return self._vector.astype(dtype)
 
     def __len__(self) -> int:
@@ -144,7 +155,9 @@ class TokenUsage:
         for name in ("input_token_count", "output_token_count", "total_token_count"):
             value = getattr(self, name)
             if value is not None and (type(value) is not int or value < 0):
-                raise ValueError(f"{name} must be a non-negative int or None, got {value!r}")
+                raise InvalidArgumentError(
+                    f"{name} must be a non-negative int or None, got {value!r}"
+                )
         if self.total_token_count is None:
             object.__setattr__(
                 self,
@@ -193,7 +206,9 @@ class EmbeddingResult:
     def embedding(self) -> Embedding:
         """The only embedding (for results of ``embed``); raises if there is not exactly one."""
         if len(self.embeddings) != 1:
-            raise ValueError(f"result holds {len(self.embeddings)} embeddings, not exactly one")
+            raise InvalidArgumentError(
+                f"embedding needs exactly one; this result holds {len(self.embeddings)} embeddings"
+            )
         return self.embeddings[0]
 
 
@@ -214,7 +229,10 @@ class EmbeddingModel(Protocol):
         """Embed one text or segment; the result's :attr:`~EmbeddingResult.embedding`."""
         result = self.embed_all([text])
         if len(result.embeddings) != 1:
-            raise ValueError(f"embed_all returned {len(result.embeddings)} embeddings for 1 text")
+            raise EmbeddingModelError(
+                f"{type(self).__name__}.embed_all returned {len(result.embeddings)} "
+                "embeddings for 1 text"
+            )
         return result
 
     @property
@@ -229,7 +247,9 @@ def text_of(item: str | TextSegment) -> str:
         return item.text
     if isinstance(item, str):
         return item
-    raise TypeError(f"expected str or TextSegment, got {type(item).__name__}")
+    raise InvalidArgumentTypeError(
+        f"each text must be a str or TextSegment, got {type(item).__name__}"
+    )
 
 
 def _describe(value: object) -> str:

@@ -1,14 +1,92 @@
-"""The ragloom error hierarchy: every error names the file, key or value at fault."""
+"""The ragloom error hierarchy: every error names the argument, key, file or value at fault.
+
+Catch :class:`RagloomError` for anything ragloom raises on purpose. Errors for bad input
+keep the Python convention as a second base (``ValueError`` or ``TypeError``, in
+brackets below), so ``except ValueError`` still works::
+
+    RagloomError
+    ├── InvalidArgumentError (ValueError)
+    │   ├── InvalidMetadataError
+    │   ├── InvalidFilterError
+    │   │   └── UnsupportedFilterError
+    │   ├── PromptTemplateError
+    │   └── DocumentSplitError
+    ├── InvalidArgumentTypeError (TypeError)
+    ├── EvaluationDataError (ValueError)
+    ├── DocumentLoadError
+    ├── DocumentParseError
+    │   ├── UnsupportedDocumentError
+    │   ├── EmptyDocumentError
+    │   └── EncryptedDocumentError
+    ├── EmbeddingModelError
+    ├── EmbeddingStoreError
+    ├── BM25IndexError
+    ├── ChatModelError
+    ├── RetrievalError
+    ├── PluginError
+    └── RagIndexError
+
+Integration packages subclass these (``OpenAiChatModelError`` is a ``ChatModelError``,
+``EncryptedPdfError`` an ``EncryptedDocumentError``); docs/errors.md lists them all.
+"""
 
 from __future__ import annotations
+
+__all__ = [
+    "BM25IndexError",
+    "ChatModelError",
+    "DocumentLoadError",
+    "DocumentParseError",
+    "DocumentSplitError",
+    "EmbeddingModelError",
+    "EmbeddingStoreError",
+    "EmptyDocumentError",
+    "EncryptedDocumentError",
+    "EvaluationDataError",
+    "InvalidArgumentError",
+    "InvalidArgumentTypeError",
+    "InvalidFilterError",
+    "InvalidMetadataError",
+    "PluginError",
+    "PromptTemplateError",
+    "RagIndexError",
+    "RagloomError",
+    "RetrievalError",
+    "UnsupportedDocumentError",
+    "UnsupportedFilterError",
+]
 
 
 class RagloomError(Exception):
     """Base class of every error raised by ragloom."""
 
 
-class InvalidMetadataError(RagloomError, ValueError):
+class InvalidArgumentError(RagloomError, ValueError):
+    """An argument or field has a value ragloom does not accept (names it and the value)."""
+
+
+class InvalidArgumentTypeError(RagloomError, TypeError):
+    """An argument or field has the wrong type (names it and the type it got)."""
+
+
+class InvalidMetadataError(InvalidArgumentError):
     """A metadata key or value is not allowed (names the key and the value's type)."""
+
+
+class InvalidFilterError(InvalidArgumentError):
+    """A metadata filter is malformed or compares incompatible types (names key and value)."""
+
+
+class PromptTemplateError(InvalidArgumentError):
+    """A prompt template is malformed, lacks a required variable, or a value is missing."""
+
+
+class DocumentSplitError(InvalidArgumentError):
+    """A splitter was misconfigured or got an input it cannot split."""
+
+
+class EvaluationDataError(RagloomError, ValueError):
+    """An evaluation data set is missing, malformed or inconsistent (names file and line)."""
 
 
 class DocumentLoadError(RagloomError):
@@ -27,12 +105,12 @@ class EmptyDocumentError(DocumentParseError):
     """A document has no text (names the source); the spec's parsers refuse blank input."""
 
 
-class DocumentSplitError(RagloomError, ValueError):
-    """A splitter was misconfigured or got an input it cannot split."""
+class EncryptedDocumentError(DocumentParseError):
+    """A document is password-protected and no (or a wrong) password was given."""
 
 
-class InvalidFilterError(RagloomError, ValueError):
-    """A metadata filter is malformed or compares incompatible types (names key and value)."""
+class EmbeddingModelError(RagloomError):
+    """An embedding model could not embed its input or broke the EmbeddingModel contract."""
 
 
 class UnsupportedFilterError(InvalidFilterError):
@@ -43,25 +121,21 @@ class EmbeddingStoreError(RagloomError):
     """An embedding store operation failed or got bad input; the store stays unchanged."""
 
 
-class PluginError(RagloomError):
-    """A plugin (entry point) is missing, broken or ambiguous."""
+class BM25IndexError(RagloomError):
+    """A BM25 index operation failed or got bad input; the index stays unchanged."""
 
 
 class ChatModelError(RagloomError):
     """A chat model call failed or broke the ChatModel contract (names the model or stream)."""
 
 
-class PromptTemplateError(RagloomError, ValueError):
-    """A prompt template is malformed, lacks a required variable, or a value is missing."""
-
-
 class RetrievalError(RagloomError):
     """A retrieval-augmentation stage (routing, aggregation, re-ranking) could not proceed."""
 
 
-class EncryptedDocumentError(DocumentParseError):
-    """A document is password-protected and no (or a wrong) password was given."""
+class PluginError(RagloomError):
+    """A plugin (entry point) is missing, broken or ambiguous."""
 
 
-class EmbeddingModelError(RagloomError):
-    """An embedding model could not embed its input (names the text or the model)."""
+class RagIndexError(RagloomError):
+    """An easy-rag index directory is missing, foreign or built with another embedding model."""

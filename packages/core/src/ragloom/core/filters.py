@@ -35,7 +35,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar, TypeVar
 
-from ragloom.core.errors import InvalidFilterError
+from ragloom.core.errors import InvalidArgumentTypeError, InvalidFilterError
 from ragloom.core.filter_syntax import render_key, render_value
 from ragloom.core.filter_values import (
     ALL_KINDS,
@@ -110,7 +110,7 @@ class Filter(abc.ABC):
         return Not(self)
 
     def __bool__(self) -> bool:
-        raise TypeError(
+        raise InvalidArgumentTypeError(
             "a Filter has no truth value: combine filters with &, | and ~ "
             "(not 'and', 'or', 'not'), and test for a filter with 'is not None'"
         )

@@ -10,6 +10,7 @@ from collections.abc import Hashable, Sequence
 from typing import Any
 
 from ragloom.core.content import Content
+from ragloom.core.errors import InvalidArgumentError
 
 RRF_K = 60
 
@@ -89,6 +90,6 @@ def reciprocal_rank_fusion(
     metadata). Ties keep the order of first appearance, so the result is deterministic.
     """
     if type(k) is not int or k < 0:
-        raise ValueError(f"k must be a non-negative int, got {k!r}")
+        raise InvalidArgumentError(f"k must be a non-negative int, got {k!r}")
     fused = fuse_reciprocal_ranks(ranked_lists, [1.0] * len(ranked_lists), k)
     return [content for content, _ in fused]

@@ -31,7 +31,7 @@ from ragloom.core.document import (
     TextSegment,
 )
 from ragloom.core.embedding import Embedding, EmbeddingModel, TokenUsage
-from ragloom.core.errors import RagloomError
+from ragloom.core.errors import InvalidArgumentError, RagloomError
 from ragloom.core.filters import Filter, metadata_key
 from ragloom.core.loaders.package_resource import PACKAGE, RESOURCE
 from ragloom.core.splitters.base import DocumentSplitter
@@ -119,7 +119,7 @@ class EmbeddingStoreIngestor:
         on_progress: ProgressCallback | None = None,
     ) -> None:
         if batch_size < 1:
-            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+            raise InvalidArgumentError(f"batch_size must be >= 1, got {batch_size!r}")
         self.embedding_store = embedding_store
         self.embedding_model = embedding_model or cast(
             EmbeddingModel, plugins.load_default(plugins.EMBEDDING_MODELS)

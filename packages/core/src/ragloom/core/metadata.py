@@ -94,9 +94,6 @@ class Metadata(MutableMapping[str, MetadataValue]):
             return _typed_items(self._data) == _typed_items(dict(other))
         return NotImplemented
 
-    def __hash__(self) -> int:  # mutable
-        raise TypeError("Metadata is mutable and unhashable")
-
     def __repr__(self) -> str:
         return f"Metadata({self._data!r})"
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import string
 from collections.abc import Iterable
 
-from ragloom.core.errors import PromptTemplateError
+from ragloom.core.errors import InvalidArgumentTypeError, PromptTemplateError
 
 _FORMATTER = string.Formatter()
 
@@ -27,7 +27,9 @@ class PromptTemplate:
 
     def __init__(self, template: str) -> None:
         if not isinstance(template, str):
-            raise TypeError(f"prompt template must be str, got {type(template).__name__}")
+            raise InvalidArgumentTypeError(
+                f"prompt template must be str, got {type(template).__name__}"
+            )
         try:
             fields = list(_FORMATTER.parse(template))
         except ValueError as exc:

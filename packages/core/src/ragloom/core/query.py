@@ -6,6 +6,7 @@ from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
 
 from ragloom.core.chat.messages import ChatMessage, UserMessage
+from ragloom.core.errors import InvalidArgumentTypeError
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,7 +32,9 @@ class Query:
 
     def __post_init__(self) -> None:
         if not isinstance(self.text, str):
-            raise TypeError(f"Query text must be str, got {type(self.text).__name__}")
+            raise InvalidArgumentTypeError(
+                f"Query text must be str, got {type(self.text).__name__}"
+            )
 
     @classmethod
     def from_text(cls, text: str, metadata: QueryMetadata | None = None) -> Query:

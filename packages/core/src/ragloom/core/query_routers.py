@@ -15,7 +15,7 @@ from typing import Protocol, TypeVar, runtime_checkable
 
 from ragloom.core.chat.messages import UserMessage
 from ragloom.core.chat.model import ChatModel
-from ragloom.core.errors import RetrievalError
+from ragloom.core.errors import InvalidArgumentError, InvalidArgumentTypeError, RetrievalError
 from ragloom.core.prompt_template import PromptTemplate
 from ragloom.core.query import Query
 from ragloom.core.retrievers.base import ContentRetriever
@@ -36,8 +36,8 @@ class QueryRouter(Protocol):
 
 def _check_retriever(retriever: object) -> ContentRetriever:
     if not isinstance(retriever, ContentRetriever):
-        raise TypeError(
-            f"expected a ContentRetriever (an object with retrieve(query)), "
+        raise InvalidArgumentTypeError(
+            f"each retriever must be a ContentRetriever (an object with retrieve(query)), "
             f"got {type(retriever).__name__}"
         )
     return retriever
@@ -48,7 +48,9 @@ class DefaultQueryRouter(QueryRouter):
 
     def __init__(self, *content_retrievers: ContentRetriever) -> None:
         if not content_retrievers:
-            raise ValueError("DefaultQueryRouter needs at least one content retriever")
+            raise InvalidArgumentError(
+                "content_retrievers is empty: DefaultQueryRouter needs at least one"
+            )
         self.content_retrievers = [_check_retriever(r) for r in content_retrievers]
 
     def route(self, query: Query) -> list[ContentRetriever]:
@@ -106,12 +108,18 @@ class LanguageModelQueryRouter(QueryRouter):
             else retriever_to_description
         )
         if not pairs:
-            raise ValueError("LanguageModelQueryRouter needs at least one retriever")
+            raise InvalidArgumentError(
+                "retriever_to_description is empty: need at least one retriever"
+            )
         for _, description in pairs:
             if not isinstance(description, str) or not description.strip():
-                raise ValueError(f"retriever description must be a non-empty str: {description!r}")
+                raise InvalidArgumentError(
+                    f"retriever description must be a non-empty str: {description!r}"
+                )
         if not isinstance(fallback_strategy, FallbackStrategy):
-            raise TypeError(f"fallback_strategy must be a FallbackStrategy: {fallback_strategy!r}")
+            raise InvalidArgumentTypeError(
+                f"fallback_strategy must be a FallbackStrategy: {fallback_strategy!r}"
+            )
         self.chat_model = chat_model
         self.retrievers = [_check_retriever(retriever) for retriever, _ in pairs]
         self.descriptions = [" ".join(description.split()) for _, description in pairs]

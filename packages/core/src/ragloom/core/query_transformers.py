@@ -14,6 +14,7 @@ from typing import Protocol, runtime_checkable
 
 from ragloom.core.chat.messages import AiMessage, ChatMessage, UserMessage
 from ragloom.core.chat.model import ChatModel
+from ragloom.core.errors import InvalidArgumentError
 from ragloom.core.prompt_template import PromptTemplate
 from ragloom.core.query import Query
 
@@ -138,7 +139,7 @@ class ExpandingQueryTransformer(QueryTransformer):
         n: int = 3,
     ) -> None:
         if type(n) is not int or n < 1:
-            raise ValueError(f"n must be a positive int, got {n!r}")
+            raise InvalidArgumentError(f"n must be a positive int, got {n!r}")
         self.chat_model = chat_model
         self.n = n
         self.prompt_template = PromptTemplate.of(prompt_template or EXPANDING_PROMPT_TEMPLATE)

@@ -26,6 +26,7 @@ from ragloom.core.chat.messages import UserMessage
 from ragloom.core.content import Content
 from ragloom.core.content_aggregators import ContentAggregator, DefaultContentAggregator
 from ragloom.core.content_injectors import ContentInjector, DefaultContentInjector
+from ragloom.core.errors import InvalidArgumentError, InvalidArgumentTypeError, RetrievalError
 from ragloom.core.query import Query, QueryMetadata
 from ragloom.core.query_routers import DefaultQueryRouter, QueryRouter
 from ragloom.core.query_transformers import DefaultQueryTransformer, QueryTransformer
@@ -107,7 +108,7 @@ class DefaultRetrievalAugmentor(RetrievalAugmentor):
         if query_router is None and content_retriever is not None:
             query_router = DefaultQueryRouter(content_retriever)
         elif query_router is None or content_retriever is not None:
-            raise ValueError(
+            raise InvalidArgumentError(
                 "give DefaultRetrievalAugmentor exactly one of content_retriever and query_router"
             )
         self.query_router = query_router
@@ -219,7 +220,9 @@ def _first_query(
     """The message as a UserMessage and the query made of it (metadata made hashable)."""
     message = UserMessage(user_message) if isinstance(user_message, str) else user_message
     if not isinstance(message, UserMessage):
-        raise TypeError(f"expected a UserMessage or str, got {type(user_message).__name__}")
+        raise InvalidArgumentTypeError(
+            f"user_message must be a UserMessage or str, got {type(user_message).__name__}"
+        )
     if metadata is None:
         metadata = QueryMetadata(user_message=message)
     else:
@@ -235,7 +238,7 @@ def _unique(queries: Sequence[Query]) -> list[Query]:
     """The queries without repeats, in order: an identical query is retrieved once."""
     for query in queries:
         if not isinstance(query, Query):
-            raise TypeError(f"query transformer returned {type(query).__name__}, not a Query")
+            raise RetrievalError(f"query transformer returned {type(query).__name__}, not a Query")
     return list(dict.fromkeys(queries))
 
 

@@ -12,6 +12,7 @@ from typing import Protocol, runtime_checkable
 
 from ragloom.core.document import TextSegment
 from ragloom.core.embedding import TokenUsage
+from ragloom.core.errors import RetrievalError
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,5 +39,7 @@ class ScoringModel(Protocol):
         """The score of one segment for ``query``."""
         scores = self.score_all([segment], query).scores
         if len(scores) != 1:
-            raise ValueError(f"score_all returned {len(scores)} scores for 1 segment")
+            raise RetrievalError(
+                f"{type(self).__name__}.score_all returned {len(scores)} scores for 1 segment"
+            )
         return scores[0]

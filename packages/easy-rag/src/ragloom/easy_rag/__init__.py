@@ -17,9 +17,10 @@ all-MiniLM-L6-v2 (int8) embedding model, the recursive 254/30-token splitter and
 PDF, Office and HTML parsers.
 """
 
+from ragloom.core.errors import RagIndexError
 from ragloom.easy_rag.assistant import chat_model_from_env, create_assistant, load_documents
 from ragloom.easy_rag.extractive import ExtractiveAssistant
-from ragloom.easy_rag.index import IngestReport, RagIndex, RagIndexError
+from ragloom.easy_rag.index import IngestReport, RagIndex
 
 __all__ = [
     "ExtractiveAssistant",

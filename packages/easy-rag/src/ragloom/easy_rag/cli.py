@@ -21,13 +21,14 @@ from ragloom.core import (
     EmbeddingStoreIngestor,
     HybridContentRetriever,
     Query,
+    RagIndexError,
     RagloomError,
     parse_filter,
     plugins,
 )
 from ragloom.easy_rag.assistant import chat_model_from_env, create_assistant
 from ragloom.easy_rag.extractive import describe_source
-from ragloom.easy_rag.index import RagIndex, RagIndexError
+from ragloom.easy_rag.index import RagIndex
 
 EXIT_PARTIAL, EXIT_USAGE, EXIT_INDEX, EXIT_EMPTY = 1, 2, 3, 4
 DEFAULT_INDEX = ".ragloom-index"

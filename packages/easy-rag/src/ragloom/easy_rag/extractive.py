@@ -7,6 +7,7 @@ from collections.abc import Hashable
 from ragloom.core import Content, ContentRetriever, Query, QueryMetadata
 from ragloom.core.assistant import Result
 from ragloom.core.chat.messages import UserMessage
+from ragloom.core.errors import InvalidArgumentError
 
 NO_CHAT_MODEL = (
     "No chat model is configured (set RAGLOOM_CHAT_BASE_URL and RAGLOOM_CHAT_MODEL_NAME, or "
@@ -38,7 +39,7 @@ class ExtractiveAssistant:
     def chat(self, message: str, memory_id: Hashable = None) -> Result:
         """Retrieve for ``message`` and return the passages as the answer."""
         if not message.strip():
-            raise ValueError("message must not be blank")
+            raise InvalidArgumentError("message must not be blank")
         metadata = QueryMetadata(UserMessage(message), memory_id)
         contents = self.content_retriever.retrieve(Query(message, metadata))
         if not contents:

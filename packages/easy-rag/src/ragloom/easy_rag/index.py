@@ -31,6 +31,7 @@ from ragloom.core import (
     Filter,
     InMemoryEmbeddingStore,
     LoadFailure,
+    RagIndexError,
     RagloomError,
     TextSegment,
     metadata_key,
@@ -42,10 +43,6 @@ VERSION = 1
 MANIFEST = "files.json"
 STORE = "store"
 KEYWORDS = "keywords"
-
-
-class RagIndexError(RagloomError):
-    """An index directory is missing, foreign or built with another embedding model."""
 
 
 @dataclass

@@ -40,6 +40,7 @@ from ragloom.chat_models.openai.errors import (
     OpenAiTimeoutError,
     chat_variant,
 )
+from ragloom.core.errors import InvalidArgumentError, InvalidArgumentTypeError
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 DEFAULT_TIMEOUT = 120.0
@@ -74,13 +75,15 @@ class RetryPolicy:
 
     def __post_init__(self) -> None:
         if type(self.max_retries) is not int or self.max_retries < 0:
-            raise ValueError(f"max_retries must be a non-negative int, got {self.max_retries!r}")
+            raise InvalidArgumentError(
+                f"max_retries must be a non-negative int, got {self.max_retries!r}"
+            )
         for name in ("initial_delay", "max_delay", "max_retry_after"):
             value = getattr(self, name)
             if not isinstance(value, int | float) or not value >= 0 or math.isinf(value):
-                raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
+                raise InvalidArgumentError(f"{name} must be a finite number >= 0, got {value!r}")
         if not isinstance(self.jitter, int | float) or not 0 <= self.jitter <= 1:
-            raise ValueError(f"jitter must be between 0 and 1, got {self.jitter!r}")
+            raise InvalidArgumentError(f"jitter must be between 0 and 1, got {self.jitter!r}")
 
     def backoff(self, retry: int) -> float:
         """The wait before retry number ``retry`` (0-based) without a Retry-After."""
@@ -107,7 +110,9 @@ def resolve_api_key(api_key: str | None, env_vars: tuple[str, ...]) -> tuple[str
     """
     if api_key is not None:
         if not isinstance(api_key, str):
-            raise TypeError(f"api_key must be str or None, got {type(api_key).__name__}")
+            raise InvalidArgumentTypeError(
+                f"api_key must be str or None, got {type(api_key).__name__}"
+            )
         key = api_key.strip()
         if not key:
             return None, "no API key (api_key='')"
@@ -121,7 +126,7 @@ def resolve_api_key(api_key: str | None, env_vars: tuple[str, ...]) -> tuple[str
 
 def _checked_key(key: str, source: str) -> str:
     if not (key.isascii() and key.isprintable()) or any(c.isspace() for c in key):
-        raise ValueError(
+        raise InvalidArgumentError(
             f"the API key from {source} contains whitespace or non-ASCII characters and "
             "cannot be sent in an HTTP header; check it for a copy-and-paste error"
         )
@@ -131,14 +136,14 @@ def _checked_key(key: str, source: str) -> str:
 def normalize_base_url(base_url: str) -> str:
     """``base_url`` without trailing slashes; ValueError unless it is an http(s) URL."""
     if not isinstance(base_url, str):
-        raise TypeError(f"base_url must be str, got {type(base_url).__name__}")
+        raise InvalidArgumentTypeError(f"base_url must be str, got {type(base_url).__name__}")
     url = base_url.strip().rstrip("/")
     try:
         parsed = httpx.URL(url)
     except httpx.InvalidURL as exc:
-        raise ValueError(f"base_url {base_url!r} is not a valid URL: {exc}") from exc
+        raise InvalidArgumentError(f"base_url {base_url!r} is not a valid URL: {exc}") from exc
     if parsed.scheme not in ("http", "https") or not parsed.host:
-        raise ValueError(
+        raise InvalidArgumentError(
             f"base_url must be an http:// or https:// URL such as http://localhost:8000/v1, "
             f"got {base_url!r}"
         )
@@ -150,7 +155,7 @@ def make_timeout(timeout: float | httpx.Timeout) -> httpx.Timeout:
     if isinstance(timeout, httpx.Timeout):
         return timeout
     if not isinstance(timeout, int | float) or isinstance(timeout, bool) or not timeout > 0:
-        raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
+        raise InvalidArgumentError(f"timeout must be a positive number of seconds, got {timeout!r}")
     return httpx.Timeout(float(timeout), connect=min(float(timeout), _MAX_CONNECT_TIMEOUT))
 
 
@@ -192,7 +197,9 @@ class ApiClient:
             self._headers["OpenAI-Organization"] = organization
         for name, value in (headers or {}).items():
             if not isinstance(name, str) or not isinstance(value, str):
-                raise TypeError(f"headers must map str to str, got {name!r}: {value!r}")
+                raise InvalidArgumentTypeError(
+                    f"headers must map str to str, got {name!r}: {value!r}"
+                )
             self._headers[name] = value
         self._user_client = http_client
         self._user_async_client = async_http_client

@@ -38,6 +38,7 @@ from ragloom.core.chat.model import (
     FinishReason,
 )
 from ragloom.core.embedding import TokenUsage
+from ragloom.core.errors import InvalidArgumentError, InvalidArgumentTypeError
 
 __all__ = ["CHAT_API_KEY_ENV", "OpenAiChatModel"]
 
@@ -130,7 +131,7 @@ class OpenAiChatModel(ApiModel, ChatModel):
         async_http_client: httpx.AsyncClient | None = None,
     ) -> None:
         if not isinstance(model_name, str) or not model_name.strip():
-            raise ValueError(f"model_name must be a non-empty str, got {model_name!r}")
+            raise InvalidArgumentError(f"model_name must be a non-empty str, got {model_name!r}")
         url = normalize_base_url(base_url)
         key, source = resolve_api_key(api_key, CHAT_API_KEY_ENV)
         policy = retry_policy or RetryPolicy()
@@ -298,7 +299,7 @@ class OpenAiChatModel(ApiModel, ChatModel):
     ) -> dict[str, Any]:
         unknown = set(options) - _OPTIONS - {"extra_body"}
         if unknown:
-            raise TypeError(
+            raise InvalidArgumentTypeError(
                 f"unknown chat option(s) {', '.join(sorted(unknown))}; accepted: "
                 f"{', '.join(sorted(_OPTIONS | {'extra_body'}))}"
             )
@@ -451,11 +452,13 @@ def finish_reason(value: object) -> FinishReason | None:
 
 def _wire(messages: Sequence[ChatMessage]) -> list[dict[str, str]]:
     if isinstance(messages, ChatMessage | str):
-        raise TypeError("messages must be a sequence of ChatMessage, not a single message")
+        raise InvalidArgumentTypeError(
+            "messages must be a sequence of ChatMessage, not a single message"
+        )
     wire: list[dict[str, str]] = []
     for index, message in enumerate(messages):
         if not isinstance(message, ChatMessage):
-            raise TypeError(
+            raise InvalidArgumentTypeError(
                 f"messages[{index}] is {type(message).__name__}, not a ChatMessage "
                 "(SystemMessage, UserMessage or AiMessage)"
             )
@@ -464,7 +467,7 @@ def _wire(messages: Sequence[ChatMessage]) -> list[dict[str, str]]:
             item["name"] = message.name
         wire.append(item)
     if not wire:
-        raise ValueError("messages is empty; a chat needs at least one message")
+        raise InvalidArgumentError("messages is empty; a chat needs at least one message")
     return wire
 
 
@@ -472,10 +475,10 @@ def _check_extra_body(extra: Mapping[str, Any] | None) -> dict[str, Any]:
     if extra is None:
         return {}
     if not isinstance(extra, Mapping):
-        raise TypeError(f"extra_body must be a mapping, got {type(extra).__name__}")
+        raise InvalidArgumentTypeError(f"extra_body must be a mapping, got {type(extra).__name__}")
     reserved = _RESERVED & set(extra)
     if reserved:
-        raise ValueError(
+        raise InvalidArgumentError(
             f"extra_body may not set {', '.join(sorted(reserved))}: the model sets them"
         )
     return dict(extra)

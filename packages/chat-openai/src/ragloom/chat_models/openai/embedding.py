@@ -32,6 +32,7 @@ from ragloom.core.embedding import (
     TokenUsage,
     text_of,
 )
+from ragloom.core.errors import InvalidArgumentError, InvalidArgumentTypeError
 
 __all__ = ["EMBEDDING_API_KEY_ENV", "OpenAiEmbeddingModel"]
 
@@ -74,13 +75,15 @@ class OpenAiEmbeddingModel(ApiModel, EmbeddingModel):
         http_client: httpx.Client | None = None,
     ) -> None:
         if not isinstance(model_name, str) or not model_name.strip():
-            raise ValueError(f"model_name must be a non-empty str, got {model_name!r}")
+            raise InvalidArgumentError(f"model_name must be a non-empty str, got {model_name!r}")
         if dimensions is not None and (type(dimensions) is not int or dimensions < 1):
-            raise ValueError(f"dimensions must be a positive int or None, got {dimensions!r}")
+            raise InvalidArgumentError(
+                f"dimensions must be a positive int or None, got {dimensions!r}"
+            )
         if type(batch_size) is not int or batch_size < 1:
-            raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
+            raise InvalidArgumentError(f"batch_size must be a positive int, got {batch_size!r}")
         if encoding_format not in ("float", "base64"):
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"encoding_format must be 'float' or 'base64', got {encoding_format!r}"
             )
         key, source = resolve_api_key(api_key, EMBEDDING_API_KEY_ENV)
@@ -158,7 +161,7 @@ class OpenAiEmbeddingModel(ApiModel, EmbeddingModel):
     def embed_all(self, texts: Sequence[str | TextSegment]) -> EmbeddingResult:
         """One embedding per text, in order; token usage summed over the requests."""
         if isinstance(texts, str | TextSegment):
-            raise TypeError("embed_all takes a sequence of texts; use embed for one")
+            raise InvalidArgumentTypeError("embed_all takes a sequence of texts; use embed for one")
         inputs = [text_of(item) for item in texts]
         embeddings: list[Embedding] = []
         usage: TokenUsage | None = None

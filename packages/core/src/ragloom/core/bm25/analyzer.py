@@ -21,6 +21,8 @@ import re
 from collections.abc import Callable, Iterable
 from typing import Any, Protocol, runtime_checkable
 
+from ragloom.core.errors import InvalidArgumentError, InvalidArgumentTypeError
+
 __all__ = [
     "ENGLISH_STOPWORDS",
     "Analyzer",
@@ -71,7 +73,7 @@ def snowball_stemmer(language: str = "english") -> Callable[[str], str]:
     try:
         stemmer = Stemmer.Stemmer(language)
     except KeyError as exc:
-        raise ValueError(
+        raise InvalidArgumentError(
             f"PyStemmer has no stemmer for {language!r}; "
             f"available: {', '.join(Stemmer.algorithms())}"
         ) from exc
@@ -97,9 +99,9 @@ class StandardAnalyzer:
         min_length: int = 1,
     ) -> None:
         if isinstance(stopwords, str):
-            raise TypeError("stopwords must be a collection of words, not one str")
+            raise InvalidArgumentTypeError("stopwords must be a collection of words, not one str")
         if type(min_length) is not int or min_length < 1:
-            raise ValueError(f"min_length must be a positive int, got {min_length!r}")
+            raise InvalidArgumentError(f"min_length must be a positive int, got {min_length!r}")
         self.stopwords = frozenset(word.lower() for word in stopwords)
         self.stemmer = stemmer
         self.pattern = pattern

@@ -59,7 +59,7 @@ from ragloom.core.bm25 import postings as csr
 from ragloom.core.bm25.analyzer import Analyzer, StandardAnalyzer
 from ragloom.core.bm25.scoring import BM25Parameters, BM25Variant, robertson_idf
 from ragloom.core.document import TextSegment
-from ragloom.core.errors import RagloomError
+from ragloom.core.errors import BM25IndexError, InvalidArgumentTypeError
 from ragloom.core.filters import Filter
 from ragloom.core.metadata import Metadata, MetadataValue
 from ragloom.core.stores._rows import Positions, TombstonedRows
@@ -90,10 +90,6 @@ _DENSE_SHARE = 1 / 16
 
 Floats = npt.NDArray[np.float64]
 Ints = npt.NDArray[np.int64]
-
-
-class BM25IndexError(RagloomError):
-    """A BM25 index operation failed or got bad input; the index stays unchanged."""
 
 
 _validate_ids = partial(validate_ids, error=BM25IndexError, noun="segment")
@@ -170,7 +166,7 @@ class BM25Index(TombstonedRows):
     ) -> None:
         self.analyzer: Analyzer = analyzer if analyzer is not None else StandardAnalyzer()
         if not isinstance(self.analyzer, Analyzer):
-            raise TypeError(
+            raise InvalidArgumentTypeError(
                 f"analyzer must have tokenize() and normalize(), got {type(analyzer).__name__}"
             )
         self.parameters = BM25Parameters(k1, b, variant, delta, epsilon)

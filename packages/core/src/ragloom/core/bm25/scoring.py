@@ -28,6 +28,8 @@ from typing import Literal, get_args
 import numpy as np
 import numpy.typing as npt
 
+from ragloom.core.errors import InvalidArgumentError, InvalidArgumentTypeError
+
 __all__ = ["BM25Parameters", "BM25Variant"]
 
 BM25Variant = Literal["lucene", "okapi", "bm25l", "bm25+"]
@@ -56,23 +58,23 @@ class BM25Parameters:
 
     def __post_init__(self) -> None:
         if self.variant not in get_args(BM25Variant):
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"unknown BM25 variant {self.variant!r}; use one of {get_args(BM25Variant)}"
             )
         for name in ("k1", "b", "epsilon"):
             value = getattr(self, name)
             if not isinstance(value, int | float) or isinstance(value, bool):
-                raise TypeError(f"{name} must be a number, got {value!r}")
+                raise InvalidArgumentTypeError(f"{name} must be a number, got {value!r}")
             if not math.isfinite(value) or value < 0:
-                raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
+                raise InvalidArgumentError(f"{name} must be a finite number >= 0, got {value!r}")
             object.__setattr__(self, name, float(value))
         if self.b > 1:
-            raise ValueError(f"b must lie in [0, 1], got {self.b!r}")
+            raise InvalidArgumentError(f"b must lie in [0, 1], got {self.b!r}")
         delta = self.delta
         if delta is None:
             delta = _DEFAULT_DELTA.get(self.variant, 0.0)
         if not isinstance(delta, int | float) or not math.isfinite(delta) or delta < 0:
-            raise ValueError(f"delta must be a finite number >= 0, got {delta!r}")
+            raise InvalidArgumentError(f"delta must be a finite number >= 0, got {delta!r}")
         object.__setattr__(self, "delta", float(delta))
 
     def idf(self, df: Floats, count: int, mean_idf: float = 0.0) -> Floats:

@@ -13,6 +13,7 @@ from collections.abc import Callable, Hashable, Sequence
 from typing import Protocol, runtime_checkable
 
 from ragloom.core.chat.messages import ChatMessage, SystemMessage
+from ragloom.core.errors import InvalidArgumentError, InvalidArgumentTypeError
 
 DEFAULT_MEMORY_ID = "default"
 """The memory id used when the caller gives none (as in the spec)."""
@@ -103,7 +104,7 @@ class MessageWindowChatMemory(ChatMemory):
         store: ChatMemoryStore | None = None,
     ) -> None:
         if type(max_messages) is not int or max_messages < 1:
-            raise ValueError(f"max_messages must be a positive int, got {max_messages!r}")
+            raise InvalidArgumentError(f"max_messages must be a positive int, got {max_messages!r}")
         self.max_messages = max_messages
         self._id = id
         self.store: ChatMemoryStore = store if store is not None else InMemoryChatMemoryStore()
@@ -115,7 +116,9 @@ class MessageWindowChatMemory(ChatMemory):
 
     def add(self, message: ChatMessage) -> None:
         if not isinstance(message, ChatMessage):
-            raise TypeError(f"expected a ChatMessage, got {type(message).__name__}")
+            raise InvalidArgumentTypeError(
+                f"message must be a ChatMessage, got {type(message).__name__}"
+            )
         with self._lock:
             messages = self.store.get_messages(self._id)
             if isinstance(message, SystemMessage):

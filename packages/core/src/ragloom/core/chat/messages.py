@@ -13,6 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
+from ragloom.core.errors import InvalidArgumentError, InvalidArgumentTypeError
+
 Role = Literal["system", "user", "assistant"]
 
 
@@ -25,9 +27,11 @@ class ChatMessage:
 
     def __post_init__(self) -> None:
         if type(self) is ChatMessage:
-            raise TypeError("ChatMessage is abstract; use SystemMessage, UserMessage or AiMessage")
+            raise InvalidArgumentTypeError(
+                "ChatMessage is abstract; use SystemMessage, UserMessage or AiMessage"
+            )
         if not isinstance(self.text, str):
-            raise TypeError(
+            raise InvalidArgumentTypeError(
                 f"{type(self).__name__} text must be str, got {type(self.text).__name__}"
             )
 
@@ -37,7 +41,7 @@ class ChatMessage:
 
     @staticmethod
     def from_dict(data: Mapping[str, Any]) -> ChatMessage:
-        """The message :meth:`to_dict` produced; ValueError for an unknown role."""
+        """The message :meth:`to_dict` produced; InvalidArgumentError for an unknown role."""
         role = data.get("role")
         text = data.get("text")
         if role == "user":
@@ -46,7 +50,9 @@ class ChatMessage:
             return AiMessage(text)  # type: ignore[arg-type]
         if role == "system":
             return SystemMessage(text)  # type: ignore[arg-type]
-        raise ValueError(f"unknown chat message role {role!r}; expected system, user or assistant")
+        raise InvalidArgumentError(
+            f"unknown chat message role {role!r}; expected system, user or assistant"
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,7 +72,9 @@ class UserMessage(ChatMessage):
     def __post_init__(self) -> None:
         ChatMessage.__post_init__(self)  # explicit: zero-arg super() breaks in slotted dataclasses
         if self.name is not None and not isinstance(self.name, str):
-            raise TypeError(f"UserMessage name must be str or None, got {type(self.name).__name__}")
+            raise InvalidArgumentTypeError(
+                f"UserMessage name must be str or None, got {type(self.name).__name__}"
+            )
 
     def to_dict(self) -> dict[str, str]:
         data = {"role": self.role, "text": self.text}

@@ -29,7 +29,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from ragloom.core.chat.messages import AiMessage, ChatMessage
 from ragloom.core.embedding import TokenUsage
-from ragloom.core.errors import ChatModelError, RagloomError
+from ragloom.core.errors import ChatModelError, InvalidArgumentTypeError, RagloomError
 
 
 class FinishReason(enum.StrEnum):
@@ -56,13 +56,15 @@ class ChatResponse:
 
     def __post_init__(self) -> None:
         if not isinstance(self.text, str):
-            raise TypeError(f"ChatResponse text must be str, got {type(self.text).__name__}")
+            raise InvalidArgumentTypeError(
+                f"ChatResponse text must be str, got {type(self.text).__name__}"
+            )
         if self.token_usage is not None and not isinstance(self.token_usage, TokenUsage):
-            raise TypeError(
+            raise InvalidArgumentTypeError(
                 f"ChatResponse token_usage must be a TokenUsage, got {self.token_usage!r}"
             )
         if self.finish_reason is not None and not isinstance(self.finish_reason, FinishReason):
-            raise TypeError(
+            raise InvalidArgumentTypeError(
                 f"ChatResponse finish_reason must be a FinishReason, got {self.finish_reason!r}"
             )
 

@@ -17,16 +17,12 @@ from pathlib import Path
 from typing import Any
 
 from ragloom.core.document import Document
-from ragloom.core.errors import RagloomError
+from ragloom.core.errors import EvaluationDataError
 
 __all__ = ["DOC_ID", "BeirDataset", "CorpusEntry", "EvaluationDataError", "load_beir"]
 
 DOC_ID = "doc_id"
 """Metadata key under which :meth:`BeirDataset.documents` stores each corpus id."""
-
-
-class EvaluationDataError(RagloomError, ValueError):
-    """An evaluation data set is missing, malformed or inconsistent (names file and line)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,6 +10,7 @@ from typing import Literal, cast, get_args
 from ragloom.core import plugins
 from ragloom.core.bm25.analyzer import StandardAnalyzer
 from ragloom.core.embedding import EmbeddingModel
+from ragloom.core.errors import InvalidArgumentError
 from ragloom.core.evaluation.beir import BeirDataset, load_beir
 from ragloom.core.evaluation.runner import evaluate
 from ragloom.core.retrievers.base import ContentRetriever
@@ -36,7 +37,7 @@ def build_retriever(
     embedding model in an in-memory store (``dense``; default: the discovered default
     model), or both fused with RRF (``hybrid``). Each returns ``max_results`` contents."""
     if mode not in get_args(Mode):
-        raise ValueError(f"mode must be one of {get_args(Mode)}, got {mode!r}")
+        raise InvalidArgumentError(f"mode must be one of {get_args(Mode)}, got {mode!r}")
     documents = dataset.documents()
     keyword = BM25ContentRetriever.from_documents(
         documents, analyzer=StandardAnalyzer(stemmer=stemmer), max_results=max_results

@@ -7,6 +7,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from ragloom.core.errors import InvalidArgumentError
 from ragloom.core.evaluation.beir import DOC_ID, BeirDataset, EvaluationDataError
 from ragloom.core.evaluation.metrics import mrr_at_k, ndcg_at_k, recall_at_k
 from ragloom.core.query import Query
@@ -74,7 +75,7 @@ def evaluate(
     ``max_results`` bounds what can be found: set it to at least the largest k.
     """
     if not k_values or any(type(k) is not int or k < 1 for k in k_values):
-        raise ValueError(f"k_values must be positive ints, got {k_values!r}")
+        raise InvalidArgumentError(f"k_values must be positive ints, got {k_values!r}")
     judged = dataset.judged_queries()
     if not judged:
         raise EvaluationDataError(f"{dataset.name}: no query has a relevant document")

@@ -9,6 +9,7 @@ from ragloom.core.bm25.index import BM25Index
 from ragloom.core.bm25.scoring import BM25Variant
 from ragloom.core.content import SCORE, Content
 from ragloom.core.document import Document, TextSegment
+from ragloom.core.errors import InvalidArgumentError, InvalidArgumentTypeError
 from ragloom.core.filters import Filter
 from ragloom.core.query import Query
 from ragloom.core.retrievers.dynamic import Dynamic, resolve_dynamic
@@ -39,9 +40,9 @@ class BM25ContentRetriever:
         display_name: str = "bm25",
     ) -> None:
         if not isinstance(index, BM25Index):
-            raise TypeError(f"index must be a BM25Index, got {type(index).__name__}")
+            raise InvalidArgumentTypeError(f"index must be a BM25Index, got {type(index).__name__}")
         if not callable(max_results) and (type(max_results) is not int or max_results < 1):
-            raise ValueError(f"max_results must be a positive int, got {max_results!r}")
+            raise InvalidArgumentError(f"max_results must be a positive int, got {max_results!r}")
         self.index = index
         self.max_results = max_results
         self.min_score = min_score

@@ -26,6 +26,7 @@ from collections.abc import Hashable
 from typing import Any, Literal, get_args
 
 from ragloom.core.content import SCORE, Content
+from ragloom.core.errors import InvalidArgumentError, InvalidArgumentTypeError
 from ragloom.core.fusion import content_key, fuse_reciprocal_ranks, fuse_weighted_scores
 from ragloom.core.query import Query
 from ragloom.core.retrievers.base import ContentRetriever
@@ -66,21 +67,25 @@ class HybridContentRetriever:
     ) -> None:
         for name, retriever in (("dense", dense), ("keyword", keyword)):
             if not isinstance(retriever, ContentRetriever):
-                raise TypeError(
+                raise InvalidArgumentTypeError(
                     f"{name} must be a ContentRetriever, got {type(retriever).__name__}"
                 )
         if fusion not in get_args(Fusion):
-            raise ValueError(f"fusion must be one of {get_args(Fusion)}, got {fusion!r}")
+            raise InvalidArgumentError(f"fusion must be one of {get_args(Fusion)}, got {fusion!r}")
         if not isinstance(k, int | float) or isinstance(k, bool) or not k >= 0:
-            raise ValueError(f"k must be a number >= 0, got {k!r}")
+            raise InvalidArgumentError(f"k must be a number >= 0, got {k!r}")
         if weights is None:
             weights = (1.0, 1.0) if fusion == "rrf" else (0.5, 0.5)
         if len(weights) != 2 or not all(
             isinstance(w, int | float) and not isinstance(w, bool) and w >= 0 for w in weights
         ):
-            raise ValueError(f"weights must be two numbers >= 0 (dense, keyword), got {weights!r}")
+            raise InvalidArgumentError(
+                f"weights must be two numbers >= 0 (dense, keyword), got {weights!r}"
+            )
         if max_results is not None and (type(max_results) is not int or max_results < 1):
-            raise ValueError(f"max_results must be a positive int or None, got {max_results!r}")
+            raise InvalidArgumentError(
+                f"max_results must be a positive int or None, got {max_results!r}"
+            )
         self.dense = dense
         self.keyword = keyword
         self.fusion = fusion

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from ragloom.core.errors import InvalidArgumentTypeError
 from ragloom.core.filter_values import (
     BOOL,
     COMPARISONS,
@@ -496,7 +497,7 @@ class MetadataTable:
         if array.size == 0:
             return np.zeros(0, dtype=np.intp)
         if array.ndim != 1 or array.dtype == bool or not np.issubdtype(array.dtype, np.integer):
-            raise TypeError(
+            raise InvalidArgumentTypeError(
                 f"positions must be a 1-d array of ints, got {array.dtype} {array.shape}"
             )
         if array.min() < 0 or array.max() >= self._size:

@@ -7,6 +7,7 @@ this package. Nothing is downloaded at run time.
 
 from __future__ import annotations
 
+from ragloom.core.errors import InvalidArgumentError
 from ragloom.embeddings.onnx._files import MODEL_NAME, model_file, tokenizer_file
 from ragloom.embeddings.onnx.model import OnnxEmbeddingModel
 
@@ -43,7 +44,9 @@ class AllMiniLmL6V2QuantizedEmbeddingModel(OnnxEmbeddingModel):
         strict: bool = False,
     ) -> None:
         if type(max_length) is int and max_length > MAX_POSITIONS:
-            raise ValueError(f"max_length of {MODEL_NAME} is at most {MAX_POSITIONS}")
+            raise InvalidArgumentError(
+                f"max_length of {MODEL_NAME} is at most {MAX_POSITIONS}, got {max_length!r}"
+            )
         super().__init__(
             model_file(),
             tokenizer_file(),

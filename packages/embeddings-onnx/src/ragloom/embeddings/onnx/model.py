@@ -26,6 +26,7 @@ from ragloom.core.embedding import (
     TokenUsage,
     text_of,
 )
+from ragloom.core.errors import InvalidArgumentError, InvalidArgumentTypeError
 from ragloom.core.tokenizer import HuggingFaceTokenizer
 from ragloom.embeddings.onnx.errors import EmbeddingModelError, TextTooLongError
 from ragloom.embeddings.onnx.tokenizer import load_tokenizer
@@ -122,15 +123,15 @@ class OnnxEmbeddingModel(EmbeddingModel):
         providers: Sequence[str] | None = None,
     ) -> None:
         if pooling not in ("mean", "cls"):
-            raise ValueError(f"pooling must be 'mean' or 'cls', got {pooling!r}")
+            raise InvalidArgumentError(f"pooling must be 'mean' or 'cls', got {pooling!r}")
         if type(max_length) is not int or max_length < 2:
-            raise ValueError(f"max_length must be an int >= 2, got {max_length!r}")
+            raise InvalidArgumentError(f"max_length must be an int >= 2, got {max_length!r}")
         if type(batch_size) is not int or batch_size < 1:
-            raise ValueError(f"batch_size must be an int >= 1, got {batch_size!r}")
+            raise InvalidArgumentError(f"batch_size must be an int >= 1, got {batch_size!r}")
         if intra_op_threads is not None and (
             type(intra_op_threads) is not int or intra_op_threads < 1
         ):
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"intra_op_threads must be None or an int >= 1, got {intra_op_threads!r}"
             )
         self._model_path = Path(model_path)
@@ -140,7 +141,9 @@ class OnnxEmbeddingModel(EmbeddingModel):
         self._tokenizer = load_tokenizer(self._tokenizer_path)
         self._special_tokens = self._tokenizer.num_special_tokens_to_add(False)
         if self._special_tokens >= max_length:
-            raise ValueError(f"max_length {max_length} leaves no room beside the special tokens")
+            raise InvalidArgumentError(
+                f"max_length {max_length} leaves no room beside the special tokens"
+            )
         self._untruncated: Tokenizer | None = None  # for counting, made on first need
         self._tokenizer.enable_truncation(max_length)
         self._pad_id = _pad_id(self._tokenizer)
@@ -244,7 +247,9 @@ class OnnxEmbeddingModel(EmbeddingModel):
     def embed_all(self, texts: Sequence[str | TextSegment]) -> EmbeddingResult:
         """Embed ``texts`` (strings or segments) in order; see the class for the details."""
         if isinstance(texts, (str, TextSegment)):
-            raise TypeError("embed_all expects a sequence of texts; use embed() for one text")
+            raise InvalidArgumentTypeError(
+                "embed_all expects a sequence of texts; use embed() for one text"
+            )
         strings = [text_of(item) for item in texts]
         count = len(strings)
         if count == 0:

@@ -16,7 +16,12 @@ from pathlib import Path
 from typing import IO, Any, BinaryIO, ClassVar
 
 from ragloom.core.document import Document
-from ragloom.core.errors import DocumentParseError, EmptyDocumentError, EncryptedDocumentError
+from ragloom.core.errors import (
+    DocumentParseError,
+    EmptyDocumentError,
+    EncryptedDocumentError,
+    InvalidArgumentError,
+)
 from ragloom.core.metadata import Metadata
 from ragloom.core.parsers.base import read_all, source_name
 from ragloom.parsers.auto import _worker
@@ -93,9 +98,14 @@ class AutoDocumentParser:
         raw_metadata: bool = False,
     ) -> None:
         if timeout is not None and timeout <= 0:
-            raise ValueError(f"timeout must be positive or None, got {timeout!r}")
-        if max_chars <= 0 or workers <= 0 or (max_bytes is not None and max_bytes <= 0):
-            raise ValueError("max_chars, max_bytes and workers must be positive")
+            raise InvalidArgumentError(f"timeout must be positive or None, got {timeout!r}")
+        for name, value in (
+            ("max_bytes", max_bytes),
+            ("max_chars", max_chars),
+            ("workers", workers),
+        ):
+            if value is not None and value <= 0:
+                raise InvalidArgumentError(f"{name} must be positive, got {value!r}")
         self.timeout = timeout
         self.max_bytes = max_bytes
         self.max_chars = max_chars

@@ -10,7 +10,7 @@ from typing import BinaryIO, ClassVar
 from selectolax.lexbor import LexborHTMLParser, SelectolaxError
 
 from ragloom.core.document import URL, Document
-from ragloom.core.errors import DocumentParseError, EmptyDocumentError
+from ragloom.core.errors import DocumentParseError, EmptyDocumentError, InvalidArgumentError
 from ragloom.core.metadata import Metadata
 from ragloom.core.parsers.base import read_all, source_name
 from ragloom.core.parsers.text import detect_charset
@@ -29,11 +29,13 @@ _BOMS = (codecs.BOM_UTF8, codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)
 
 def _check_selector(selector: str, what: str) -> str:
     if not isinstance(selector, str) or not selector.strip():
-        raise ValueError(f"{what}: a CSS selector must be a non-empty string, got {selector!r}")
+        raise InvalidArgumentError(
+            f"{what}: a CSS selector must be a non-empty string, got {selector!r}"
+        )
     try:
         LexborHTMLParser("<p></p>").css(selector)
     except SelectolaxError as exc:
-        raise ValueError(f"{what}: invalid CSS selector {selector!r}: {exc}") from exc
+        raise InvalidArgumentError(f"{what}: invalid CSS selector {selector!r}: {exc}") from exc
     return selector
 
 
