@@ -7,12 +7,16 @@ from typing import Any
 
 import pytest
 
+from ragloom import testkit
 from ragloom.testkit import (
     ConformanceSuite,
+    Deviation,
     EmbeddingStoreFilterSuite,
     EmbeddingStoreSuite,
     SuiteWeakenedError,
+    if_fails,
 )
+from ragloom.testkit.suite import failure_note
 
 pytest_plugins = ["pytester"]
 
@@ -27,6 +31,7 @@ class _Suite(ConformanceSuite, standard=True):
     def _helper(self) -> int:
         return 1
 
+    @if_fails("thing must be 1")
     def test_standard(self, thing: int) -> None:
         assert thing == self._helper()
 
@@ -77,6 +82,7 @@ def test_skipping_or_xfailing_the_whole_suite_is_an_error(mark: pytest.MarkDecor
 
 def test_combining_suites_that_define_the_same_name_is_an_error() -> None:
     class _Other(ConformanceSuite, standard=True):
+        @if_fails("nothing to check")
         def test_standard(self) -> None:
             pass
 
@@ -167,3 +173,74 @@ def test_a_suite_without_the_fixture_explains_what_to_provide(pytester: pytest.P
     result = pytester.runpytest("-q", "-p", "no:cacheprovider", "-k", "test_remove_by_id")
     result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines(["*must define a `store` fixture*"])
+
+
+def test_a_standard_test_without_a_failure_note_is_an_error() -> None:
+    with pytest.raises(TypeError, match="lack an @if_fails note.*test_bare"):
+
+        class _Unnoted(ConformanceSuite, standard=True):
+            def test_bare(self) -> None:
+                pass
+
+
+def test_every_shipped_standard_test_has_a_failure_note() -> None:
+    shipped = [getattr(testkit, name) for name in testkit.__all__ if name.endswith("Suite")]
+    tests = [vars(s)[n] for s in shipped for n in vars(s) if n.startswith("test")]
+    assert len(tests) > 50
+    assert all(failure_note(test) for test in tests)
+
+
+@pytest.mark.parametrize("value", [False, None, 0, "no contains in this backend"])
+def test_a_capability_is_turned_off_only_by_a_deviation(value: object) -> None:
+    with pytest.raises(SuiteWeakenedError, match="supports_contains_string.*Deviation"):
+        type("_Weak", (EmbeddingStoreFilterSuite,), {"supports_contains_string": value})
+
+
+@pytest.mark.parametrize("why", ["", "   "])
+def test_a_deviation_without_a_reason_is_an_error(why: str) -> None:
+    with pytest.raises(SuiteWeakenedError, match="must say why"):
+        Deviation(why)
+
+
+def test_a_deviation_of_a_capability_the_suites_lack_is_an_error() -> None:
+    with pytest.raises(SuiteWeakenedError, match="not a capability.*preserves_insertion_order"):
+
+        class _Typo(EmbeddingStoreSuite):
+            supports_contains_string = Deviation("the filter suite is not part of this class")
+
+
+def test_capabilities_may_be_declared_on_and_off() -> None:
+    from ragloom.testkit import declared_deviations
+
+    class _Declared(EmbeddingStoreSuite, EmbeddingStoreFilterSuite):
+        supports_contains_string = True
+        preserves_insertion_order_on_ties = Deviation("ANN index")
+
+    deviations = declared_deviations(_Declared)
+    assert list(deviations) == ["preserves_insertion_order_on_ties"]
+    capability, deviation = deviations["preserves_insertion_order_on_ties"]
+    assert deviation.why == "ANN index"
+    assert "right set" in capability.weaker
+    assert declared_deviations(EmbeddingStoreSuite) == {}
+
+
+def test_a_capability_switched_off_after_class_creation_fails(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        textwrap.dedent(
+            """
+            import pytest
+            from ragloom.core.stores import InMemoryEmbeddingStore
+            from ragloom.testkit import EmbeddingStoreSuite
+
+            class TestSneaky(EmbeddingStoreSuite):
+                @pytest.fixture
+                def store(self):
+                    return InMemoryEmbeddingStore()
+
+            TestSneaky.preserves_insertion_order_on_ties = False
+            """
+        )
+    )
+    result = pytester.runpytest("-q", "-p", "no:cacheprovider", "-k", "test_ties_keep")
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(["*SuiteWeakenedError*preserves_insertion_order_on_ties*"])

@@ -1,7 +1,8 @@
 """ragloom-testkit: conformance suites that every ragloom integration passes unchanged.
 
 Subclass a suite in your tests and provide its one fixture (``store`` or ``model``);
-see the package README. Suites can be extended with more tests, never weakened.
+see the package README. Suites can be extended with more tests, never weakened; a rule
+the backend cannot honour is declared off with ``<capability> = Deviation("why")``.
 """
 
 import pytest
@@ -27,13 +28,22 @@ from ragloom.testkit.embedding_store_filter import EmbeddingStoreFilterSuite  # 
 from ragloom.testkit.fake_embedding_model import FakeEmbeddingModel  # noqa: E402
 from ragloom.testkit.fake_scoring_model import FakeScoringModel  # noqa: E402
 from ragloom.testkit.scripted_chat_model import ChatRequest, ScriptedChatModel  # noqa: E402
-from ragloom.testkit.suite import ConformanceSuite, SuiteWeakenedError  # noqa: E402
+from ragloom.testkit.suite import (  # noqa: E402
+    Capability,
+    ConformanceSuite,
+    Deviation,
+    SuiteWeakenedError,
+    declared_deviations,
+    if_fails,
+)
 
 __all__ = [
+    "Capability",
     "ChatModelSuite",
     "ChatRequest",
     "ConformanceSuite",
     "ContentRetrieverSuite",
+    "Deviation",
     "DocumentLoaderSuite",
     "DocumentParserSuite",
     "EmbeddingModelSuite",
@@ -45,4 +55,6 @@ __all__ = [
     "ParserSample",
     "ScriptedChatModel",
     "SuiteWeakenedError",
+    "declared_deviations",
+    "if_fails",
 ]

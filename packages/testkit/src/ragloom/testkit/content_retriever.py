@@ -18,7 +18,7 @@ from ragloom.core.content import Content
 from ragloom.core.document import Document, TextSegment
 from ragloom.core.query import Query
 from ragloom.core.retrievers.base import ContentRetriever
-from ragloom.testkit.suite import ConformanceSuite
+from ragloom.testkit.suite import ConformanceSuite, if_fails
 
 __all__ = ["CORPUS", "ContentRetrieverSuite"]
 
@@ -51,10 +51,14 @@ class ContentRetrieverSuite(ConformanceSuite, standard=True):
     def retriever(self, corpus: list[Document]) -> ContentRetriever:
         raise NotImplementedError("provide a `retriever` fixture over `corpus`")
 
+    @if_fails("the retriever must implement the ragloom ContentRetriever protocol")
     def test_is_a_content_retriever(self, retriever: ContentRetriever) -> None:
         assert isinstance(retriever, ContentRetriever)
 
     @pytest.mark.parametrize("topic", sorted(QUESTIONS))
+    @if_fails(
+        "the best match must come first with its segment and metadata: check scoring and ordering"
+    )
     def test_most_relevant_document_comes_first(
         self, retriever: ContentRetriever, topic: str
     ) -> None:
@@ -66,16 +70,19 @@ class ContentRetrieverSuite(ConformanceSuite, standard=True):
         assert contents[0].text_segment.metadata.get("topic") == topic
         assert CORPUS[topic].split()[0] in contents[0].text
 
+    @if_fails("contents must be sorted by score, best first")
     def test_contents_are_ordered_by_score(self, retriever: ContentRetriever) -> None:
         contents = retriever.retrieve(Query("distant planets and volcanic lava"))
         scores = [c.score for c in contents if c.score is not None]
         assert scores == sorted(scores, reverse=True)
 
+    @if_fails("the same query must return the same contents in the same order (break ties stably)")
     def test_retrieval_is_repeatable(self, retriever: ContentRetriever) -> None:
         query = Query("bread and yeast")
         first = [c.text for c in retriever.retrieve(query)]
         assert first == [c.text for c in retriever.retrieve(query)]
 
+    @if_fails("a query matching nothing must return a list (maybe empty), not raise")
     def test_unrelated_query_does_not_fail(self, retriever: ContentRetriever) -> None:
         contents = retriever.retrieve(Query("zyxwvut qwertyuiop"))
         assert isinstance(contents, list)

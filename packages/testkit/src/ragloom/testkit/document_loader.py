@@ -17,7 +17,7 @@ from ragloom.core.document import Document
 from ragloom.core.errors import DocumentLoadError, EmptyDocumentError, RagloomError
 from ragloom.core.loaders.result import LoadedDocuments
 from ragloom.core.parsers.text import TextDocumentParser
-from ragloom.testkit.suite import ConformanceSuite
+from ragloom.testkit.suite import ConformanceSuite, if_fails
 
 __all__ = ["DocumentLoaderSuite", "LoaderHarness"]
 
@@ -51,17 +51,22 @@ class DocumentLoaderSuite(ConformanceSuite, standard=True):
     def harness(self) -> LoaderHarness:
         raise NotImplementedError("provide a `harness` fixture")
 
+    @if_fails(
+        "the loader must decode the bytes with the parser and record the source name in metadata"
+    )
     def test_load_one_document(self, harness: LoaderHarness) -> None:
         harness.put("one.txt", "first document, ünïcode ✓".encode())
         document = harness.load_document("one.txt", TextDocumentParser())
         assert document.text == "first document, ünïcode ✓"
         assert harness.name_of(document) == "one.txt"
 
+    @if_fails("a missing object must raise DocumentLoadError whose message names it")
     def test_missing_document_names_it(self, harness: LoaderHarness) -> None:
         harness.put("present.txt", b"here")
         with pytest.raises(DocumentLoadError, match="absent-document.txt"):
             harness.load_document("absent-document.txt", TextDocumentParser())
 
+    @if_fails("load_documents must load every object of the location, with no failures")
     def test_load_all_documents(self, harness: LoaderHarness) -> None:
         harness.put("a.txt", b"alpha")
         harness.put("b.txt", b"beta")
@@ -74,6 +79,7 @@ class DocumentLoaderSuite(ConformanceSuite, standard=True):
         }
         assert documents.failures == []
 
+    @if_fails("per-document errors must go to failures (as RagloomError), not abort the load")
     def test_bad_documents_are_reported_without_losing_good_ones(
         self, harness: LoaderHarness
     ) -> None:

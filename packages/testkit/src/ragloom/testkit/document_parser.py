@@ -27,7 +27,7 @@ from ragloom.core.document import Document
 from ragloom.core.errors import DocumentParseError, RagloomError
 from ragloom.core.metadata import Metadata
 from ragloom.core.parsers.base import DocumentParser
-from ragloom.testkit.suite import ConformanceSuite
+from ragloom.testkit.suite import ConformanceSuite, if_fails
 
 __all__ = ["DocumentParserSuite", "ParserSample"]
 
@@ -53,6 +53,7 @@ class DocumentParserSuite(ConformanceSuite, standard=True):
     def sample(self) -> ParserSample:
         raise NotImplementedError("provide a `sample` fixture")
 
+    @if_fails("parse(bytes) must return a Document with the sample's text fragments")
     def test_parses_bytes_into_a_document(
         self, parser: DocumentParser, sample: ParserSample
     ) -> None:
@@ -63,16 +64,22 @@ class DocumentParserSuite(ConformanceSuite, standard=True):
             assert fragment in document.text
         assert isinstance(document.metadata, Metadata)
 
+    @if_fails("parse(stream) must read the stream and give the same Document as parse(bytes)")
     def test_parses_a_stream_like_bytes(self, parser: DocumentParser, sample: ParserSample) -> None:
         assert parser.parse(io.BytesIO(sample.data)) == parser.parse(sample.data)
 
+    @if_fails("the parser must implement the ragloom DocumentParser protocol")
     def test_is_a_document_parser(self, parser: DocumentParser) -> None:
         assert isinstance(parser, DocumentParser)
 
+    @if_fails("empty input must raise DocumentParseError whose message names the source")
     def test_empty_input_is_a_parse_error_naming_the_source(self, parser: DocumentParser) -> None:
         with pytest.raises(DocumentParseError, match="empty-input.bin"):
             parser.parse(b"", source="empty-input.bin")
 
+    @if_fails(
+        "corrupt input must raise a RagloomError naming the source (wrap the library's error)"
+    )
     def test_corrupt_input_is_a_ragloom_error(self, parser: DocumentParser) -> None:
         garbage = bytes(range(256)) * 16 + os.urandom(512)
         error: RagloomError | None = None
@@ -85,6 +92,7 @@ class DocumentParserSuite(ConformanceSuite, standard=True):
         else:  # a parser may accept anything (e.g. auto-detection), but must yield a Document
             assert isinstance(document, Document)
 
+    @if_fails("parsing must be thread-safe: no shared mutable state in the parser")
     def test_concurrent_parses_agree(self, parser: DocumentParser, sample: ParserSample) -> None:
         expected = parser.parse(sample.data)
         with ThreadPoolExecutor(4) as pool:

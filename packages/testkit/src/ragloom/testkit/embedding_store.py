@@ -8,6 +8,10 @@ that need the vector size up front)::
         @pytest.fixture
         def store(self, dimension):
             return MyStore(dimension=dimension)
+
+A backend that cannot honour a rule declares it, e.g.
+``preserves_insertion_order_on_ties = Deviation("why")``; the suite then runs the
+capability's weaker test (see each :class:`Capability` below and the README).
 """
 
 from __future__ import annotations
@@ -21,15 +25,15 @@ import pytest
 
 from ragloom.core.document import TextSegment
 from ragloom.core.embedding import Embedding
-from ragloom.core.errors import EmbeddingStoreError
-from ragloom.core.filters import metadata_key
+from ragloom.core.errors import EmbeddingStoreError, InvalidFilterError
+from ragloom.core.filters import Filter, metadata_key
 from ragloom.core.stores.base import (
     EmbeddingMatch,
     EmbeddingSearchRequest,
     EmbeddingSearchResult,
     EmbeddingStore,
 )
-from ragloom.testkit.suite import ConformanceSuite
+from ragloom.testkit.suite import Capability, ConformanceSuite, if_fails
 
 __all__ = ["DIMENSION", "EmbeddingStoreSuite", "EmbeddingStoreSuiteBase"]
 
@@ -114,6 +118,11 @@ class EmbeddingStoreSuiteBase(ConformanceSuite, standard=True):
 
     integration_fixtures = frozenset({"store"})
 
+    removes_by_filter = Capability(
+        "remove_all(filter=...) raises EmbeddingStoreError (or InvalidFilterError) "
+        "and removes nothing"
+    )
+
     @pytest.fixture
     def store(self) -> EmbeddingStore:
         """Provided by the integration: a fresh, empty store."""
@@ -127,22 +136,41 @@ class EmbeddingStoreSuiteBase(ConformanceSuite, standard=True):
         """The dimension of every vector the suites use."""
         return DIMENSION
 
+    def _remove_by_filter(self, store: EmbeddingStore, condition: Filter) -> None:
+        """``remove_all(filter=condition)``, which must raise instead without removes_by_filter."""
+        if self.removes_by_filter:
+            store.remove_all(filter=condition)
+            return
+        with pytest.raises((EmbeddingStoreError, InvalidFilterError)):
+            store.remove_all(filter=condition)
+
 
 class EmbeddingStoreSuite(EmbeddingStoreSuiteBase, standard=True):
     """Adding, ids, replacing, search order and scores, min_score, max_results, removal."""
 
+    preserves_insertion_order_on_ties = Capability(
+        "equally scored matches are the right set, in any order"
+    )
+    validates_dimension = Capability(
+        "a wrong-dimension vector or query raises some exception (the backend's own type "
+        "is accepted); a rejected batch may be partly written"
+    )
+
     # ------------------------------------------------------------------ adding and ids
 
+    @if_fails("add() without an id must return str(uuid.uuid4()), not a backend-native id")
     def test_add_generates_a_uuid4_string_id(self, store: EmbeddingStore) -> None:
         embedding_id = store.add(embedding(1, 0, 0, 0))
         assert isinstance(embedding_id, str)
         assert str(uuid.UUID(embedding_id)) == embedding_id
         assert uuid.UUID(embedding_id).version == 4
 
+    @if_fails("add(id=...) must store under exactly that id and return it")
     def test_add_with_id_uses_that_id(self, store: EmbeddingStore, dimension: int) -> None:
         assert store.add(embedding(1, 0, 0, 0), id="my-id") == "my-id"
         assert list(entries(store, dimension)) == ["my-id"]
 
+    @if_fails("add_all() must return one new id per embedding, in input order")
     def test_add_all_returns_distinct_ids_in_input_order(self, store: EmbeddingStore) -> None:
         vectors = [embedding(1, 0, 0, 0), embedding(0, 1, 0, 0), embedding(0, 0, 1, 0)]
         ids = store.add_all(vectors)
@@ -151,15 +179,20 @@ class EmbeddingStoreSuite(EmbeddingStoreSuiteBase, standard=True):
         for vector, embedding_id in zip(vectors, ids, strict=True):
             assert search(store, vector, 1)[0].embedding_id == embedding_id
 
+    @if_fails("add_all(ids=...) must store under those ids and return them unchanged")
     def test_add_all_with_ids_returns_those_ids(self, store: EmbeddingStore) -> None:
         ids = store.add_all([embedding(1, 0, 0, 0), embedding(0, 1, 0, 0)], ids=["a", "b"])
         assert ids == ["a", "b"]
         assert search(store, embedding(0, 1, 0, 0), 1)[0].embedding_id == "b"
 
+    @if_fails("add_all([]) must be a no-op returning [] (no backend call that fails on empty)")
     def test_add_all_of_nothing_returns_no_ids(self, store: EmbeddingStore, dimension: int) -> None:
         assert list(store.add_all([])) == []
         assert entries(store, dimension) == {}
 
+    @if_fails(
+        "metadata must keep its type on the way back (int not float, bool not int, UUID not str)"
+    )
     def test_segment_text_and_typed_metadata_round_trip(self, store: EmbeddingStore) -> None:
         value = uuid.UUID("8f5b8ac4-1c4e-4d7e-9a55-0c8f2a4b6d10")
         metadata = {"s": "text", "i": 42, "f": 2.5, "b": True, "u": value, "neg": -7}
@@ -173,10 +206,16 @@ class EmbeddingStoreSuite(EmbeddingStoreSuiteBase, standard=True):
             assert type(actual) is type(expected), f"{key}: {type(actual).__name__}"
             assert actual == expected
 
+    @if_fails(
+        "an entry added without a segment must come back with embedded=None, not an empty segment"
+    )
     def test_embedding_without_segment_has_no_embedded(self, store: EmbeddingStore) -> None:
         store.add(embedding(1, 0, 0, 0))
         assert search(store, embedding(1, 0, 0, 0), 1)[0].embedded is None
 
+    @if_fails(
+        "matches must carry the stored vector (fetch it with the search; do not return the query)"
+    )
     def test_match_carries_the_stored_embedding(self, store: EmbeddingStore) -> None:
         stored = embedding(0.25, -0.5, 0.125, 1.0)
         store.add(stored)
@@ -184,6 +223,7 @@ class EmbeddingStoreSuite(EmbeddingStoreSuiteBase, standard=True):
         assert isinstance(match.embedding, Embedding)
         np.testing.assert_allclose(match.embedding.vector, stored.vector, rtol=1e-6)
 
+    @if_fails("adding an existing id must upsert (vector and segment), not duplicate or fail")
     def test_adding_an_existing_id_replaces_the_entry(
         self, store: EmbeddingStore, dimension: int
     ) -> None:
@@ -194,6 +234,7 @@ class EmbeddingStoreSuite(EmbeddingStoreSuiteBase, standard=True):
         assert found["x"].embedded == TextSegment("new", {"v": 2})
         np.testing.assert_allclose(found["x"].embedding.vector, [0, 1, 0, 0])
 
+    @if_fails("add_all with known and new ids must upsert the known ones and insert the new ones")
     def test_add_all_replaces_existing_ids_and_adds_new_ones(
         self, store: EmbeddingStore, dimension: int
     ) -> None:
@@ -216,6 +257,7 @@ class EmbeddingStoreSuite(EmbeddingStoreSuiteBase, standard=True):
         }
         assert search(store, embedding(0, 0, 1, 0), 1)[0].embedding_id == "b"
 
+    @if_fails("remove() must delete the row for good (no tombstone blocking the id)")
     def test_a_removed_id_can_be_added_again(self, store: EmbeddingStore, dimension: int) -> None:
         store.add(embedding(1, 0, 0, 0), id="x")
         store.remove("x")
@@ -226,9 +268,11 @@ class EmbeddingStoreSuite(EmbeddingStoreSuiteBase, standard=True):
 
     # ------------------------------------------------------------------ searching
 
+    @if_fails("search on an empty store must return no matches, not fail (e.g. on a missing table)")
     def test_search_in_an_empty_store_finds_nothing(self, store: EmbeddingStore) -> None:
         assert search(store, embedding(1, 0, 0, 0)) == []
 
+    @if_fails("score must be (cosine + 1) / 2; convert the backend's distance or similarity")
     def test_scores_are_relevance_from_cosine_similarity(self, store: EmbeddingStore) -> None:
         ids = store.add_all(
             [
@@ -243,6 +287,7 @@ class EmbeddingStoreSuite(EmbeddingStoreSuiteBase, standard=True):
         expected = [1.0, (2**-0.5 + 1) / 2, 0.5, 0.0]
         assert [m.score for m in matches] == pytest.approx(expected, abs=_TOLERANCE)
 
+    @if_fails("matches must be sorted best first; check the ORDER BY direction of the distance")
     def test_matches_are_sorted_by_score_descending(self, store: EmbeddingStore) -> None:
         vectors = random_vectors(60, DIMENSION, seed=1)
         ids = store.add_all([Embedding(v) for v in vectors])
@@ -250,6 +295,9 @@ class EmbeddingStoreSuite(EmbeddingStoreSuiteBase, standard=True):
         matches = search(store, Embedding(query), 60)
         assert_top_matches(matches, ids, relevance(vectors, query), 60)
 
+    @if_fails(
+        "results must equal an exact k-NN scan: check index recall (ef_search, probes), min_score"
+    )
     def test_search_equals_brute_force_on_many_entries(self, store: EmbeddingStore) -> None:
         vectors = random_vectors(300, DIMENSION, seed=3)
         ids = store.add_all([Embedding(v) for v in vectors])
@@ -258,26 +306,37 @@ class EmbeddingStoreSuite(EmbeddingStoreSuiteBase, standard=True):
             matches = search(store, Embedding(query), max_results, min_score)
             assert_top_matches(matches, ids, relevance(vectors, query), max_results, min_score)
 
+    @if_fails(
+        "equal scores must come back in insertion order: order by score, then an insertion sequence"
+    )
     def test_ties_keep_insertion_order(self, store: EmbeddingStore) -> None:
         same = embedding(0.3, 0.4, 0.5, 0.6)
         first = store.add_all([same, embedding(-1, 0, 0, 0), same])
         second = store.add(same)
         third = store.add_all([same, same])
         matches = search(store, embedding(0.1, 0.2, 0.3, 0.4), 10)
-        expected = [first[0], first[2], second, *third, first[1]]
-        assert [m.embedding_id for m in matches] == expected
+        tied = [first[0], first[2], second, *third]
+        found = [m.embedding_id for m in matches]
+        if self.preserves_insertion_order_on_ties:
+            assert found == [*tied, first[1]]
+        else:
+            assert sorted(found[:5]) == sorted(tied)
+            assert found[5:] == [first[1]]
         assert len({m.score for m in matches[:5]}) == 1
 
+    @if_fails("max_results must cap the number of matches (LIMIT / top_k), after scoring")
     def test_max_results_limits_the_matches(self, store: EmbeddingStore) -> None:
         ids = store.add_all([embedding(1, i, 0, 0) for i in range(10)])
         matches = search(store, embedding(1, 0, 0, 0), max_results=3)
         assert [m.embedding_id for m in matches] == ids[:3]
 
+    @if_fails("pass the request's max_results through; its default is 3")
     def test_default_max_results_is_three(self, store: EmbeddingStore) -> None:
         store.add_all([embedding(1, i, 0, 0) for i in range(10)])
         request = EmbeddingSearchRequest(embedding(1, 0, 0, 0))
         assert len(store.search(request).matches) == 3
 
+    @if_fails("min_score must keep matches scoring exactly min_score (>=, after score conversion)")
     def test_min_score_is_inclusive(self, store: EmbeddingStore) -> None:
         ids = store.add_all(
             [
@@ -292,18 +351,23 @@ class EmbeddingStoreSuite(EmbeddingStoreSuiteBase, standard=True):
         assert [m.embedding_id for m in search(store, query, min_score=0.8)] == ids[:2]
         assert [m.embedding_id for m in search(store, query, min_score=0.0)] == ids
 
+    @if_fails(
+        "a query of the wrong dimension must raise EmbeddingStoreError (wrap the backend's error)"
+    )
     def test_query_of_the_wrong_dimension_is_rejected(self, store: EmbeddingStore) -> None:
         store.add(embedding(1, 0, 0, 0))
-        with pytest.raises(EmbeddingStoreError):
+        with pytest.raises(EmbeddingStoreError if self.validates_dimension else Exception):
             search(store, embedding(1, 0, 0))
 
     # ------------------------------------------------------------------ removing
 
+    @if_fails("remove(id) must delete exactly that entry")
     def test_remove_by_id(self, store: EmbeddingStore, dimension: int) -> None:
         ids = store.add_all([embedding(1, 0, 0, 0), embedding(0, 1, 0, 0)])
         store.remove(ids[0])
         assert list(entries(store, dimension)) == [ids[1]]
 
+    @if_fails("removing unknown ids must be a silent no-op, not an error")
     def test_removing_an_unknown_id_changes_nothing(
         self, store: EmbeddingStore, dimension: int
     ) -> None:
@@ -312,11 +376,13 @@ class EmbeddingStoreSuite(EmbeddingStoreSuiteBase, standard=True):
         store.remove_all(["no-such-id", "another"])
         assert list(entries(store, dimension)) == ids
 
+    @if_fails("remove_all(ids) must delete those ids and ignore unknown ones")
     def test_remove_all_by_ids(self, store: EmbeddingStore, dimension: int) -> None:
         ids = store.add_all([embedding(1, i, 0, 0) for i in range(5)])
         store.remove_all([ids[1], ids[3], "unknown"])
         assert set(entries(store, dimension)) == {ids[0], ids[2], ids[4]}
 
+    @if_fails('remove_all([]) must delete nothing (an empty id list does not mean "all")')
     def test_remove_all_with_no_ids_removes_nothing(
         self, store: EmbeddingStore, dimension: int
     ) -> None:
@@ -324,14 +390,17 @@ class EmbeddingStoreSuite(EmbeddingStoreSuiteBase, standard=True):
         store.remove_all([])
         assert sorted(entries(store, dimension)) == sorted(ids)
 
+    @if_fails("remove_all(filter=...) must delete exactly the entries the filter matches")
     def test_remove_all_by_filter(self, store: EmbeddingStore, dimension: int) -> None:
         ids = store.add_all(
             [embedding(1, 0, 0, 0), embedding(0, 1, 0, 0), embedding(0, 0, 1, 0)],
             [TextSegment("a", {"k": "x"}), TextSegment("b", {"k": "y"}), TextSegment("c")],
         )
-        store.remove_all(filter=metadata_key("k").is_equal_to("x"))
-        assert sorted(entries(store, dimension)) == sorted(ids[1:])
+        self._remove_by_filter(store, metadata_key("k").is_equal_to("x"))
+        kept = ids[1:] if self.removes_by_filter else ids
+        assert sorted(entries(store, dimension)) == sorted(kept)
 
+    @if_fails("remove_all() must delete every entry and leave the store usable")
     def test_remove_all_without_arguments_empties_the_store(
         self, store: EmbeddingStore, dimension: int
     ) -> None:
@@ -341,6 +410,7 @@ class EmbeddingStoreSuite(EmbeddingStoreSuiteBase, standard=True):
         new_id = store.add(embedding(0, 0, 0, 1))
         assert list(entries(store, dimension)) == [new_id]
 
+    @if_fails("remove_all(ids, filter=...) must raise EmbeddingStoreError before deleting anything")
     def test_remove_all_with_ids_and_filter_is_rejected(
         self, store: EmbeddingStore, dimension: int
     ) -> None:
@@ -349,6 +419,7 @@ class EmbeddingStoreSuite(EmbeddingStoreSuiteBase, standard=True):
             store.remove_all(ids, filter=metadata_key("k").is_equal_to(1))
         assert list(entries(store, dimension)) == ids
 
+    @if_fails("removed entries must not appear in searches (check index refresh or soft deletes)")
     def test_removed_entries_are_not_found(self, store: EmbeddingStore) -> None:
         vectors = random_vectors(40, DIMENSION, seed=7)
         ids = store.add_all([Embedding(v) for v in vectors])
@@ -363,19 +434,25 @@ class EmbeddingStoreSuite(EmbeddingStoreSuiteBase, standard=True):
 
     # ------------------------------------------------------------------ bad input
 
+    @if_fails(
+        "a wrong-dimension vector must raise EmbeddingStoreError before any write of its batch"
+    )
     def test_wrong_dimension_is_rejected_and_changes_nothing(
         self, store: EmbeddingStore, dimension: int
     ) -> None:
         ids = store.add_all([embedding(1, 0, 0, 0)], ids=["a"])
-        with pytest.raises(EmbeddingStoreError):
+        error = EmbeddingStoreError if self.validates_dimension else Exception
+        with pytest.raises(error):
             store.add(embedding(1, 0, 0))
-        with pytest.raises(EmbeddingStoreError):  # a batch with one bad vector: none added
+        with pytest.raises(error):  # a batch with one bad vector: none added
             store.add_all([embedding(0, 1, 0, 0), embedding(1, 0)], ids=["a", "b"])
-        found = entries(store, dimension)
-        assert list(found) == ids
-        np.testing.assert_allclose(found["a"].embedding.vector, [1, 0, 0, 0])
+        if self.validates_dimension:
+            found = entries(store, dimension)
+            assert list(found) == ids
+            np.testing.assert_allclose(found["a"].embedding.vector, [1, 0, 0, 0])
 
     @pytest.mark.parametrize("bad_id", ["", 42, None, b"bytes"])
+    @if_fails("ids must be non-empty str, validated before any write of the batch")
     def test_invalid_ids_are_rejected_and_change_nothing(
         self, store: EmbeddingStore, dimension: int, bad_id: object
     ) -> None:
@@ -387,6 +464,7 @@ class EmbeddingStoreSuite(EmbeddingStoreSuiteBase, standard=True):
             )
         assert list(entries(store, dimension)) == ["a"]
 
+    @if_fails("duplicate ids in one add_all must raise EmbeddingStoreError before any write")
     def test_duplicate_ids_in_one_call_are_rejected(
         self, store: EmbeddingStore, dimension: int
     ) -> None:
@@ -394,6 +472,7 @@ class EmbeddingStoreSuite(EmbeddingStoreSuiteBase, standard=True):
             store.add_all([embedding(1, 0, 0, 0), embedding(0, 1, 0, 0)], ids=["a", "a"])
         assert entries(store, dimension) == {}
 
+    @if_fails("add_all with mismatched embeddings/segments/ids counts must raise before any write")
     def test_mismatched_counts_are_rejected_and_change_nothing(
         self, store: EmbeddingStore, dimension: int
     ) -> None:
