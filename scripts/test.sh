@@ -16,4 +16,4 @@ $PY -m ruff check packages integration-tests scripts
 echo "== mypy --strict (core)"
 $PY -m mypy --strict packages/core/src
 echo "== pytest"
-$PY -m pytest packages/*/tests integration-tests "$@"
+$PY -m pytest packages/*/tests integration-tests scripts/tests "$@"
