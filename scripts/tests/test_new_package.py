@@ -1,12 +1,6 @@
 """scripts/new_package.py: every kind generates a complete, lint-clean package whose
 conformance test runs and fails on the skeleton's "implement me" hints.
-
-The store and retriever skeletons import core's author helpers
-(``ragloom.core.stores.validation``, ``.stores.scores``, ``.filter_compiler``,
-``.retrievers.dynamic``), which land in core in a concurrent change. Until then those two
-kinds are checked without importing them (files, compile, ruff, pyproject, imports named);
-``NEEDS_HELPERS`` lists them: empty it once the helpers are merged, and the import,
-entry-point and failing-conformance-test checks below cover them too.
+The store and retriever skeletons are written with core's author helpers.
 """
 
 from __future__ import annotations
@@ -27,7 +21,6 @@ from ragloom.core import plugins
 
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "scripts" / "new_package.py"
-NEEDS_HELPERS = {"store", "retriever"}  # TODO(lead): empty once core's author helpers land
 HELPER_MODULES = {
     "store": {
         "ragloom.core.stores",
@@ -160,7 +153,7 @@ def test_readme_has_the_sections_to_fill(root: Path, kind: str) -> None:
     assert all(section in readme for section in sections)
 
 
-@pytest.mark.parametrize("kind", sorted(NEEDS_HELPERS))
+@pytest.mark.parametrize("kind", sorted(HELPER_MODULES))
 def test_store_and_retriever_skeletons_use_the_core_helpers(root: Path, kind: str) -> None:
     tree = ast.parse(package_files(root, kind)["module"].read_text())
     imported = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
@@ -170,8 +163,6 @@ def test_store_and_retriever_skeletons_use_the_core_helpers(root: Path, kind: st
 def test_skeletons_import_and_entry_points_resolve(root: Path) -> None:
     targets = []
     for kind in KINDS:
-        if kind in NEEDS_HELPERS:
-            continue
         with package_files(root, kind)["pyproject"].open("rb") as file:
             groups = tomllib.load(file)["project"].get("entry-points", {})
         targets += [t for group in groups.values() for t in group.values()]
@@ -197,7 +188,7 @@ def test_skeletons_import_and_entry_points_resolve(root: Path) -> None:
 def test_conformance_tests_fail_with_implement_me(root: Path, tmp_path: Path) -> None:
     """Each skeleton's own test runs and fails: on "implement me", or (server kinds, no
     server) on the message naming the command that starts the service."""
-    kinds = [kind for kind in KINDS if kind not in NEEDS_HELPERS]
+    kinds = list(KINDS)
     report = tmp_path / "report.xml"
     result = subprocess.run(
         [
