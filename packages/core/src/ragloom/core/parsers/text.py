@@ -30,12 +30,7 @@ class TextDocumentParser:
     """
 
     def __init__(self, charset: str | None = None) -> None:
-        if charset is not None:
-            try:
-                codecs.lookup(charset)
-            except LookupError as exc:
-                raise DocumentParseError(f"unknown charset {charset!r}") from exc
-        self.charset = charset
+        self.charset = None if charset is None else check_charset(charset)
 
     def parse(self, data: bytes | BinaryIO, *, source: str | None = None) -> Document:
         """Decode ``data`` into a Document; errors name ``source``."""
@@ -51,6 +46,15 @@ class TextDocumentParser:
         if not text.strip():
             raise EmptyDocumentError(f"{name}: document is empty or blank")
         return Document(text)
+
+
+def check_charset(charset: str) -> str:
+    """``charset`` if Python knows that codec; :class:`DocumentParseError` naming it if not."""
+    try:
+        codecs.lookup(charset)
+    except LookupError as exc:
+        raise DocumentParseError(f"unknown charset {charset!r}") from exc
+    return charset
 
 
 def detect_charset(raw: bytes, name: str = "<bytes>") -> str:

@@ -13,7 +13,7 @@ from ragloom.core.document import URL, Document
 from ragloom.core.errors import DocumentParseError, EmptyDocumentError, InvalidArgumentError
 from ragloom.core.metadata import Metadata
 from ragloom.core.parsers.base import read_all, source_name
-from ragloom.core.parsers.text import detect_charset
+from ragloom.core.parsers.text import check_charset, detect_charset
 from ragloom.core.transformers import DocumentTransformer
 from ragloom.transformers.html.extract import (
     base_url,
@@ -122,12 +122,7 @@ class HtmlDocumentParser(HtmlToTextDocumentTransformer):
         charset: str | None = None,
     ) -> None:
         super().__init__(css_selector, metadata_css_selectors, include_links)
-        if charset is not None:
-            try:
-                codecs.lookup(charset)
-            except LookupError as exc:
-                raise DocumentParseError(f"unknown charset {charset!r}") from exc
-        self.charset = charset
+        self.charset = None if charset is None else check_charset(charset)
 
     def parse(self, data: bytes | BinaryIO, *, source: str | None = None) -> Document:
         """Decode and convert the HTML in ``data``; errors name ``source``."""
