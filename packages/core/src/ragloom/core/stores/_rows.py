@@ -5,6 +5,7 @@ mask and a :class:`MetadataTable`; removal tombstones rows and compaction comes 
 
 from __future__ import annotations
 
+import os
 from collections import Counter
 from collections.abc import Iterable
 from contextlib import AbstractContextManager
@@ -45,6 +46,34 @@ def validate_ids(
         duplicate = next(i for i, n in Counter(id_list).items() if n > 1)
         raise error(f"id {duplicate!r} appears more than once in one call")
     return id_list
+
+
+# (digit offset in the 32 hex digits, offset in "8-4-4-4-12", width) of each group.
+_UUID_GROUPS = ((0, 0, 8), (8, 9, 4), (12, 14, 4), (16, 19, 4), (20, 24, 12))
+
+
+def uuid4_strings(count: int) -> list[str]:
+    """``count`` random UUID4 strings, formatted in bulk (``str(uuid.uuid4())`` is 5x slower).
+
+    One ``os.urandom`` call for all ids, ``bytes.hex`` for the digits, then each group of
+    digits is copied as one opaque item a row (not digit by digit) next to the dashes.
+    """
+    raw = np.frombuffer(os.urandom(16 * count), dtype=np.uint8).reshape(count, 16).copy()
+    raw[:, 6] = (raw[:, 6] & 0x0F) | 0x40  # version 4
+    raw[:, 8] = (raw[:, 8] & 0x3F) | 0x80  # RFC 4122 variant
+    hex_digits = raw.tobytes().hex().encode("ascii")
+    digits = np.frombuffer(hex_digits, dtype=np.uint8).reshape(count, 32)
+    text = np.empty((count, 37), dtype=np.uint8)  # "8-4-4-4-12" digits and a newline
+    for source, target, width in _UUID_GROUPS:
+        group = np.dtype(f"V{width}")
+        text[:, target : target + width].view(group)[:] = digits[:, source : source + width].view(
+            group
+        )
+    text[:, [8, 13, 18, 23]] = ord("-")
+    text[:, 36] = ord("\n")
+    ids = text.tobytes().decode("ascii").split("\n")
+    ids.pop()  # the empty string after the last newline
+    return ids
 
 
 class TombstonedRows:
