@@ -22,35 +22,30 @@ Removal and replacement. Removed rows are tombstones (document frequencies disco
 once they exceed a quarter of the rows the index compacts: rows, postings and the
 vocabulary are rebuilt without them, keeping order. Adding an existing id replaces it.
 
-Persistence. ``save(path)`` writes a directory like the in-memory embedding store does::
+Persistence. ``save(path)`` writes a directory in the layout of
+:mod:`ragloom.core.stores.persistence` (atomic replace, checksums, typed metadata)::
 
     manifest.json             {"format", "version", "parameters", "analyzer", "count", "files"}
     postings-<token>.npz      indptr, rows, tfs, lengths (numpy, no pickles)
     vocabulary-<token>.json   the terms, in term-id order
     records-<token>.jsonl     one {"id", "text", "metadata"} object a line, row order
 
-Data files get fresh names on each save; ``manifest.json`` (with their SHA-256) is written
-to a temporary file, fsynced and moved into place last with ``os.replace``: a crash leaves
-the old or the new index, never a mix. ``load`` verifies everything before it builds
-the index, so a corrupt directory raises :class:`BM25IndexError` and yields nothing.
+``load`` verifies everything before it builds the index, so a corrupt directory raises
+:class:`BM25IndexError` and yields nothing.
 """
 
 from __future__ import annotations
 
-import contextlib
 import io
 import json
 import math
 import os
-import re
 import threading
-import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from itertools import chain
-from pathlib import Path
-from typing import IO, Any
+from typing import Any, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -64,14 +59,13 @@ from ragloom.core.filters import Filter
 from ragloom.core.metadata import Metadata, MetadataValue
 from ragloom.core.stores._rows import Positions, TombstonedRows
 from ragloom.core.stores.filter_mask import filter_mask
-from ragloom.core.stores.in_memory import (
-    _decode_metadata,
-    _encode_metadata,
-    _fsync_directory,
-    _verify_sha256,
-    _write_file,
-)
 from ragloom.core.stores.metadata_table import MetadataTable
+from ragloom.core.stores.persistence import (
+    DataFiles,
+    DirectoryFormat,
+    SavedDirectory,
+    write_records,
+)
 from ragloom.core.stores.validation import generate_ids, validate_ids
 
 __all__ = ["BM25Index", "BM25IndexError", "BM25Match"]
@@ -79,10 +73,6 @@ __all__ = ["BM25Index", "BM25IndexError", "BM25Match"]
 FORMAT_NAME = "ragloom.bm25-index"
 FORMAT_VERSION = 1
 
-_MANIFEST = "manifest.json"
-_DATA_FILE = re.compile(
-    r"^(postings-[0-9a-f]{32}\.npz|vocabulary-[0-9a-f]{32}\.json|records-[0-9a-f]{32}\.jsonl)$"
-)
 _MIN_CAPACITY = 16
 # Sum scores with a bincount over all rows when the query's postings reach this share of the
 # rows; below it, np.unique over the matched rows is cheaper than touching every row.
@@ -93,6 +83,13 @@ Ints = npt.NDArray[np.int64]
 
 
 _validate_ids = partial(validate_ids, error=BM25IndexError, noun="segment")
+_FORMAT = DirectoryFormat(
+    FORMAT_NAME,
+    FORMAT_VERSION,
+    {"postings": ".npz", "vocabulary": ".json", "records": ".jsonl"},
+    error=BM25IndexError,
+    noun="BM25 index",
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -533,22 +530,9 @@ class BM25Index(TombstonedRows):
         ``path`` is created if missing; an existing directory must be empty or hold a saved
         index. Older data files are deleted once the new manifest is in place.
         """
-        directory = Path(path)
-        if directory.exists() and not directory.is_dir():
-            raise BM25IndexError(f"{directory}: exists and is not a directory")
-        if directory.is_dir() and not (directory / _MANIFEST).exists() and any(directory.iterdir()):
-            raise BM25IndexError(f"{directory}: not empty and not a saved BM25 index; refusing")
-        directory.mkdir(parents=True, exist_ok=True)
-        token = uuid.uuid4().hex
-        names = {
-            "postings": f"postings-{token}.npz",
-            "vocabulary": f"vocabulary-{token}.json",
-            "records": f"records-{token}.jsonl",
-        }
         analyzer_config = _analyzer_config(self.analyzer)
-        written: list[Path] = []
-        committed = False
-        try:
+
+        def write(files: DataFiles) -> dict[str, Any]:
             with self._lock:
                 self.compact()
                 block = self._blocks[0] if self._blocks else csr.empty(len(self._vocabulary))
@@ -559,105 +543,49 @@ class BM25Index(TombstonedRows):
                     "tfs": block.tfs,
                     "lengths": self._lengths[:size],
                 }
-                files: dict[str, dict[str, str]] = {}
-                writers = {
-                    "postings": lambda f: f.write(_npz_bytes(arrays)),
-                    "vocabulary": lambda f: f.write(
-                        json.dumps(list(self._vocabulary), ensure_ascii=False).encode()
-                    ),
-                    "records": self._write_records,
-                }
-                for kind, name in names.items():
-                    written.append(directory / name)
-                    files[kind] = {"name": name, "sha256": _write_file(written[-1], writers[kind])}
-                manifest = {
-                    "format": FORMAT_NAME,
-                    "version": FORMAT_VERSION,
+                vocabulary = json.dumps(list(self._vocabulary), ensure_ascii=False).encode()
+                files.write("postings", lambda f: f.write(_npz_bytes(arrays)))
+                files.write("vocabulary", lambda f: f.write(vocabulary))
+                files.write(
+                    "records", lambda f: write_records(f, self._ids, self._texts, self._metadata)
+                )
+                return {
                     "parameters": self.parameters.to_dict(),
                     "analyzer": analyzer_config,
                     "count": size,
                     "terms": len(self._vocabulary),
-                    "files": files,
                 }
-            temporary = directory / f"{_MANIFEST}.{token}.tmp"
-            written.append(temporary)
-            _write_file(temporary, lambda f: f.write(json.dumps(manifest, indent=2).encode()))
-            os.replace(temporary, directory / _MANIFEST)
-            committed = True
-            _fsync_directory(directory)
-        except BaseException:
-            for file in [] if committed else written:
-                with contextlib.suppress(OSError):
-                    file.unlink()
-            raise
-        current = set(names.values())
-        for stale in directory.iterdir():
-            if stale.name not in current and (
-                _DATA_FILE.match(stale.name) or stale.name.endswith(".tmp")
-            ):
-                with contextlib.suppress(OSError):
-                    stale.unlink()
 
-    def _write_records(self, file: IO[bytes]) -> None:
-        for row in range(self._size):
-            record = {
-                "id": self._ids[row],
-                "text": self._texts[row],
-                "metadata": _encode_metadata(self._metadata.row(row)),
-            }
-            file.write(json.dumps(record, ensure_ascii=False, allow_nan=False).encode())
-            file.write(b"\n")
+        _FORMAT.save(path, write)
 
     @classmethod
     def load(cls, path: str | os.PathLike[str], analyzer: Analyzer | None = None) -> BM25Index:
-        """Read an index written by :meth:`save`; any defect raises naming ``path``.
+        """Read an index written by :meth:`save`; any defect raises naming the file at fault.
 
         A :class:`StandardAnalyzer` is rebuilt from the manifest; an index saved with another
         analyzer needs that analyzer passed again.
         """
-        directory = Path(path)
-        try:
-            manifest = json.loads((directory / _MANIFEST).read_bytes())
-        except (OSError, ValueError) as exc:
-            raise BM25IndexError(f"{directory}: not a readable saved BM25 index ({exc})") from exc
-        if not isinstance(manifest, Mapping) or manifest.get("format") != FORMAT_NAME:
-            raise BM25IndexError(f"{directory}: not a ragloom BM25 index")
-        if manifest.get("version") != FORMAT_VERSION:
-            raise BM25IndexError(
-                f"{directory}: format version {manifest.get('version')!r} is not supported "
-                f"(this ragloom reads version {FORMAT_VERSION})"
-            )
-        try:
+        saved = _FORMAT.open(path)
+        manifest, files = saved.manifest, saved.files
+        with _FORMAT.reading(saved.manifest_path):
             parameters = BM25Parameters(**manifest["parameters"])
             count, term_count = manifest["count"], manifest["terms"]
             analyzer_config = manifest["analyzer"]
             if analyzer is None:
                 if analyzer_config is None:
                     raise BM25IndexError(
-                        f"{directory}: saved with a custom analyzer; pass it to load()"
+                        f"{saved.manifest_path}: saved with a custom analyzer; pass it to load()"
                     )
                 analyzer = StandardAnalyzer.from_config(analyzer_config)
-            paths = {
-                kind: directory / _data_file_name(manifest, kind, directory)
-                for kind in ("postings", "vocabulary", "records")
-            }
-            for kind, file in paths.items():
-                _verify_sha256(file, manifest["files"][kind]["sha256"])
-            with np.load(paths["postings"], allow_pickle=False) as data:
-                arrays = {name: data[name] for name in ("indptr", "rows", "tfs", "lengths")}
-            terms = json.loads(paths["vocabulary"].read_bytes())
-            records = [
-                json.loads(line)
-                for line in paths["records"].read_text(encoding="utf-8").splitlines()
-            ]
-            ids = [record["id"] for record in records]
-            texts = [record["text"] for record in records]
-            metadata = [Metadata(_decode_metadata(r["metadata"])).to_dict() for r in records]
-        except BM25IndexError:
-            raise
-        except Exception as exc:  # any defect of a file is a corrupt index
-            raise BM25IndexError(f"{directory}: corrupt saved BM25 index ({exc!r})") from exc
-        _check_loaded(arrays, terms, ids, texts, count, term_count, directory)
+        with (
+            _FORMAT.reading(files["postings"]),
+            np.load(files["postings"], allow_pickle=False) as data,
+        ):
+            arrays = {name: data[name] for name in ("indptr", "rows", "tfs", "lengths")}
+        with _FORMAT.reading(files["vocabulary"]):
+            terms = json.loads(files["vocabulary"].read_bytes())
+        ids, texts, metadata = _FORMAT.read_records(files["records"])
+        _check_loaded(arrays, terms, ids, texts, count, term_count, saved)
         index = cls(
             analyzer,
             k1=parameters.k1,
@@ -671,7 +599,8 @@ class BM25Index(TombstonedRows):
         index._reserve(count)
         index._lengths[:count] = arrays["lengths"]
         index._alive[:count] = True
-        index._ids, index._texts, index._size = ids, texts, count
+        index._ids, index._size = ids, count
+        index._texts = cast(list[str], texts)  # all str: checked by _check_loaded
         if count:
             index._blocks = [csr.Postings(arrays["indptr"], arrays["rows"], arrays["tfs"])]
         return index
@@ -719,15 +648,6 @@ def _analyzer_config(analyzer: Analyzer) -> dict[str, Any] | None:
     return analyzer.config() if isinstance(analyzer, StandardAnalyzer) else None
 
 
-def _data_file_name(manifest: Mapping[str, Any], kind: str, directory: Path) -> str:
-    """The manifest's file name for ``kind``, refusing anything but our own plain names."""
-    entry = manifest.get("files", {}).get(kind)
-    name = entry.get("name") if isinstance(entry, Mapping) else None
-    if not isinstance(name, str) or not _DATA_FILE.match(name) or not name.startswith(kind):
-        raise BM25IndexError(f"{directory}: manifest names no valid {kind} file")
-    return name
-
-
 def _check_loaded(
     arrays: Mapping[str, npt.NDArray[Any]],
     terms: object,
@@ -735,25 +655,27 @@ def _check_loaded(
     texts: list[Any],
     count: object,
     term_count: object,
-    source: Path,
+    saved: SavedDirectory,
 ) -> None:
-    """Raise :class:`BM25IndexError` unless the loaded parts form a consistent index."""
+    """Raise :class:`BM25IndexError`, naming the file at fault, unless the loaded parts form
+    a consistent index."""
 
-    def fail(reason: str) -> BM25IndexError:
+    def fail(kind: str, reason: str) -> BM25IndexError:
+        source = saved.files.get(kind, saved.manifest_path)
         return BM25IndexError(f"{source}: corrupt saved BM25 index ({reason})")
 
     if type(count) is not int or type(term_count) is not int or count < 0 or term_count < 0:
-        raise fail("invalid count")
+        raise fail("manifest", "invalid count")
     if not isinstance(terms, list) or len(terms) != term_count or len(set(terms)) != term_count:
-        raise fail("the vocabulary does not list distinct terms")
+        raise fail("vocabulary", "the vocabulary does not list distinct terms")
     if not all(isinstance(term, str) for term in terms):
-        raise fail("a vocabulary entry is not a string")
+        raise fail("vocabulary", "a vocabulary entry is not a string")
     if len(ids) != count or len(texts) != count or not all(isinstance(t, str) for t in texts):
-        raise fail(f"expected {count} records with texts")
+        raise fail("records", f"expected {count} records with texts")
     try:
         _validate_ids(ids, count)
     except BM25IndexError as exc:
-        raise fail(str(exc)) from exc
+        raise fail("records", str(exc)) from exc
     indptr, rows, tfs, lengths = (arrays[k] for k in ("indptr", "rows", "tfs", "lengths"))
     expected = (
         ("indptr", np.int64),
@@ -763,16 +685,16 @@ def _check_loaded(
     )
     for name, dtype in expected:
         if arrays[name].dtype != dtype or arrays[name].ndim != 1:
-            raise fail(f"{name} is not a 1-d {np.dtype(dtype)} array")
+            raise fail("postings", f"{name} is not a 1-d {np.dtype(dtype)} array")
     if len(indptr) != term_count + 1 or len(lengths) != count or len(rows) != len(tfs):
-        raise fail("array sizes disagree")
+        raise fail("postings", "array sizes disagree")
     if indptr[0] != 0 or indptr[-1] != len(rows) or np.any(np.diff(indptr) < 0):
-        raise fail("indptr is not a valid offset array")
+        raise fail("postings", "indptr is not a valid offset array")
     if rows.size and (rows.min() < 0 or rows.max() >= count or tfs.min() < 1):
-        raise fail("a posting is out of range")
+        raise fail("postings", "a posting is out of range")
     block = csr.Postings(indptr, rows, tfs)
     terms_of = block.terms()
     if np.any((np.diff(rows) <= 0) & (np.diff(terms_of) == 0)):
-        raise fail("postings of a term are not in row order")
+        raise fail("postings", "postings of a term are not in row order")
     if not np.array_equal(np.bincount(rows, weights=tfs, minlength=count), lengths):
-        raise fail("segment lengths do not match the postings")
+        raise fail("postings", "segment lengths do not match the postings")

@@ -20,42 +20,31 @@ Removal. Removed rows become tombstones (masked out of searches); when they exce
 quarter of the rows the store compacts, preserving order, so removal is amortized
 O(dimension) a row and searches never scan much dead data.
 
-Persistence. ``save(path)`` writes a directory in an open format::
+Persistence. ``save(path)`` writes a directory in an open format (the layout, atomic
+replace, checksums and metadata encoding of :mod:`ragloom.core.stores.persistence`)::
 
     manifest.json            {"format", "version", "dimension", "count", "files": {...}}
     vectors-<token>.npy      float32 (count, dimension), numpy .npy, memory-mappable
     records-<token>.jsonl    one {"id", "text", "metadata"} object a line, same order
-
-The data files get fresh names on every save and ``manifest.json`` (which names them
-and records their SHA-256) is replaced last with ``os.replace`` after ``fsync``: a
-crash at any point leaves either the old or the new store readable, never a mix.
-Metadata values keep their types: ints, floats (always written with a ``.`` or an
-exponent), bools and strings are plain JSON; ``uuid.UUID`` is ``{"$uuid": "..."}`` and
-non-finite floats are ``{"$float": "nan"}``.
 """
 
 from __future__ import annotations
 
-import contextlib
-import hashlib
 import json
 import math
 import os
-import re
 import threading
-import uuid
 from collections.abc import Mapping, Sequence
 from functools import partial
-from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from ragloom.core.document import TextSegment
 from ragloom.core.embedding import Embedding
-from ragloom.core.errors import EmbeddingStoreError, InvalidMetadataError
-from ragloom.core.metadata import Metadata, MetadataValue, validate_key
+from ragloom.core.errors import EmbeddingStoreError
+from ragloom.core.metadata import Metadata, MetadataValue
 from ragloom.core.stores._rows import Positions, TombstonedRows
 from ragloom.core.stores.base import (
     EmbeddingMatch,
@@ -65,6 +54,14 @@ from ragloom.core.stores.base import (
 )
 from ragloom.core.stores.filter_mask import filter_mask
 from ragloom.core.stores.metadata_table import MetadataTable
+from ragloom.core.stores.persistence import (
+    ByteSink,
+    DataFiles,
+    DirectoryFormat,
+    Records,
+    encode_metadata,
+    write_records,
+)
 from ragloom.core.stores.scores import exact_cosines, relevance_score
 from ragloom.core.stores.validation import (
     embedding_dimension,
@@ -76,13 +73,17 @@ from ragloom.core.stores.validation import (
 FORMAT_NAME = "ragloom.in-memory-embedding-store"
 FORMAT_VERSION = 1
 
-_MANIFEST = "manifest.json"
-_DATA_FILE = re.compile(r"^(vectors-[0-9a-f]{32}\.npy|records-[0-9a-f]{32}\.jsonl)$")
+_FORMAT = DirectoryFormat(
+    FORMAT_NAME,
+    FORMAT_VERSION,
+    {"vectors": ".npy", "records": ".jsonl"},
+    error=EmbeddingStoreError,
+    noun="in-memory embedding store",
+)
 _MIN_CAPACITY = 16
 # A gathered matrix-vector product (copy the selected rows, then multiply) beats the
 # full product followed by indexing when fewer than this share of the rows is selected.
 _GATHER_BELOW = 1 / 3
-_RECORD_BLOCK = 8192
 _JSON = json.JSONEncoder(ensure_ascii=False, allow_nan=False)
 _STAGE_BLOCK_BYTES = 1 << 21  # about an L2 cache
 # Vector norms the float32 search handles exactly enough (besides 0): far beyond any model's.
@@ -422,109 +423,40 @@ class InMemoryEmbeddingStore(TombstonedRows, EmbeddingStore):
         ``path`` is created if missing; an existing directory must be empty or hold a
         saved store. Older data files are deleted after the new manifest is in place.
         """
-        directory = Path(path)
-        if directory.exists() and not directory.is_dir():
-            raise EmbeddingStoreError(f"{directory}: exists and is not a directory")
-        if directory.is_dir() and not (directory / _MANIFEST).exists() and any(directory.iterdir()):
-            raise EmbeddingStoreError(
-                f"{directory}: not empty and not a saved embedding store; refusing to write"
-            )
-        directory.mkdir(parents=True, exist_ok=True)
-        token = uuid.uuid4().hex
-        vectors_name, records_name = f"vectors-{token}.npy", f"records-{token}.jsonl"
-        written: list[Path] = []
-        committed = False
-        try:
+
+        def write(files: DataFiles) -> dict[str, Any]:
             with self._lock:
                 if self._dead:
                     self._compact()
                 size = self._size
-                written.append(directory / vectors_name)
-                vectors_sha = _write_file(
-                    written[-1], lambda f: np.save(f, self._matrix[:size], allow_pickle=False)
+                files.write(
+                    "vectors", lambda f: np.save(f, self._matrix[:size], allow_pickle=False)
                 )
-                written.append(directory / records_name)
-                records_sha = _write_file(written[-1], self._write_records)
-                manifest = {
-                    "format": FORMAT_NAME,
-                    "version": FORMAT_VERSION,
-                    "dimension": self._dimension,
-                    "count": size,
-                    "files": {
-                        "vectors": {"name": vectors_name, "sha256": vectors_sha},
-                        "records": {"name": records_name, "sha256": records_sha},
-                    },
-                }
-            temporary = directory / f"{_MANIFEST}.{token}.tmp"
-            written.append(temporary)
-            _write_file(temporary, lambda f: f.write(json.dumps(manifest, indent=2).encode()))
-            os.replace(temporary, directory / _MANIFEST)
-            committed = True
-            _fsync_directory(directory)
-        except BaseException:
-            for file in [] if committed else written:
-                with contextlib.suppress(OSError):
-                    file.unlink()
-            raise
-        for stale in directory.iterdir():
-            if stale.name not in (vectors_name, records_name) and (
-                _DATA_FILE.match(stale.name) or stale.name.endswith(".tmp")
-            ):
-                with contextlib.suppress(OSError):
-                    stale.unlink()
+                files.write("records", self._write_records)
+                return {"dimension": self._dimension, "count": size}
 
-    def _write_records(self, file: IO[bytes]) -> None:
-        """One JSON line per row (the store is compacted), written in blocks."""
-        encode = _JSON.encode
-        for start in range(0, self._size, _RECORD_BLOCK):
-            rows = range(start, min(start + _RECORD_BLOCK, self._size))
-            metadata = self._metadata.take(np.arange(rows.start, rows.stop))
-            lines = [
-                encode(
-                    {
-                        "id": self._ids[row],
-                        "text": self._texts[row],
-                        "metadata": _encode_metadata(values),
-                    }
-                )
-                for row, values in zip(rows, metadata, strict=True)
-            ]
-            lines.append("")
-            file.write("\n".join(lines).encode())
+        _FORMAT.save(path, write)
+
+    def _write_records(self, file: ByteSink) -> None:
+        """One JSON line per row (the store is compacted)."""
+        write_records(file, self._ids, self._texts, self._metadata)
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> InMemoryEmbeddingStore:
-        """Read a store written by :meth:`save`; any defect raises naming ``path``."""
-        directory = Path(path)
-        try:
-            manifest = json.loads((directory / _MANIFEST).read_bytes())
-        except (OSError, ValueError) as exc:
-            raise EmbeddingStoreError(
-                f"{directory}: not a readable saved embedding store ({exc})"
-            ) from exc
-        dimension, count = _check_header(manifest, directory)
-        files = manifest.get("files")
-        vectors_path = directory / _data_file_name(files, "vectors", directory)
-        records_path = directory / _data_file_name(files, "records", directory)
-        try:
-            _verify_sha256(vectors_path, files["vectors"].get("sha256"))
-            _verify_sha256(records_path, files["records"].get("sha256"))
+        """Read a store written by :meth:`save`; any defect raises naming the file at fault."""
+        saved = _FORMAT.open(path)
+        dimension, count = _dimension_and_count(saved.manifest, saved.manifest_path)
+        vectors_path = saved.files["vectors"]
+        with _FORMAT.reading(vectors_path):
             vectors = np.load(vectors_path, mmap_mode="r", allow_pickle=False)  # copied once
-            records = [
-                json.loads(line) for line in records_path.read_text(encoding="utf-8").splitlines()
-            ]
-        except EmbeddingStoreError:
-            raise
-        except (OSError, ValueError, AttributeError) as exc:
-            raise EmbeddingStoreError(
-                f"{directory}: corrupt saved embedding store ({exc})"
-            ) from exc
         if vectors.dtype != np.float32 or vectors.shape != (count, dimension or 0):
             raise EmbeddingStoreError(
                 f"{vectors_path}: expected float32 vectors of shape ({count}, {dimension}), "
                 f"found {vectors.dtype} {vectors.shape}"
             )
-        return cls._from_records(vectors, records, dimension, str(directory))
+        records_path = saved.files["records"]
+        records = _FORMAT.read_records(records_path)
+        return cls._from_records(vectors, records, dimension, str(records_path))
 
     def to_json(self) -> str:
         """The whole store as one JSON document (the spec's ``serializeToJson``).
@@ -539,7 +471,7 @@ class InMemoryEmbeddingStore(TombstonedRows, EmbeddingStore):
                     "id": self._ids[row],
                     "embedding": vector,
                     "text": self._texts[row],
-                    "metadata": _encode_metadata(values),
+                    "metadata": encode_metadata(values),
                 }
                 for row, vector, values in zip(
                     live.tolist(),
@@ -564,7 +496,8 @@ class InMemoryEmbeddingStore(TombstonedRows, EmbeddingStore):
             document = json.loads(text)
         except ValueError as exc:
             raise EmbeddingStoreError(f"JSON input: not valid JSON ({exc})") from exc
-        dimension, count = _check_header(document, "JSON input")
+        _FORMAT.check(document, "JSON input")
+        dimension, count = _dimension_and_count(document, "JSON input")
         entries = document.get("entries")
         if not isinstance(entries, list) or len(entries) != count:
             raise EmbeddingStoreError(f"JSON input: expected a list of {count} entries")
@@ -574,34 +507,23 @@ class InMemoryEmbeddingStore(TombstonedRows, EmbeddingStore):
             )
         except (TypeError, ValueError, KeyError) as exc:
             raise EmbeddingStoreError(f"JSON input: malformed embeddings ({exc})") from exc
-        return cls._from_records(vectors, entries, dimension, "JSON input")
+        records = _FORMAT.decode_records(entries, "JSON input")
+        return cls._from_records(vectors, records, dimension, "JSON input")
 
     @classmethod
     def _from_records(
         cls,
         vectors: Matrix,
-        records: list[Any],
+        records: Records,
         dimension: int | None,
         source: str,
     ) -> InMemoryEmbeddingStore:
         """Build a new store from decoded vectors and records, validating everything."""
-        if len(records) != vectors.shape[0]:
+        ids, texts, metadata = records
+        if len(ids) != vectors.shape[0]:
             raise EmbeddingStoreError(
-                f"{source}: {len(records)} records for {vectors.shape[0]} vectors"
+                f"{source}: {len(ids)} records for {vectors.shape[0]} vectors"
             )
-        ids: list[str] = []
-        texts: list[str | None] = []
-        metadata: list[dict[str, MetadataValue]] = []
-        try:
-            for record in records:
-                ids.append(record["id"])
-                text = record["text"]
-                if text is not None and not isinstance(text, str):
-                    raise EmbeddingStoreError(f"{source}: text of {record['id']!r} is not a string")
-                texts.append(text)
-                metadata.append(_decode_metadata(record["metadata"]))
-        except (TypeError, KeyError, ValueError, AttributeError) as exc:
-            raise EmbeddingStoreError(f"{source}: malformed record ({exc!r})") from exc
         try:
             _validate_ids(ids, len(ids))
         except EmbeddingStoreError as exc:
@@ -675,64 +597,8 @@ _VECDOT: Any = getattr(np, "vecdot", None)
 # ---------------------------------------------------------------------- files
 
 
-def _write_file(path: Path, write: Any) -> str:
-    """Create ``path`` exclusively, fill it with ``write(file)``, fsync; return its SHA-256."""
-    with open(path, "xb") as raw:
-        hashing = _HashingWriter(raw)
-        write(hashing)
-        raw.flush()
-        os.fsync(raw.fileno())
-    return hashing.hexdigest()
-
-
-class _HashingWriter:
-    """A write-only binary file wrapper that hashes what passes through it."""
-
-    def __init__(self, raw: IO[bytes]) -> None:
-        self._raw = raw
-        self._hash = hashlib.sha256()
-
-    def write(self, data: bytes | memoryview) -> int:
-        self._hash.update(data)
-        return self._raw.write(data)
-
-    def hexdigest(self) -> str:
-        return self._hash.hexdigest()
-
-
-def _fsync_directory(directory: Path) -> None:
-    """Persist a rename in ``directory`` (a no-op where directories cannot be opened)."""
-    try:
-        descriptor = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(descriptor)
-    except OSError:
-        pass
-    finally:
-        os.close(descriptor)
-
-
-def _verify_sha256(path: Path, expected: object) -> None:
-    digest = hashlib.sha256()
-    with open(path, "rb") as file:
-        for block in iter(lambda: file.read(1 << 20), b""):
-            digest.update(block)
-    if digest.hexdigest() != expected:
-        raise EmbeddingStoreError(f"{path}: checksum mismatch, the file is corrupt or was edited")
-
-
-def _check_header(document: object, source: object) -> tuple[int | None, int]:
-    """Validate format, version, dimension and count of a manifest or JSON document."""
-    if not isinstance(document, Mapping) or document.get("format") != FORMAT_NAME:
-        raise EmbeddingStoreError(f"{source}: not a ragloom in-memory embedding store")
-    version = document.get("version")
-    if version != FORMAT_VERSION:
-        raise EmbeddingStoreError(
-            f"{source}: format version {version!r} is not supported (this ragloom reads "
-            f"version {FORMAT_VERSION})"
-        )
+def _dimension_and_count(document: Mapping[str, Any], source: object) -> tuple[int | None, int]:
+    """Validate the dimension and count of a manifest or JSON document."""
     dimension, count = document.get("dimension"), document.get("count")
     if type(count) is not int or count < 0:
         raise EmbeddingStoreError(f"{source}: invalid count {count!r}")
@@ -741,49 +607,3 @@ def _check_header(document: object, source: object) -> tuple[int | None, int]:
     if dimension is None and count:
         raise EmbeddingStoreError(f"{source}: {count} entries but no dimension")
     return dimension, count
-
-
-def _data_file_name(files: object, kind: str, directory: Path) -> str:
-    """The manifest's file name for ``kind``, refusing anything but our own plain names."""
-    entry = files.get(kind) if isinstance(files, Mapping) else None
-    name = entry.get("name") if isinstance(entry, Mapping) else None
-    if not isinstance(name, str) or not _DATA_FILE.match(name) or not name.startswith(kind):
-        raise EmbeddingStoreError(f"{directory}: manifest names no valid {kind} file")
-    return name
-
-
-def _encode_metadata(metadata: Mapping[str, MetadataValue]) -> dict[str, Any]:
-    """Metadata as JSON values that keep their type (see the module docstring)."""
-    encoded: dict[str, Any] = {}
-    for key, value in metadata.items():
-        if isinstance(value, uuid.UUID):
-            encoded[key] = {"$uuid": str(value)}
-        elif isinstance(value, float) and not math.isfinite(value):
-            encoded[key] = {"$float": repr(value)}
-        else:
-            encoded[key] = value
-    return encoded
-
-
-def _decode_metadata(encoded: object) -> dict[str, MetadataValue]:
-    """The inverse of :func:`_encode_metadata`; raises ValueError on anything else.
-
-    JSON leaves only str, int, float and bool once tagged values are decoded and null,
-    lists and other objects are refused, so every value is a valid metadata value.
-    """
-    if not isinstance(encoded, Mapping):
-        raise ValueError(f"metadata must be a JSON object, got {encoded!r}")
-    decoded: dict[str, MetadataValue] = {}
-    for key, value in encoded.items():
-        validate_key(key)
-        if isinstance(value, Mapping):
-            if set(value) == {"$uuid"}:
-                value = uuid.UUID(value["$uuid"])
-            elif set(value) == {"$float"} and value["$float"] in ("nan", "inf", "-inf"):
-                value = float(value["$float"])
-            else:
-                raise ValueError(f"metadata key {key!r}: unknown encoded value {value!r}")
-        elif value is None or isinstance(value, list):
-            raise InvalidMetadataError(f"metadata key {key!r}: unsupported value {value!r}")
-        decoded[key] = value
-    return decoded

@@ -1,0 +1,430 @@
+"""Saving in-memory indexes to a directory: one layout, shared by every ragloom index.
+
+The in-memory embedding store and the BM25 index each describe their layout with a
+:class:`DirectoryFormat` (a format name, a version and the kinds of data file) and get::
+
+    manifest.json               {"format", "version", <header fields>, "files": {...}}
+    <kind>-<token>.<suffix>     one data file per kind, e.g. records-<token>.jsonl
+
+What the layout guarantees:
+
+- Atomic replace. Data files get fresh names on every save, each is fsynced, and
+  ``manifest.json`` (which names them) is written to a temporary file, fsynced and moved
+  into place last with ``os.replace``: a crash or an error at any point leaves the old
+  or the new save readable, never a mix. Files of older saves are deleted afterwards.
+- Versioned manifest. ``load`` refuses another format's directory and any version it
+  does not know, instead of guessing.
+- Checksums. The manifest records each data file's SHA-256; :meth:`DirectoryFormat.open`
+  verifies every file before anything is parsed, so a corrupt or edited directory yields
+  nothing.
+- Clear errors. Every defect raises the format's ragloom error (e.g.
+  :class:`~ragloom.core.errors.EmbeddingStoreError`) naming the file at fault.
+
+Records (``records-<token>.jsonl``) hold one ``{"id", "text", "metadata"}`` JSON object a
+line. Metadata values keep their types: ``str``, ``int`` (any size), ``float`` (always
+written with a ``.`` or an exponent) and ``bool`` are plain JSON; ``uuid.UUID`` is
+``{"$uuid": "..."}`` and non-finite floats are ``{"$float": "nan"}`` (or ``"inf"``,
+``"-inf"``). A string that looks like a tag stays a string: tags are JSON objects.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import math
+import os
+import re
+import uuid
+import zipfile
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, NamedTuple, Protocol
+
+import numpy as np
+
+from ragloom.core.errors import InvalidMetadataError, RagloomError
+from ragloom.core.metadata import MetadataValue, validate_key
+from ragloom.core.stores.metadata_table import MetadataTable
+
+__all__ = [
+    "MANIFEST_NAME",
+    "ByteSink",
+    "DataFiles",
+    "DirectoryFormat",
+    "Records",
+    "SavedDirectory",
+    "decode_metadata",
+    "encode_metadata",
+    "write_records",
+]
+
+MANIFEST_NAME = "manifest.json"
+
+_RECORD_BLOCK = 8192
+_PLAIN_TYPES = frozenset({str, int, float, bool})
+# What reading or parsing a damaged file raises (numpy, json, zipfile, a missing key).
+_PARSE_ERRORS = (
+    OSError,
+    ValueError,
+    TypeError,
+    KeyError,
+    IndexError,
+    AttributeError,
+    EOFError,
+    zipfile.BadZipFile,
+)
+
+
+class ByteSink(Protocol):
+    """Where a data file's bytes go: a binary file, or anything with its ``write``."""
+
+    def write(self, data: bytes, /) -> int: ...
+
+
+class Records(NamedTuple):
+    """Decoded records, column by column: ids (unchecked), texts, typed metadata."""
+
+    ids: list[Any]
+    texts: list[str | None]
+    metadata: list[dict[str, MetadataValue]]
+
+
+@dataclass(frozen=True, slots=True)
+class SavedDirectory:
+    """A saved directory whose manifest and data files passed :meth:`DirectoryFormat.open`."""
+
+    manifest_path: Path
+    manifest: Mapping[str, Any]
+    files: dict[str, Path]  # kind -> data file, checksum verified
+
+
+class DirectoryFormat:
+    """One saved-directory format: its name and version, its data files, its error.
+
+    ``files`` maps each kind of data file to its suffix (``{"vectors": ".npy"}``);
+    ``error`` is the ragloom error every defect raises, and ``noun`` names what is saved
+    in messages ("BM25 index").
+    """
+
+    def __init__(
+        self,
+        name: str,
+        version: int,
+        files: Mapping[str, str],
+        *,
+        error: type[RagloomError],
+        noun: str,
+    ) -> None:
+        self.name = name
+        self.version = version
+        self.suffixes = dict(files)
+        self.error = error
+        self.noun = noun
+        names = {
+            kind: rf"{re.escape(kind)}-[0-9a-f]{{32}}{re.escape(suffix)}"
+            for kind, suffix in self.suffixes.items()
+        }
+        self._data_file = {kind: re.compile(pattern) for kind, pattern in names.items()}
+        temporary = rf"{re.escape(MANIFEST_NAME)}\.[0-9a-f]{{32}}\.tmp"
+        self._ours = re.compile("|".join([*names.values(), temporary]))
+
+    def check(self, document: object, source: object) -> Mapping[str, Any]:
+        """``document`` if it names this format and version, else the error naming ``source``.
+
+        ``source`` is the manifest's path, or a description such as ``"JSON input"``.
+        """
+        if not isinstance(document, Mapping) or document.get("format") != self.name:
+            raise self.error(f"{source}: not a ragloom {self.noun}")
+        version = document.get("version")
+        if version != self.version:
+            raise self.error(
+                f"{source}: format version {version!r} is not supported (this ragloom reads "
+                f"version {self.version})"
+            )
+        return document
+
+    # ------------------------------------------------------------------ saving
+
+    def save(
+        self, path: str | os.PathLike[str], write: Callable[[DataFiles], Mapping[str, Any]]
+    ) -> None:
+        """Save to the directory ``path`` atomically (see the module docstring).
+
+        ``write`` writes every data file with :meth:`DataFiles.write` and returns the
+        manifest's header fields (say ``{"count": 3}``). ``path`` is created if missing;
+        an existing directory must be empty or hold a save of this format.
+        """
+        directory = Path(path)
+        if directory.exists() and not directory.is_dir():
+            raise self.error(f"{directory}: exists and is not a directory")
+        manifest_path = directory / MANIFEST_NAME
+        if directory.is_dir() and not manifest_path.exists() and any(directory.iterdir()):
+            raise self.error(
+                f"{directory}: not empty and not a saved {self.noun}; refusing to write"
+            )
+        directory.mkdir(parents=True, exist_ok=True)
+        files = DataFiles(directory, self.suffixes)
+        committed = False
+        try:
+            header = write(files)
+            manifest = {"format": self.name, "version": self.version, **header}
+            manifest["files"] = files.entries
+            text = json.dumps(manifest, indent=2).encode()
+            temporary = f"{MANIFEST_NAME}.{files.token}.tmp"
+            files.create(temporary, lambda f: f.write(text))
+            os.replace(directory / temporary, manifest_path)
+            committed = True
+            _fsync_directory(directory)
+        except BaseException:
+            if not committed:
+                files.discard()
+            raise
+        current = {entry["name"] for entry in files.entries.values()}
+        for stale in directory.iterdir():
+            if stale.name not in current and self._ours.fullmatch(stale.name):
+                with contextlib.suppress(OSError):
+                    stale.unlink()
+
+    # ------------------------------------------------------------------ loading
+
+    def open(self, path: str | os.PathLike[str]) -> SavedDirectory:
+        """Read and check the manifest in ``path`` and verify every data file's checksum."""
+        directory = Path(path)
+        manifest_path = directory / MANIFEST_NAME
+        try:
+            manifest = json.loads(manifest_path.read_bytes())
+        except (OSError, ValueError) as exc:
+            raise self.error(f"{manifest_path}: not a readable saved {self.noun} ({exc})") from exc
+        self.check(manifest, manifest_path)
+        entries = manifest.get("files")
+        files: dict[str, Path] = {}
+        for kind in self.suffixes:
+            entry = entries.get(kind) if isinstance(entries, Mapping) else None
+            # Only our own plain names: never a path outside the directory.
+            if not (
+                isinstance(entry, Mapping)
+                and isinstance(name := entry.get("name"), str)
+                and self._data_file[kind].fullmatch(name)
+            ):
+                raise self.error(f"{manifest_path}: names no valid {kind} file")
+            files[kind] = directory / name
+            self._verify(files[kind], entry.get("sha256"))
+        return SavedDirectory(manifest_path, manifest, files)
+
+    def _verify(self, path: Path, expected: object) -> None:
+        """Raise unless ``path`` can be read and its SHA-256 is ``expected``."""
+        try:
+            with open(path, "rb") as file:
+                digest = hashlib.file_digest(file, "sha256").hexdigest()
+        except OSError as exc:
+            raise self.error(
+                f"{path}: corrupt saved {self.noun}, a file is missing or unreadable ({exc})"
+            ) from exc
+        if digest != expected:
+            raise self.error(f"{path}: checksum mismatch, the file is corrupt or was edited")
+
+    @contextlib.contextmanager
+    def reading(self, source: object) -> Iterator[None]:
+        """Turn a failure to read or parse ``source`` into the format's error naming it."""
+        try:
+            yield
+        except self.error:
+            raise
+        except _PARSE_ERRORS as exc:
+            raise self.error(f"{source}: corrupt saved {self.noun} ({exc!r})") from exc
+
+    def read_records(self, path: Path) -> Records:
+        """The records of a ``.jsonl`` data file written by :func:`write_records`."""
+        with self.reading(path):
+            lines = path.read_bytes().rstrip(b"\n")
+            # JSON escapes newlines inside strings, so every b"\n" ends a record: parsing
+            # the file as one array costs one json call instead of one per line.
+            records = json.loads(b"[" + lines.replace(b"\n", b",") + b"]")
+        return self.decode_records(records, path)
+
+    def decode_records(self, records: object, source: object) -> Records:
+        """Decode a list of ``{"id", "text", "metadata"}`` objects (other keys are ignored).
+
+        Texts must be strings or null; ids are returned unchecked for the caller's rules.
+        """
+        try:
+            if not isinstance(records, list):
+                raise TypeError(f"expected a list of records, got {type(records).__name__}")
+            ids = [record["id"] for record in records]
+            texts = [record["text"] for record in records]
+            metadata = _decode_metadata_rows([record["metadata"] for record in records])
+        except (TypeError, KeyError, ValueError) as exc:
+            raise self.error(f"{source}: corrupt {self.noun} record ({exc!r})") from exc
+        if not set(map(type, texts)) <= {str, type(None)}:
+            position = next(i for i, text in enumerate(texts) if not isinstance(text, str | None))
+            raise self.error(f"{source}: text of {ids[position]!r} is not a string")
+        return Records(ids, texts, metadata)
+
+
+class DataFiles:
+    """The data files of one save in progress, each under a fresh name.
+
+    ``entries`` is the manifest's ``files`` object: kind -> ``{"name", "sha256"}``.
+    """
+
+    def __init__(self, directory: Path, suffixes: Mapping[str, str]) -> None:
+        self.directory = directory
+        self.token = uuid.uuid4().hex
+        self.entries: dict[str, dict[str, str]] = {}
+        self._suffixes = suffixes
+        self._created: list[Path] = []
+
+    def write(self, kind: str, fill: Callable[[ByteSink], object]) -> None:
+        """Create the ``kind`` data file and fill it with ``fill(sink)``, hashing the bytes."""
+        name = f"{kind}-{self.token}{self._suffixes[kind]}"
+        self.entries[kind] = {"name": name, "sha256": self.create(name, fill)}
+
+    def create(self, name: str, fill: Callable[[ByteSink], object]) -> str:
+        """Create ``name`` exclusively, fill it, fsync it and return its SHA-256.
+
+        The file is deleted again by :meth:`discard` if the save fails.
+        """
+        path = self.directory / name
+        self._created.append(path)
+        with open(path, "xb") as raw:
+            sink = _HashingSink(raw)
+            fill(sink)
+            raw.flush()
+            os.fsync(raw.fileno())
+        return sink.hexdigest()
+
+    def discard(self) -> None:
+        """Delete every file this save created (the save failed before its manifest)."""
+        for path in self._created:
+            with contextlib.suppress(OSError):
+                path.unlink()
+
+
+class _HashingSink:
+    """A write-only binary file wrapper that hashes what passes through it."""
+
+    def __init__(self, raw: ByteSink) -> None:
+        self._raw = raw
+        self._hash = hashlib.sha256()
+
+    def write(self, data: bytes, /) -> int:
+        self._hash.update(data)
+        return self._raw.write(data)
+
+    def hexdigest(self) -> str:
+        return self._hash.hexdigest()
+
+
+def _fsync_directory(directory: Path) -> None:
+    """Persist a rename in ``directory`` (a no-op where directories cannot be opened)."""
+    try:
+        descriptor = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(descriptor)
+    except OSError:
+        pass
+    finally:
+        os.close(descriptor)
+
+
+# ---------------------------------------------------------------------- records
+
+
+def write_records(
+    file: ByteSink, ids: Sequence[str], texts: Sequence[str | None], metadata: MetadataTable
+) -> None:
+    """Write rows ``0 .. len(ids) - 1`` as JSON lines, a block of rows at a time."""
+    encode = _RECORD_JSON.encode
+    count = len(ids)
+    for start in range(0, count, _RECORD_BLOCK):
+        stop = min(start + _RECORD_BLOCK, count)
+        lines = []
+        for row, values in zip(
+            range(start, stop), metadata.take(np.arange(start, stop)), strict=True
+        ):
+            record: dict[str, Any] = {"id": ids[row], "text": texts[row], "metadata": values}
+            try:  # UUIDs are tagged by the encoder; a NaN or infinity makes it raise
+                lines.append(encode(record))
+            except ValueError:
+                record["metadata"] = encode_metadata(values)
+                lines.append(encode(record))
+        lines.append("")
+        file.write("\n".join(lines).encode())
+
+
+def _tag_uuid(value: object) -> dict[str, str]:
+    """The JSON encoder's fallback: a UUID becomes ``{"$uuid": "..."}``."""
+    if isinstance(value, uuid.UUID):
+        return {"$uuid": str(value)}
+    raise TypeError(f"{type(value).__name__} is not a metadata value")
+
+
+_RECORD_JSON = json.JSONEncoder(ensure_ascii=False, allow_nan=False, default=_tag_uuid)
+
+
+def encode_metadata(metadata: Mapping[str, MetadataValue]) -> dict[str, Any]:
+    """Metadata as JSON values that keep their type (see the module docstring)."""
+    encoded: dict[str, Any] = {}
+    for key, value in metadata.items():
+        if isinstance(value, uuid.UUID):
+            encoded[key] = {"$uuid": str(value)}
+        elif isinstance(value, float) and not math.isfinite(value):
+            encoded[key] = {"$float": repr(value)}
+        else:
+            encoded[key] = value
+    return encoded
+
+
+def decode_metadata(encoded: object) -> dict[str, MetadataValue]:
+    """The inverse of :func:`encode_metadata`; raises ``ValueError`` on anything else.
+
+    Null, lists and untagged objects are refused (:class:`InvalidMetadataError` for the
+    values), so every value returned is a valid metadata value.
+    """
+    return _decode_metadata_rows([encoded])[0]
+
+
+def _decode_metadata_rows(rows: list[Any]) -> list[dict[str, MetadataValue]]:
+    """:func:`decode_metadata` of each row; rows of plain values take a fast path and
+    each distinct key is validated once."""
+    keys: set[str] = set()
+    decoded: list[dict[str, MetadataValue]] = []
+    for row in rows:
+        plain = type(row) is dict and set(map(type, row.values())) <= _PLAIN_TYPES
+        if plain and row.keys() <= keys:
+            decoded.append(row.copy())
+        else:
+            decoded.append(_decode_row(row, keys))
+    return decoded
+
+
+def _decode_row(row: object, keys: set[str]) -> dict[str, MetadataValue]:
+    """Decode one metadata object, adding its keys to the validated ``keys``."""
+    if not isinstance(row, Mapping):
+        raise ValueError(f"metadata must be a JSON object, got {row!r}")
+    decoded: dict[str, MetadataValue] = {}
+    for key, value in row.items():
+        if key not in keys:
+            keys.add(validate_key(key))
+        if type(value) in _PLAIN_TYPES:
+            decoded[key] = value
+        elif isinstance(value, Mapping) and len(value) == 1:
+            decoded[key] = _decode_tagged(key, value)
+        else:
+            raise InvalidMetadataError(f"metadata key {key!r}: unsupported value {value!r}")
+    return decoded
+
+
+def _decode_tagged(key: str, value: Mapping[str, Any]) -> MetadataValue:
+    """The value of a one-key tag object, ``{"$uuid": ...}`` or ``{"$float": ...}``."""
+    tag, text = next(iter(value.items()))
+    if tag == "$float" and text in ("nan", "inf", "-inf"):
+        return float(text)
+    if tag == "$uuid" and isinstance(text, str):
+        with contextlib.suppress(ValueError):
+            return uuid.UUID(text)
+    raise ValueError(f"metadata key {key!r}: invalid encoded value {dict(value)!r}")
