@@ -25,7 +25,7 @@ from ragloom.core import (
     parse_filter,
     plugins,
 )
-from ragloom.easy_rag.assistant import chat_model_from_env, create_assistant
+from ragloom.easy_rag.assistant import create_assistant
 from ragloom.easy_rag.extractive import describe_source
 from ragloom.easy_rag.index import RagIndex, RagIndexError
 
@@ -121,7 +121,7 @@ def cmd_query(args: argparse.Namespace) -> int:
 
 
 def cmd_ask(args: argparse.Namespace) -> int:
-    assistant = create_assistant(_retriever(args), chat_model_from_env())
+    assistant = create_assistant(_retriever(args))
     questions = [args.question] if args.question else None
     if questions is None:
         print("ragloom chat: ask about your documents (empty line or Ctrl-D to quit)")
