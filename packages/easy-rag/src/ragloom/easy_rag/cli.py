@@ -73,12 +73,18 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         bar.refresh()
 
     ingestor = EmbeddingStoreIngestor(index.mirrored, model, on_progress=progress)
-    report = index.ingest(args.paths, ingestor)
+    report = index.ingest(args.paths, ingestor, include=args.glob, exclude=args.exclude)
     bar.close()
+    for hint in report.install_hints():
+        print(f"ragloom: {hint}", file=sys.stderr)
     if not (
         report.added or report.updated or report.unchanged or report.removed or report.failures
     ):
-        print(f"nothing to ingest in {', '.join(args.paths)}", file=sys.stderr)
+        print(
+            f"ragloom: nothing to ingest in {', '.join(args.paths)} (hidden, git-ignored and "
+            "unsupported files are skipped; see --glob/--exclude)",
+            file=sys.stderr,
+        )
         return EXIT_EMPTY
     index.save()
     if args.json:
@@ -87,7 +93,8 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         print(
             f"ingested into {args.index}: {len(report.added)} added, {len(report.updated)} "
             f"updated, {len(report.unchanged)} unchanged, {len(report.removed)} removed, "
-            f"{len(report.failures)} failed; {report.segments} segments written"
+            f"{len(report.failures)} failed, {len(report.unsupported)} unsupported; "
+            f"{report.segments} segments written"
         )
         for failure in report.failures:
             print(f"  failed: {failure}", file=sys.stderr)
@@ -188,7 +195,26 @@ def build_parser() -> argparse.ArgumentParser:
         sub.add_argument("--json", action="store_true", help="machine-readable output")
 
     ingest = commands.add_parser("ingest", help="add, update and remove files in an index")
-    ingest.add_argument("paths", nargs="+", help="files or directories (recursive)")
+    ingest.add_argument(
+        "paths",
+        nargs="+",
+        help="files or directories (recursive; hidden, git-ignored, node_modules and "
+        "virtualenv files skipped)",
+    )
+    ingest.add_argument(
+        "--glob",
+        action="append",
+        default=[],
+        metavar="PATTERN",
+        help="read only files matching this gitignore-style pattern (e.g. '*.md'; repeatable)",
+    )
+    ingest.add_argument(
+        "--exclude",
+        action="append",
+        default=[],
+        metavar="PATTERN",
+        help="skip files and folders matching this pattern (e.g. 'drafts/'; repeatable)",
+    )
     with_index(ingest)
     ingest.set_defaults(run=cmd_ingest)
 
