@@ -1,16 +1,22 @@
-"""The ``ragloom`` command line: ingest, query, ask, plugins.
+"""The ``ragloom`` command line: ingest, query, ask, eval, plugins.
 
-Exit codes: 0 success; 1 some files could not be ingested (the others were); 2 usage
-error; 3 missing or unusable index; 4 nothing to ingest (empty directory).
+Every error is one line on stderr naming the problem and the fix, never a traceback
+(``RAGLOOM_DEBUG=1`` shows it for an internal error). Exit codes: 0 success; 1 some
+files could not be ingested (the others were); 2 usage or configuration error (bad
+arguments, filter, evaluation data, chat model); 3 missing or unusable index; 4 nothing
+to ingest; 5 a file or directory cannot be read or written; 70 internal error (a bug);
+130 interrupted; 141 the output was closed (e.g. ``| head``), quietly.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Sequence
-from typing import Any, cast
+from pathlib import Path
+from typing import Any, NoReturn, cast
 
 from ragloom.core import (
     BM25ContentRetriever,
@@ -29,7 +35,8 @@ from ragloom.easy_rag.assistant import create_assistant
 from ragloom.easy_rag.extractive import describe_source
 from ragloom.easy_rag.index import RagIndex, RagIndexError
 
-EXIT_PARTIAL, EXIT_USAGE, EXIT_INDEX, EXIT_EMPTY = 1, 2, 3, 4
+EXIT_PARTIAL, EXIT_USAGE, EXIT_INDEX, EXIT_EMPTY, EXIT_IO = 1, 2, 3, 4, 5
+EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_BROKEN_PIPE = 70, 130, 141
 DEFAULT_INDEX = ".ragloom-index"
 
 
@@ -60,7 +67,23 @@ def _print_contents(contents: Sequence[Content]) -> None:
         print("    " + content.text.strip().replace("\n", "\n    "))
 
 
+class UsageError(RagloomError):
+    """A bad command line, found before any expensive work (exit code 2)."""
+
+
+def _check_index_argument(path: str) -> None:
+    if Path(path).exists() and not Path(path).is_dir():
+        raise RagIndexError(
+            f"--index {path} is a file, not an index directory; pass a directory "
+            f"(default {DEFAULT_INDEX})"
+        )
+
+
 def cmd_ingest(args: argparse.Namespace) -> int:
+    _check_index_argument(args.index)
+    for path in args.paths:
+        if not os.path.exists(path):
+            raise UsageError(f"{path}: no such file or directory; give files or folders to ingest")
     model = _model()
     index = RagIndex.open_or_create(args.index, _model_name(model))
     from tqdm import tqdm
@@ -103,6 +126,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
 
 def _retriever(args: argparse.Namespace) -> ContentRetriever:
     """The retriever of ``--mode``: dense, keyword (BM25) or hybrid (RRF of both)."""
+    _check_index_argument(args.index)
     index = RagIndex.open(args.index)
     filter = parse_filter(args.filter) if args.filter else None
     keyword = BM25ContentRetriever(index.keywords, max_results=args.k, filter=filter)
@@ -186,8 +210,25 @@ def cmd_plugins(args: argparse.Namespace) -> int:
     return 0
 
 
+class _ArgumentParser(argparse.ArgumentParser):
+    """argparse with one-line errors that point at ``--help``."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_USAGE, f"{self.prog}: {message} (see `{self.prog} --help`)\n")
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} is too small: give 1 or more")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="ragloom", description="Easy RAG over your documents.")
+    parser = _ArgumentParser(prog="ragloom", description="Easy RAG over your documents.")
     commands = parser.add_subparsers(dest="command", required=True)
 
     def with_index(sub: argparse.ArgumentParser) -> None:
@@ -227,7 +268,9 @@ def build_parser() -> argparse.ArgumentParser:
             sub.add_argument("text")
         else:
             sub.add_argument("question", nargs="?", help="omit for an interactive chat")
-        sub.add_argument("-k", type=int, default=3, help="number of passages (default 3)")
+        sub.add_argument(
+            "-k", type=_positive_int, default=3, help="number of passages (default 3)"
+        )
         sub.add_argument(
             "--mode",
             choices=("hybrid", "dense", "keyword"),
@@ -254,21 +297,62 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    arguments = list(sys.argv[1:] if argv is None else argv)
-    if arguments[:1] == ["eval"]:  # its own parser, --help included
-        from ragloom.core.evaluation.cli import main as evaluation_main
+def _evaluate(arguments: list[str]) -> int:
+    """``ragloom eval``: core's evaluation command (its own parser, --help included)."""
+    from ragloom.core.evaluation.beir import EvaluationDataError
+    from ragloom.core.evaluation.cli import main as evaluation_main
 
-        return evaluation_main(arguments[1:])
-    args = build_parser().parse_args(arguments)
     try:
-        return int(args.run(args))
+        return evaluation_main(arguments)
+    except EvaluationDataError as exc:
+        raise UsageError(
+            f"{exc}; `ragloom eval DIR` needs a BEIR-layout data set: DIR/corpus.jsonl, "
+            "DIR/queries.jsonl and DIR/qrels/test.tsv"
+        ) from exc
+
+
+def _run(arguments: list[str]) -> int:
+    if arguments[:1] == ["eval"]:
+        return _evaluate(arguments[1:])
+    try:
+        args = build_parser().parse_args(arguments)
+    except SystemExit as exit:  # argparse: --help, or the one-line usage error
+        return int(exit.code or 0)
+    return int(args.run(args))
+
+
+def _fail(message: str, code: int) -> int:
+    print("ragloom: " + message.replace("\n", " "), file=sys.stderr)
+    return code
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; errors become one line on stderr and an exit code."""
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    try:
+        code = _run(arguments)
+        sys.stdout.flush()  # a closed pipe shows here, not at interpreter exit
+        return code
+    except BrokenPipeError:
+        # Python's advice: point stdout at devnull so the exit flush stays quiet.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_BROKEN_PIPE
+    except KeyboardInterrupt:
+        return _fail("interrupted", EXIT_INTERRUPTED)
     except RagIndexError as exc:
-        print(f"ragloom: {exc}", file=sys.stderr)
-        return EXIT_INDEX
+        return _fail(str(exc), EXIT_INDEX)
     except RagloomError as exc:
-        print(f"ragloom: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+        return _fail(str(exc), EXIT_USAGE)
+    except OSError as exc:
+        return _fail(f"{exc}; check the path and its permissions", EXIT_IO)
+    except Exception as exc:
+        if os.environ.get("RAGLOOM_DEBUG"):
+            raise
+        return _fail(
+            f"internal error: {type(exc).__name__}: {exc} (a bug: please report it; "
+            "RAGLOOM_DEBUG=1 shows the traceback)",
+            EXIT_INTERNAL,
+        )
 
 
 if __name__ == "__main__":
