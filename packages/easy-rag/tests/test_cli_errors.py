@@ -1,5 +1,6 @@
 """Every bad invocation ends with one line on stderr and a documented exit code."""
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -109,3 +110,33 @@ def test_a_closed_pipe_ends_quietly(index: str) -> None:
     process.stdout.close()  # like `| head` exiting before ragloom writes
     assert process.wait(timeout=120) == EXIT_BROKEN_PIPE
     assert process.stderr.read() == b""
+
+
+@pytest.mark.usefixtures("no_model")
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--mode", "keyword", "--min-score", "0.5"], "does not apply to --mode keyword"),
+        (["--min-score", "3"], "outside 0-1"),
+    ],
+)
+def test_min_score_refused_where_meaningless(
+    argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert message in one_line_error(capsys, ["query", "lava", *argv], EXIT_USAGE)
+
+
+def test_hybrid_scores_read_0_to_1_and_min_score_applies(
+    index: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["query", "lava ash magma", "--index", index, "-k", "5", "--json"]) == 0
+    scores = [hit["score"] for hit in json.loads(capsys.readouterr().out)]
+    assert 0.0 < min(scores) <= max(scores) <= 1.0
+    assert max(scores) > 0.5  # not raw RRF (~0.03)
+    threshold = sorted(scores)[len(scores) // 2]
+    argv = ["query", "lava ash magma", "--index", index, "-k", "5"]
+    assert main([*argv, "--min-score", str(threshold), "--json"]) == 0
+    kept = [hit["score"] for hit in json.loads(capsys.readouterr().out)]
+    assert kept == [s for s in scores if s >= threshold]
+    assert main(argv) == 0
+    assert capsys.readouterr().out.startswith("(scores: fused rank score, 0-1")

@@ -15,6 +15,7 @@ import json
 import os
 import sys
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn, cast
 
@@ -31,6 +32,7 @@ from ragloom.core import (
     parse_filter,
     plugins,
 )
+from ragloom.core.content import SCORE
 from ragloom.easy_rag.assistant import create_assistant
 from ragloom.easy_rag.extractive import describe_source
 from ragloom.easy_rag.index import RagIndex, RagIndexError
@@ -124,20 +126,62 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     return EXIT_PARTIAL if report.failures else 0
 
 
+RRF = "rrf_score"
+#: The score each --mode shows (and --min-score compares against).
+SCALES = {
+    "hybrid": "fused rank score, 0-1: 1 = first in both dense and keyword results",
+    "dense": "cosine relevance, 0-1",
+    "keyword": "BM25, unbounded (higher is better; --min-score not accepted)",
+}
+
+
+@dataclass
+class ScaledHybridRetriever:
+    """RRF scores divided by the best possible one (first in both lists), so 0-1.
+
+    Keeps the contents scoring at least ``min_score`` on that scale; the raw fused score
+    stays in the metadata as ``rrf_score``.
+    """
+
+    hybrid: HybridContentRetriever
+    min_score: float = 0.0
+
+    def retrieve(self, query: Query) -> list[Content]:
+        best = sum(self.hybrid.weights) / (self.hybrid.k + 1)
+        scaled = (
+            Content(c.text_segment, {**c.metadata, SCORE: (c.score or 0.0) / best, RRF: c.score})
+            for c in self.hybrid.retrieve(query)
+        )
+        return [c for c in scaled if (c.score or 0.0) >= self.min_score]
+
+
+def _check_min_score(args: argparse.Namespace) -> None:
+    if args.mode == "keyword" and args.min_score:
+        raise UsageError(
+            "--min-score does not apply to --mode keyword (BM25 scores are unbounded); "
+            "use --mode dense or hybrid (scores 0-1), or drop --min-score"
+        )
+    if not 0.0 <= args.min_score <= 1.0:
+        raise UsageError(f"--min-score {args.min_score} is outside 0-1, the {args.mode} scale")
+
+
 def _retriever(args: argparse.Namespace) -> ContentRetriever:
     """The retriever of ``--mode``: dense, keyword (BM25) or hybrid (RRF of both)."""
+    _check_min_score(args)
     _check_index_argument(args.index)
     index = RagIndex.open(args.index)
     filter = parse_filter(args.filter) if args.filter else None
     keyword = BM25ContentRetriever(index.keywords, max_results=args.k, filter=filter)
     if args.mode == "keyword":
         return keyword
-    dense = EmbeddingStoreContentRetriever(
-        index.store, _model(), max_results=args.k, min_score=args.min_score, filter=filter
-    )
     if args.mode == "dense":
-        return dense
-    return HybridContentRetriever(dense, keyword, max_results=args.k)
+        return EmbeddingStoreContentRetriever(
+            index.store, _model(), max_results=args.k, min_score=args.min_score, filter=filter
+        )
+    dense = EmbeddingStoreContentRetriever(index.store, _model(), max_results=args.k, filter=filter)
+    return ScaledHybridRetriever(
+        HybridContentRetriever(dense, keyword, max_results=args.k), args.min_score
+    )
 
 
 def cmd_query(args: argparse.Namespace) -> int:
@@ -147,6 +191,7 @@ def cmd_query(args: argparse.Namespace) -> int:
     elif not contents:
         print("no matching passage")
     else:
+        print(f"(scores: {SCALES[args.mode]})")
         _print_contents(contents)
     return 0
 
@@ -278,7 +323,11 @@ def build_parser() -> argparse.ArgumentParser:
             help="retrieval: hybrid (default; RRF of dense and BM25), dense or keyword",
         )
         sub.add_argument(
-            "--min-score", type=float, default=0.0, help="minimum dense score (dense mode)"
+            "--min-score",
+            type=float,
+            default=0.0,
+            help="drop passages scoring less, 0-1 (hybrid: fused rank score, 1 = first in "
+            "both lists; dense: cosine relevance; refused in keyword mode)",
         )
         sub.add_argument("--filter", help="metadata filter, e.g. \"file_name == 'faq.md'\"")
         with_index(sub)
