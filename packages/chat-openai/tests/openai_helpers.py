@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from openai_wire_server import CHAT_MODEL, EMBEDDING_MODEL, WireServer
-
 from ragloom.chat_models.openai import OpenAiChatModel, OpenAiEmbeddingModel, RetryPolicy
+from ragloom.chat_models.openai.testing import CHAT_MODEL, EMBEDDING_MODEL, WireServer
 
 API_KEY = "sk-wire-test-0123456789abcdef"
 

@@ -8,9 +8,9 @@ import json
 import httpx
 import pytest
 from openai_helpers import API_KEY, chat_model
-from openai_wire_server import CHAT_MODEL, WireServer, events, json_answer, raw, sse
 
 from ragloom.chat_models.openai import DEFAULT_BASE_URL, OpenAiChatModel, finish_reason
+from ragloom.chat_models.openai.testing import CHAT_MODEL, WireServer, events, json_answer, raw, sse
 from ragloom.core.chat import (
     AiMessage,
     ChatModel,

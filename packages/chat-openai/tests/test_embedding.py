@@ -7,7 +7,6 @@ import json
 import numpy as np
 import pytest
 from openai_helpers import API_KEY, Sleeps, embedding_model
-from openai_wire_server import EMBEDDING_MODEL, WireServer, raw, status
 
 from ragloom.chat_models.openai import (
     OpenAiAuthenticationError,
@@ -16,6 +15,7 @@ from ragloom.chat_models.openai import (
     OpenAiNotFoundError,
     OpenAiResponseError,
 )
+from ragloom.chat_models.openai.testing import EMBEDDING_MODEL, WireServer, raw, status
 from ragloom.core.document import TextSegment
 from ragloom.core.embedding import EmbeddingModel, TokenUsage
 from ragloom.core.errors import ChatModelError

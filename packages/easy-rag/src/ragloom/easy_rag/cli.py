@@ -1,16 +1,23 @@
-"""The ``ragloom`` command line: ingest, query, ask, plugins.
+"""The ``ragloom`` command line: ingest, query, ask, eval, plugins.
 
-Exit codes: 0 success; 1 some files could not be ingested (the others were); 2 usage
-error; 3 missing or unusable index; 4 nothing to ingest (empty directory).
+Every error is one line on stderr naming the problem and the fix, never a traceback
+(``RAGLOOM_DEBUG=1`` shows it for an internal error). Exit codes: 0 success; 1 some
+files could not be ingested (the others were); 2 usage or configuration error (bad
+arguments, filter, evaluation data, chat model); 3 missing or unusable index; 4 nothing
+to ingest; 5 a file or directory cannot be read or written; 70 internal error (a bug);
+130 interrupted; 141 the output was closed (e.g. ``| head``), quietly.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Sequence
-from typing import Any, cast
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, NoReturn, cast
 
 from ragloom.core import (
     BM25ContentRetriever,
@@ -26,11 +33,13 @@ from ragloom.core import (
     parse_filter,
     plugins,
 )
-from ragloom.easy_rag.assistant import chat_model_from_env, create_assistant
+from ragloom.core.content import SCORE
+from ragloom.easy_rag.assistant import create_assistant
 from ragloom.easy_rag.extractive import describe_source
 from ragloom.easy_rag.index import RagIndex
 
-EXIT_PARTIAL, EXIT_USAGE, EXIT_INDEX, EXIT_EMPTY = 1, 2, 3, 4
+EXIT_PARTIAL, EXIT_USAGE, EXIT_INDEX, EXIT_EMPTY, EXIT_IO = 1, 2, 3, 4, 5
+EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_BROKEN_PIPE = 70, 130, 141
 DEFAULT_INDEX = ".ragloom-index"
 
 
@@ -61,7 +70,23 @@ def _print_contents(contents: Sequence[Content]) -> None:
         print("    " + content.text.strip().replace("\n", "\n    "))
 
 
+class UsageError(RagloomError):
+    """A bad command line, found before any expensive work (exit code 2)."""
+
+
+def _check_index_argument(path: str) -> None:
+    if Path(path).exists() and not Path(path).is_dir():
+        raise RagIndexError(
+            f"--index {path} is a file, not an index directory; pass a directory "
+            f"(default {DEFAULT_INDEX})"
+        )
+
+
 def cmd_ingest(args: argparse.Namespace) -> int:
+    _check_index_argument(args.index)
+    for path in args.paths:
+        if not os.path.exists(path):
+            raise UsageError(f"{path}: no such file or directory; give files or folders to ingest")
     model = _model()
     index = RagIndex.open_or_create(args.index, _model_name(model))
     from tqdm import tqdm
@@ -74,12 +99,18 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         bar.refresh()
 
     ingestor = EmbeddingStoreIngestor(index.mirrored, model, on_progress=progress)
-    report = index.ingest(args.paths, ingestor)
+    report = index.ingest(args.paths, ingestor, include=args.glob, exclude=args.exclude)
     bar.close()
+    for hint in report.install_hints():
+        print(f"ragloom: {hint}", file=sys.stderr)
     if not (
         report.added or report.updated or report.unchanged or report.removed or report.failures
     ):
-        print(f"nothing to ingest in {', '.join(args.paths)}", file=sys.stderr)
+        print(
+            f"ragloom: nothing to ingest in {', '.join(args.paths)} (hidden, git-ignored and "
+            "unsupported files are skipped; see --glob/--exclude)",
+            file=sys.stderr,
+        )
         return EXIT_EMPTY
     index.save()
     if args.json:
@@ -88,26 +119,70 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         print(
             f"ingested into {args.index}: {len(report.added)} added, {len(report.updated)} "
             f"updated, {len(report.unchanged)} unchanged, {len(report.removed)} removed, "
-            f"{len(report.failures)} failed; {report.segments} segments written"
+            f"{len(report.failures)} failed, {len(report.unsupported)} unsupported; "
+            f"{report.segments} segments written"
         )
         for failure in report.failures:
             print(f"  failed: {failure}", file=sys.stderr)
     return EXIT_PARTIAL if report.failures else 0
 
 
+RRF = "rrf_score"
+#: The score each --mode shows (and --min-score compares against).
+SCALES = {
+    "hybrid": "fused rank score, 0-1: 1 = first in both dense and keyword results",
+    "dense": "cosine relevance, 0-1",
+    "keyword": "BM25, unbounded (higher is better; --min-score not accepted)",
+}
+
+
+@dataclass
+class ScaledHybridRetriever:
+    """RRF scores divided by the best possible one (first in both lists), so 0-1.
+
+    Keeps the contents scoring at least ``min_score`` on that scale; the raw fused score
+    stays in the metadata as ``rrf_score``.
+    """
+
+    hybrid: HybridContentRetriever
+    min_score: float = 0.0
+
+    def retrieve(self, query: Query) -> list[Content]:
+        best = sum(self.hybrid.weights) / (self.hybrid.k + 1)
+        scaled = (
+            Content(c.text_segment, {**c.metadata, SCORE: (c.score or 0.0) / best, RRF: c.score})
+            for c in self.hybrid.retrieve(query)
+        )
+        return [c for c in scaled if (c.score or 0.0) >= self.min_score]
+
+
+def _check_min_score(args: argparse.Namespace) -> None:
+    if args.mode == "keyword" and args.min_score:
+        raise UsageError(
+            "--min-score does not apply to --mode keyword (BM25 scores are unbounded); "
+            "use --mode dense or hybrid (scores 0-1), or drop --min-score"
+        )
+    if not 0.0 <= args.min_score <= 1.0:
+        raise UsageError(f"--min-score {args.min_score} is outside 0-1, the {args.mode} scale")
+
+
 def _retriever(args: argparse.Namespace) -> ContentRetriever:
     """The retriever of ``--mode``: dense, keyword (BM25) or hybrid (RRF of both)."""
+    _check_min_score(args)
+    _check_index_argument(args.index)
     index = RagIndex.open(args.index)
     filter = parse_filter(args.filter) if args.filter else None
     keyword = BM25ContentRetriever(index.keywords, max_results=args.k, filter=filter)
     if args.mode == "keyword":
         return keyword
-    dense = EmbeddingStoreContentRetriever(
-        index.store, _model(), max_results=args.k, min_score=args.min_score, filter=filter
-    )
     if args.mode == "dense":
-        return dense
-    return HybridContentRetriever(dense, keyword, max_results=args.k)
+        return EmbeddingStoreContentRetriever(
+            index.store, _model(), max_results=args.k, min_score=args.min_score, filter=filter
+        )
+    dense = EmbeddingStoreContentRetriever(index.store, _model(), max_results=args.k, filter=filter)
+    return ScaledHybridRetriever(
+        HybridContentRetriever(dense, keyword, max_results=args.k), args.min_score
+    )
 
 
 def cmd_query(args: argparse.Namespace) -> int:
@@ -117,12 +192,13 @@ def cmd_query(args: argparse.Namespace) -> int:
     elif not contents:
         print("no matching passage")
     else:
+        print(f"(scores: {SCALES[args.mode]})")
         _print_contents(contents)
     return 0
 
 
 def cmd_ask(args: argparse.Namespace) -> int:
-    assistant = create_assistant(_retriever(args), chat_model_from_env())
+    assistant = create_assistant(_retriever(args))
     questions = [args.question] if args.question else None
     if questions is None:
         print("ragloom chat: ask about your documents (empty line or Ctrl-D to quit)")
@@ -180,8 +256,25 @@ def cmd_plugins(args: argparse.Namespace) -> int:
     return 0
 
 
+class _ArgumentParser(argparse.ArgumentParser):
+    """argparse with one-line errors that point at ``--help``."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_USAGE, f"{self.prog}: {message} (see `{self.prog} --help`)\n")
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} is too small: give 1 or more")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="ragloom", description="Easy RAG over your documents.")
+    parser = _ArgumentParser(prog="ragloom", description="Easy RAG over your documents.")
     commands = parser.add_subparsers(dest="command", required=True)
 
     def with_index(sub: argparse.ArgumentParser) -> None:
@@ -189,7 +282,26 @@ def build_parser() -> argparse.ArgumentParser:
         sub.add_argument("--json", action="store_true", help="machine-readable output")
 
     ingest = commands.add_parser("ingest", help="add, update and remove files in an index")
-    ingest.add_argument("paths", nargs="+", help="files or directories (recursive)")
+    ingest.add_argument(
+        "paths",
+        nargs="+",
+        help="files or directories (recursive; hidden, git-ignored, node_modules and "
+        "virtualenv files skipped)",
+    )
+    ingest.add_argument(
+        "--glob",
+        action="append",
+        default=[],
+        metavar="PATTERN",
+        help="read only files matching this gitignore-style pattern (e.g. '*.md'; repeatable)",
+    )
+    ingest.add_argument(
+        "--exclude",
+        action="append",
+        default=[],
+        metavar="PATTERN",
+        help="skip files and folders matching this pattern (e.g. 'drafts/'; repeatable)",
+    )
     with_index(ingest)
     ingest.set_defaults(run=cmd_ingest)
 
@@ -202,7 +314,9 @@ def build_parser() -> argparse.ArgumentParser:
             sub.add_argument("text")
         else:
             sub.add_argument("question", nargs="?", help="omit for an interactive chat")
-        sub.add_argument("-k", type=int, default=3, help="number of passages (default 3)")
+        sub.add_argument(
+            "-k", type=_positive_int, default=3, help="number of passages (default 3)"
+        )
         sub.add_argument(
             "--mode",
             choices=("hybrid", "dense", "keyword"),
@@ -210,7 +324,11 @@ def build_parser() -> argparse.ArgumentParser:
             help="retrieval: hybrid (default; RRF of dense and BM25), dense or keyword",
         )
         sub.add_argument(
-            "--min-score", type=float, default=0.0, help="minimum dense score (dense mode)"
+            "--min-score",
+            type=float,
+            default=0.0,
+            help="drop passages scoring less, 0-1 (hybrid: fused rank score, 1 = first in "
+            "both lists; dense: cosine relevance; refused in keyword mode)",
         )
         sub.add_argument("--filter", help="metadata filter, e.g. \"file_name == 'faq.md'\"")
         with_index(sub)
@@ -229,21 +347,62 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    arguments = list(sys.argv[1:] if argv is None else argv)
-    if arguments[:1] == ["eval"]:  # its own parser, --help included
-        from ragloom.core.evaluation.cli import main as evaluation_main
+def _evaluate(arguments: list[str]) -> int:
+    """``ragloom eval``: core's evaluation command (its own parser, --help included)."""
+    from ragloom.core.evaluation.beir import EvaluationDataError
+    from ragloom.core.evaluation.cli import main as evaluation_main
 
-        return evaluation_main(arguments[1:])
-    args = build_parser().parse_args(arguments)
     try:
-        return int(args.run(args))
+        return evaluation_main(arguments)
+    except EvaluationDataError as exc:
+        raise UsageError(
+            f"{exc}; `ragloom eval DIR` needs a BEIR-layout data set: DIR/corpus.jsonl, "
+            "DIR/queries.jsonl and DIR/qrels/test.tsv"
+        ) from exc
+
+
+def _run(arguments: list[str]) -> int:
+    if arguments[:1] == ["eval"]:
+        return _evaluate(arguments[1:])
+    try:
+        args = build_parser().parse_args(arguments)
+    except SystemExit as exit:  # argparse: --help, or the one-line usage error
+        return int(exit.code or 0)
+    return int(args.run(args))
+
+
+def _fail(message: str, code: int) -> int:
+    print("ragloom: " + message.replace("\n", " "), file=sys.stderr)
+    return code
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; errors become one line on stderr and an exit code."""
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    try:
+        code = _run(arguments)
+        sys.stdout.flush()  # a closed pipe shows here, not at interpreter exit
+        return code
+    except BrokenPipeError:
+        # Python's advice: point stdout at devnull so the exit flush stays quiet.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_BROKEN_PIPE
+    except KeyboardInterrupt:
+        return _fail("interrupted", EXIT_INTERRUPTED)
     except RagIndexError as exc:
-        print(f"ragloom: {exc}", file=sys.stderr)
-        return EXIT_INDEX
+        return _fail(str(exc), EXIT_INDEX)
     except RagloomError as exc:
-        print(f"ragloom: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+        return _fail(str(exc), EXIT_USAGE)
+    except OSError as exc:
+        return _fail(f"{exc}; check the path and its permissions", EXIT_IO)
+    except Exception as exc:
+        if os.environ.get("RAGLOOM_DEBUG"):
+            raise
+        return _fail(
+            f"internal error: {type(exc).__name__}: {exc} (a bug: please report it; "
+            "RAGLOOM_DEBUG=1 shows the traceback)",
+            EXIT_INTERNAL,
+        )
 
 
 if __name__ == "__main__":

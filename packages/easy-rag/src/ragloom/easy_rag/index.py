@@ -34,15 +34,23 @@ from ragloom.core import (
     RagIndexError,
     RagloomError,
     TextSegment,
+    UnsupportedDocumentError,
     metadata_key,
 )
 from ragloom.core.ingestor import DOCUMENT_ID, document_identity
+from ragloom.easy_rag.selection import select_files
 
 FORMAT = "ragloom-easy-rag-index"
 VERSION = 1
 MANIFEST = "files.json"
 STORE = "store"
 KEYWORDS = "keywords"
+# The parser distribution for a file type; any other type: ragloom-parser-auto.
+READER_PACKAGES = {
+    ".pdf": "ragloom-parser-pdf",
+    **dict.fromkeys((".docx", ".xlsx", ".pptx"), "ragloom-parser-office"),
+    **dict.fromkeys((".html", ".htm"), "ragloom-transformer-html"),
+}
 
 
 @dataclass
@@ -54,7 +62,19 @@ class IngestReport:
     unchanged: list[str] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)
     failures: list[LoadFailure] = field(default_factory=list)
+    unsupported: list[str] = field(default_factory=list)
     segments: int = 0
+
+    def install_hints(self) -> list[str]:
+        """One line per parser package that would read the unsupported files."""
+        by_package: dict[str, list[str]] = {}
+        for path in self.unsupported:
+            by_package.setdefault(_reader_package(path), []).append(Path(path).name)
+        return [
+            f"skipped {len(names)} file(s) of unsupported type ({', '.join(names[:3])}"
+            f"{', ...' if len(names) > 3 else ''}): pip install {package} to read them"
+            for package, names in sorted(by_package.items())
+        ]
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready summary."""
@@ -64,6 +84,7 @@ class IngestReport:
             "unchanged": self.unchanged,
             "removed": self.removed,
             "failures": [{"source": f.source, "error": str(f.error)} for f in self.failures],
+            "unsupported": self.unsupported,
             "segments": self.segments,
         }
 
@@ -81,16 +102,9 @@ def _absolute(path: str | os.PathLike[str]) -> Path:
     return Path(os.path.abspath(path))
 
 
-def _files_under(paths: Iterable[Path]) -> list[Path]:
-    found: set[Path] = set()
-    for path in paths:
-        if path.is_dir():
-            found.update(_absolute(p) for p in path.rglob("*") if p.is_file())
-        elif path.is_file():
-            found.add(path)
-        else:
-            raise RagIndexError(f"{path}: no such file or directory")
-    return sorted(found)
+def _reader_package(path: str) -> str:
+    """The distribution that reads files like ``path``."""
+    return READER_PACKAGES.get(Path(path).suffix.lower(), "ragloom-parser-auto")
 
 
 def _within(file: str, roots: Sequence[Path]) -> bool:
@@ -200,16 +214,26 @@ class RagIndex:
         paths: Sequence[str | os.PathLike[str]],
         ingestor: EmbeddingStoreIngestor,
         *,
+        include: Sequence[str] = (),
+        exclude: Sequence[str] = (),
         on_file: Callable[[str], None] | None = None,
     ) -> IngestReport:
         """Bring the index in line with ``paths``: add new, replace changed, drop deleted files.
 
-        ``ingestor`` must write to :attr:`mirrored` (so the keyword index follows).
-        Unreadable or unparseable files are reported in ``failures``; the others are still
-        ingested. Call :meth:`save` afterwards to persist.
+        The files are those :func:`~ragloom.easy_rag.selection.select_files` picks (hidden,
+        git-ignored and virtualenv files skipped; ``include``/``exclude`` patterns), never
+        the index's own. ``ingestor`` must write to :attr:`mirrored` (so the keyword index
+        follows). Files of a type no installed parser reads are listed in ``unsupported``;
+        unreadable or unparseable ones in ``failures``; the others are still ingested.
+        Call :meth:`save` afterwards to persist.
         """
         roots = [_absolute(p) for p in paths]
-        files = _files_under(roots)
+        try:
+            selected = select_files(roots, include=include, exclude=exclude)
+        except FileNotFoundError as exc:
+            raise RagIndexError(str(exc)) from exc
+        own = _absolute(self.path)
+        files = [f for f in selected if not f.is_relative_to(own)]
         report = IngestReport()
         documents: list[tuple[str, str, Document]] = []
         for file in files:
@@ -229,6 +253,9 @@ class RagIndex:
                 continue
             try:
                 document = FileSystemDocumentLoader.load_document(file)
+            except UnsupportedDocumentError:
+                report.unsupported.append(key)
+                continue
             except RagloomError as exc:
                 report.failures.append(LoadFailure(key, exc))
                 continue

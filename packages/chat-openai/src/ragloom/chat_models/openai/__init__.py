@@ -10,7 +10,12 @@ speaking the chat-completions (and ``/embeddings``) wire format.
 """
 
 from ragloom.chat_models.openai._http import DEFAULT_BASE_URL, RetryPolicy
-from ragloom.chat_models.openai.chat import CHAT_API_KEY_ENV, OpenAiChatModel, finish_reason
+from ragloom.chat_models.openai.chat import (
+    CHAT_API_KEY_ENV,
+    DEFAULT_CHAT_MODEL_NAME,
+    OpenAiChatModel,
+    finish_reason,
+)
 from ragloom.chat_models.openai.embedding import EMBEDDING_API_KEY_ENV, OpenAiEmbeddingModel
 from ragloom.chat_models.openai.errors import (
     OpenAiAuthenticationError,
@@ -28,6 +33,7 @@ from ragloom.chat_models.openai.errors import (
 __all__ = [
     "CHAT_API_KEY_ENV",
     "DEFAULT_BASE_URL",
+    "DEFAULT_CHAT_MODEL_NAME",
     "EMBEDDING_API_KEY_ENV",
     "OpenAiAuthenticationError",
     "OpenAiChatModel",

@@ -40,10 +40,13 @@ from ragloom.core.chat.model import (
 from ragloom.core.embedding import TokenUsage
 from ragloom.core.errors import InvalidArgumentError, InvalidArgumentTypeError
 
-__all__ = ["CHAT_API_KEY_ENV", "OpenAiChatModel"]
+__all__ = ["CHAT_API_KEY_ENV", "DEFAULT_CHAT_MODEL_NAME", "OpenAiChatModel"]
 
 CHAT_API_KEY_ENV = ("RAGLOOM_CHAT_API_KEY", "OPENAI_API_KEY")
 """Where the chat model looks for its API key when none is passed, first set one wins."""
+
+DEFAULT_CHAT_MODEL_NAME = "gpt-4o-mini"
+"""What :meth:`OpenAiChatModel.from_env` runs on OpenAI's API when no model name is set."""
 
 _PATH = "chat/completions"
 
@@ -174,13 +177,14 @@ class OpenAiChatModel(ApiModel, ChatModel):
     def from_env(cls, **options: Any) -> OpenAiChatModel:
         """The chat model the environment configures (what easy RAG uses).
 
-        Reads ``$RAGLOOM_CHAT_MODEL_NAME`` (required), ``$RAGLOOM_CHAT_BASE_URL`` (else
+        Reads ``$RAGLOOM_CHAT_MODEL_NAME``, ``$RAGLOOM_CHAT_BASE_URL`` (else
         ``$OPENAI_BASE_URL``, else OpenAI's API) and the API key from
-        ``$RAGLOOM_CHAT_API_KEY`` or ``$OPENAI_API_KEY``. Keyword ``options`` go to the
-        constructor and win over the environment. Raises
+        ``$RAGLOOM_CHAT_API_KEY`` or ``$OPENAI_API_KEY``. On OpenAI's API with a key, the
+        model name defaults to :data:`DEFAULT_CHAT_MODEL_NAME`. Keyword ``options`` go to
+        the constructor and win over the environment. Raises
         :class:`~ragloom.chat_models.openai.errors.OpenAiChatNotConfiguredError` (a
-        ``ChatModelError`` and ``ValueError``) naming the variables to set when there is
-        no model name, or when OpenAI's API would be used without a key.
+        ``ChatModelError`` and ``ValueError``) naming the variables to set when OpenAI's
+        API would be used without a key, or another server without a model name.
         """
         model_name = options.pop("model_name", None) or _env("RAGLOOM_CHAT_MODEL_NAME")
         base_url = (
@@ -189,23 +193,23 @@ class OpenAiChatModel(ApiModel, ChatModel):
             or _env("OPENAI_BASE_URL")
             or DEFAULT_BASE_URL
         )
-        if not model_name:
-            raise OpenAiChatNotConfiguredError(
-                "no chat model is configured: set RAGLOOM_CHAT_MODEL_NAME (e.g. gpt-4o-mini, "
-                "or the model your server serves) and, for a server other than OpenAI, "
-                "RAGLOOM_CHAT_BASE_URL (e.g. http://localhost:11434/v1); the API key comes "
-                "from RAGLOOM_CHAT_API_KEY or OPENAI_API_KEY",
-                url=base_url,
-            )
         key, _ = resolve_api_key(options.get("api_key"), CHAT_API_KEY_ENV)
-        if key is None and normalize_base_url(base_url) == DEFAULT_BASE_URL:
+        on_openai = normalize_base_url(base_url) == DEFAULT_BASE_URL
+        if on_openai and key is None:
             raise OpenAiChatNotConfiguredError(
-                f"chat model {model_name!r} would use OpenAI's API ({DEFAULT_BASE_URL}) "
-                "without an API key: set OPENAI_API_KEY (or RAGLOOM_CHAT_API_KEY), or "
-                "RAGLOOM_CHAT_BASE_URL for a local server",
+                f"chat model {model_name or DEFAULT_CHAT_MODEL_NAME!r} would use OpenAI's API "
+                f"({DEFAULT_BASE_URL}) without an API key: set OPENAI_API_KEY (or "
+                "RAGLOOM_CHAT_API_KEY), or RAGLOOM_CHAT_BASE_URL and RAGLOOM_CHAT_MODEL_NAME "
+                "for a local server",
                 url=base_url,
             )
-        return cls(model_name=model_name, base_url=base_url, **options)
+        if not model_name and not on_openai:
+            raise OpenAiChatNotConfiguredError(
+                f"no chat model name for {base_url}: set RAGLOOM_CHAT_MODEL_NAME to the model "
+                "your server serves (e.g. llama3.2)",
+                url=base_url,
+            )
+        return cls(model_name=model_name or DEFAULT_CHAT_MODEL_NAME, base_url=base_url, **options)
 
     # -- properties --------------------------------------------------------------------
 

@@ -1,4 +1,9 @@
-"""A real local HTTP server speaking the OpenAI wire format, for the tests.
+"""A real local HTTP server speaking the OpenAI wire format, for tests of any package.
+
+    from ragloom.chat_models.openai.testing import CHAT_MODEL, WireServer
+
+    with WireServer() as server:  # RAGLOOM_CHAT_BASE_URL=server.url, model CHAT_MODEL
+        ...
 
 ``WireServer`` listens on 127.0.0.1 (a free port) in a background thread and serves
 ``POST /v1/chat/completions`` (JSON, or server-sent events with ``"stream": true``,
@@ -6,7 +11,8 @@ usage in a last chunk when ``stream_options.include_usage`` is set) and
 ``POST /v1/embeddings`` (float lists or base64, ``dimensions``), as documented by
 OpenAI's API reference. Answers are deterministic: the chat model answers
 ``"Echo: <last user message>"`` (cut to ``max_tokens`` words, then finish reason
-``length``), and embeddings come from the testkit's hashing FakeEmbeddingModel.
+``length``), and embeddings come from the testkit's hashing FakeEmbeddingModel (so
+the ``/embeddings`` endpoint needs ``ragloom-testkit``; chat needs nothing more).
 
 Failures are scripted per request: ``server.script(behaviour, ...)`` queues behaviours
 that the next requests (one each, any endpoint) play instead of the normal answer:
@@ -31,8 +37,6 @@ from types import TracebackType
 from typing import Any
 
 import numpy as np
-
-from ragloom.testkit.fake_embedding_model import FakeEmbeddingModel
 
 CHAT_MODEL = "echo-1"
 EMBEDDING_MODEL = "embed-1"
@@ -362,6 +366,8 @@ def completion_events(body: dict[str, Any]) -> list[str]:
 
 
 def embeddings(body: dict[str, Any], default_dimension: int) -> dict[str, Any]:
+    from ragloom.testkit.fake_embedding_model import FakeEmbeddingModel
+
     inputs = body.get("input")
     texts = [inputs] if isinstance(inputs, str) else list(inputs or [])
     dimension = body.get("dimensions") or default_dimension
