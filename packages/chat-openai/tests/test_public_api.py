@@ -6,6 +6,7 @@ from ragloom.core.errors import RagloomError
 EXPECTED_ALL = [
     "CHAT_API_KEY_ENV",
     "DEFAULT_BASE_URL",
+    "DEFAULT_CHAT_MODEL_NAME",
     "EMBEDDING_API_KEY_ENV",
     "OpenAiAuthenticationError",
     "OpenAiChatModel",

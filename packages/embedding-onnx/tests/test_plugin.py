@@ -20,7 +20,7 @@ def test_entry_point_is_registered() -> None:
     found = [ep for ep in plugins.providers(plugins.EMBEDDING_MODELS) if ep.name == NAME]
     assert len(found) == 1
     assert found[0].dist is not None
-    assert found[0].dist.name == "ragloom-embeddings-onnx"
+    assert found[0].dist.name == "ragloom-embedding-onnx"
 
 
 def test_load_by_name() -> None:

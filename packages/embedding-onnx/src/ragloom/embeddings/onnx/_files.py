@@ -37,5 +37,5 @@ def tokenizer_file() -> Path:
         "resources",
         MODEL_NAME,
         "tokenizer.json",
-        distribution="ragloom-embeddings-onnx",
+        distribution="ragloom-embedding-onnx",
     )
