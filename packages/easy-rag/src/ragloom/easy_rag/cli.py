@@ -43,6 +43,7 @@ EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_BROKEN_PIPE = 70, 130, 141
 DEFAULT_INDEX = ".ragloom-index"
 HYBRID_CANDIDATES = 50  # each leg's candidates in --mode hybrid (the docs advise 20-100)
 
+
 def _model() -> EmbeddingModel:
     return cast(EmbeddingModel, plugins.load_default(plugins.EMBEDDING_MODELS))
 
@@ -319,9 +320,7 @@ def build_parser() -> argparse.ArgumentParser:
             sub.add_argument("text")
         else:
             sub.add_argument("question", nargs="?", help="omit for an interactive chat")
-        sub.add_argument(
-            "-k", type=_positive_int, default=3, help="number of passages (default 3)"
-        )
+        sub.add_argument("-k", type=_positive_int, default=3, help="number of passages (default 3)")
         sub.add_argument(
             "--mode",
             choices=("hybrid", "dense", "keyword"),
