@@ -1,7 +1,6 @@
-"""The ragloom ContentRetriever on web-search."""
+"""WebSearchContentRetriever and web search engines (Tavily) for ragloom."""
 
-from ragloom.retrievers.web_search.retriever import (
-    WebSearchContentRetriever,
-)
+from ragloom.retrievers.web_search.retriever import WebSearchContentRetriever, to_content
+from ragloom.retrievers.web_search.tavily import TavilyWebSearchEngine
 
-__all__ = ["WebSearchContentRetriever"]
+__all__ = ["TavilyWebSearchEngine", "WebSearchContentRetriever", "to_content"]

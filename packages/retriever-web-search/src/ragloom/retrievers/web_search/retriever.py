@@ -1,65 +1,66 @@
-"""WebSearchContentRetriever: contents relevant to a query, most relevant first.
+"""WebSearchContentRetriever: the results of a WebSearchEngine as Contents (spec name).
 
-``max_results``, ``min_score`` and ``filter`` are each a value or a function of the
-:class:`Query`, as in core's EmbeddingStoreContentRetriever. Each Content carries its
-score (in [0, 1], higher is better) under ``score`` in its metadata. The public methods
-below are complete; the private ones talk to the server.
+Each organic result becomes one :class:`Content`, in the engine's order: the text is the
+title and the page content (or the snippet when the engine returned no content); the
+segment's metadata holds ``url``, ``title`` and the engine's scalar extras; the engine's
+relevance score, when it gives one in [0, 1], is the Content's ``score``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from typing import Any
 
 from ragloom.core.content import SCORE, Content
-from ragloom.core.document import Document, TextSegment
-from ragloom.core.filters import Filter
+from ragloom.core.document import TextSegment
+from ragloom.core.errors import InvalidArgumentError
+from ragloom.core.metadata import ALLOWED_TYPES
 from ragloom.core.query import Query
 from ragloom.core.retrievers.base import ContentRetriever
 from ragloom.core.retrievers.dynamic import Dynamic, resolve_dynamic
-from ragloom.core.stores.validation import check_max_results, check_min_score
+from ragloom.core.stores.validation import check_max_results
+from ragloom.core.web_search import WebSearchEngine, WebSearchOrganicResult, WebSearchRequest
+
+__all__ = ["WebSearchContentRetriever", "to_content"]
+
+
+def to_content(result: WebSearchOrganicResult) -> Content:
+    """One organic result as a Content: title + content/snippet, url and title as metadata."""
+    body = result.content or result.snippet or ""
+    text = f"{result.title}\n{body}".strip()
+    extras = {
+        key: value
+        for key, value in result.metadata.items()
+        if isinstance(value, ALLOWED_TYPES) and key not in ("url", "title")
+    }
+    segment = TextSegment(text, {**extras, "url": result.url, "title": result.title})
+    score: Any = result.metadata.get("score")
+    retrieval = (
+        {SCORE: float(score)}
+        if isinstance(score, int | float) and not isinstance(score, bool) and 0 <= score <= 1
+        else {}
+    )
+    return Content(segment, retrieval)
 
 
 class WebSearchContentRetriever(ContentRetriever):
-    """Searches the web-search server at ``url``."""
+    """Searches the web with ``engine``; ``max_results`` is a value or a function of the query."""
 
-    def __init__(
-        self,
-        url: str,
-        *,
-        max_results: Dynamic[int] = 3,
-        min_score: Dynamic[float] = 0.0,
-        filter: Dynamic[Filter | None] = None,
-    ) -> None:
-        if not callable(max_results):  # static settings are checked now, not at the first query
-            check_max_results(max_results)
-        if not callable(min_score):
-            check_min_score(min_score)
-        self.url = url
+    def __init__(self, engine: WebSearchEngine, *, max_results: Dynamic[int] = 5) -> None:
+        if not isinstance(engine, WebSearchEngine):
+            raise InvalidArgumentError(
+                f"engine must be a WebSearchEngine (with a search method), got "
+                f"{type(engine).__name__}"
+            )
+        if not callable(max_results):
+            check_max_results(max_results, error=InvalidArgumentError)
+        self.engine = engine
         self.max_results = max_results
-        self.min_score = min_score
-        self.filter = filter
-
-    def add_documents(self, documents: Sequence[Document]) -> None:
-        """Index ``documents`` (text and metadata) so that queries can find them."""
-        raise NotImplementedError(
-            f"implement me: index {len(documents)} documents (text, metadata) at {self.url} "
-            "with httpx>=0.27, in one request when the server allows it"
-        )
 
     def retrieve(self, query: Query) -> list[Content]:
-        """The best ``max_results`` contents scoring at least ``min_score``."""
+        """The engine's results for the query text, at most ``max_results``, in its order."""
+        if not query.text.strip():
+            return []
         max_results = resolve_dynamic(self.max_results, query)
-        min_score = resolve_dynamic(self.min_score, query)
-        check_max_results(max_results)  # a function of the query may return anything
-        check_min_score(min_score)
-        hits = self._search(query.text, max_results, resolve_dynamic(self.filter, query))
-        return [Content(segment, {SCORE: score}) for segment, score in hits if score >= min_score]
-
-    def _search(
-        self, text: str, max_results: int, filter: Filter | None
-    ) -> list[tuple[TextSegment, float]]:
-        raise NotImplementedError(
-            f"implement me: the {max_results} best segments for {text!r} from {self.url}, "
-            "with their scores normalized to [0, 1], best first, ties in a stable order; translate "
-            "`filter` with a ragloom.core.filter_compiler.FilterCompiler subclass"
-        )
+        check_max_results(max_results, error=InvalidArgumentError)
+        results = self.engine.search(WebSearchRequest(query.text, max_results=max_results))
+        return [to_content(result) for result in results.results[:max_results]]
