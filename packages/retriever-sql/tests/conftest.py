@@ -21,7 +21,9 @@ import pytest
 import sqlalchemy as sa
 from psycopg import sql
 
-DEFAULT_DSN = f"postgresql://postgres@127.0.0.1:{os.environ.get('RAGLOOM_PG_PORT', '55433')}/postgres"
+DEFAULT_DSN = (
+    f"postgresql://postgres@127.0.0.1:{os.environ.get('RAGLOOM_PG_PORT', '55433')}/postgres"
+)
 START_HINT = "bash scripts/services/pgvector.sh start"
 
 SHOP_DDL = [

@@ -7,8 +7,8 @@ from collections.abc import Iterator
 import pytest
 
 from ragloom.core.scoring_batches import RetryPolicy
-from ragloom.scorings.cohere import CohereScoringModel
-from ragloom.scorings.cohere.testing import API_KEY, MODEL, cohere_server
+from ragloom.scoring_models.cohere import CohereScoringModel
+from ragloom.scoring_models.cohere.testing import API_KEY, MODEL, cohere_server
 from ragloom.testkit.wire import WireServer
 
 

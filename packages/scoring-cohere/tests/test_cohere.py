@@ -20,8 +20,8 @@ from ragloom.core.scoring_batches import (
     ScoringStatusError,
     ScoringTimeoutError,
 )
-from ragloom.scorings.cohere import CohereScoringModel
-from ragloom.scorings.cohere.testing import API_KEY, MODEL
+from ragloom.scoring_models.cohere import CohereScoringModel
+from ragloom.scoring_models.cohere.testing import API_KEY, MODEL
 from ragloom.testkit.wire import WireServer, delay, disconnect, raw, status, transform
 
 QUERY = "oven bread temperature"
@@ -246,4 +246,4 @@ def test_from_env(server: WireServer, monkeypatch: pytest.MonkeyPatch) -> None:
 def test_entry_point_is_declared() -> None:
     pyproject = tomllib.loads((Path(__file__).parents[1] / "pyproject.toml").read_text())
     group = pyproject["project"]["entry-points"]["ragloom.scoring_models"]
-    assert group == {"cohere": "ragloom.scorings.cohere:CohereScoringModel.from_env"}
+    assert group == {"cohere": "ragloom.scoring_models.cohere:CohereScoringModel.from_env"}

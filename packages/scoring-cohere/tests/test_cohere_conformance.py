@@ -1,6 +1,6 @@
 """The ScoringModel contract on a local server speaking Cohere's rerank API v2.
 
-Cohere's API is paid and remote, so this runs against ragloom.scorings.cohere.testing:
+Cohere's API is paid and remote, so this runs against ragloom.scoring_models.cohere.testing:
 a real HTTP server, in-process on 127.0.0.1, following Cohere's published schema.
 """
 
@@ -12,8 +12,8 @@ from collections.abc import Iterator
 import pytest
 
 from ragloom.core.scoring import ScoringModel
-from ragloom.scorings.cohere import CohereScoringModel
-from ragloom.scorings.cohere.testing import API_KEY, MODEL, cohere_server
+from ragloom.scoring_models.cohere import CohereScoringModel
+from ragloom.scoring_models.cohere.testing import API_KEY, MODEL, cohere_server
 from ragloom.testkit.wire import WireServer
 
 TEXTS = ["Bake the bread at 220 degrees.", "The ship sailed at dawn.", "Rooks and pawns."]

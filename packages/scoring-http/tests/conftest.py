@@ -7,7 +7,7 @@ from collections.abc import Iterator
 import pytest
 
 from ragloom.core.scoring_batches import RetryPolicy
-from ragloom.scorings.http.testing import jina_server, tei_server
+from ragloom.scoring_models.http.testing import jina_server, tei_server
 from ragloom.testkit.wire import WireServer
 
 

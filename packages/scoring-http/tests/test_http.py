@@ -22,8 +22,8 @@ from ragloom.core.scoring_batches import (
     ScoringStatusError,
     ScoringTimeoutError,
 )
-from ragloom.scorings.http import HttpScoringModel
-from ragloom.scorings.http.testing import JINA_MODEL, logit, tei_server
+from ragloom.scoring_models.http import HttpScoringModel
+from ragloom.scoring_models.http.testing import JINA_MODEL, logit, tei_server
 from ragloom.testkit.wire import WireServer, delay, disconnect, raw, status, transform
 
 QUERY = "oven bread temperature"
@@ -277,4 +277,4 @@ def test_from_env(jina: WireServer, monkeypatch: pytest.MonkeyPatch) -> None:
 def test_entry_point_is_declared() -> None:
     pyproject = tomllib.loads((Path(__file__).parents[1] / "pyproject.toml").read_text())
     group = pyproject["project"]["entry-points"]["ragloom.scoring_models"]
-    assert group == {"http": "ragloom.scorings.http:HttpScoringModel.from_env"}
+    assert group == {"http": "ragloom.scoring_models.http:HttpScoringModel.from_env"}

@@ -1,7 +1,7 @@
 """The ScoringModel contract on local servers speaking each wire format.
 
 text-embeddings-inference, vLLM and Infinity need a cross-encoder model, which cannot be
-downloaded here; these run against ragloom.scorings.http.testing, real HTTP servers
+downloaded here; these run against ragloom.scoring_models.http.testing, real HTTP servers
 in-process on 127.0.0.1 following each server's published request/response schema.
 """
 
@@ -13,8 +13,8 @@ from collections.abc import Iterator
 import pytest
 
 from ragloom.core.scoring import ScoringModel
-from ragloom.scorings.http import HttpScoringModel
-from ragloom.scorings.http.testing import jina_server, tei_server
+from ragloom.scoring_models.http import HttpScoringModel
+from ragloom.scoring_models.http.testing import jina_server, tei_server
 
 TEXTS = ["Bake the bread at 220 degrees.", "The ship sailed at dawn.", "Rooks and pawns."]
 QUERY = "how hot should the oven be for bread"

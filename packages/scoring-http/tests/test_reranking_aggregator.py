@@ -19,8 +19,8 @@ from ragloom.core import (
 )
 from ragloom.core.content import SCORE
 from ragloom.core.mmr import MmrContentAggregator
-from ragloom.scorings.http import HttpScoringModel
-from ragloom.scorings.http.testing import logit
+from ragloom.scoring_models.http import HttpScoringModel
+from ragloom.scoring_models.http.testing import logit
 from ragloom.testkit import FakeEmbeddingModel
 from ragloom.testkit.wire import WireServer
 

@@ -23,6 +23,14 @@ brackets below), so ``except ValueError`` still works::
     ├── BM25IndexError
     ├── ChatModelError
     ├── RetrievalError
+    │   └── ScoringModelError
+    │       ├── ScoringStatusError
+    │       │   ├── ScoringAuthenticationError
+    │       │   ├── ScoringRateLimitError
+    │       │   └── ScoringServerError
+    │       ├── ScoringConnectionError
+    │       │   └── ScoringTimeoutError (TimeoutError)
+    │       └── ScoringResponseError
     ├── PluginError
     └── RagIndexError
 
@@ -52,6 +60,14 @@ __all__ = [
     "RagIndexError",
     "RagloomError",
     "RetrievalError",
+    "ScoringAuthenticationError",
+    "ScoringConnectionError",
+    "ScoringModelError",
+    "ScoringRateLimitError",
+    "ScoringResponseError",
+    "ScoringServerError",
+    "ScoringStatusError",
+    "ScoringTimeoutError",
     "UnsupportedDocumentError",
     "UnsupportedFilterError",
 ]
@@ -139,3 +155,51 @@ class PluginError(RagloomError):
 
 class RagIndexError(RagloomError):
     """An easy-rag index directory is missing, foreign or built with another embedding model."""
+
+
+class ScoringModelError(RetrievalError):
+    """A call to a scoring (re-ranking) model failed; names provider, model and URL.
+
+    ``status_code`` is the HTTP status when the server answered with one.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        model: str | None = None,
+        url: str | None = None,
+        status_code: int | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.model = model
+        self.url = url
+        self.status_code = status_code
+
+
+class ScoringStatusError(ScoringModelError):
+    """The server answered with an HTTP error status (after any retries)."""
+
+
+class ScoringAuthenticationError(ScoringStatusError):
+    """HTTP 401 or 403: the API key is missing, wrong or not allowed."""
+
+
+class ScoringRateLimitError(ScoringStatusError):
+    """HTTP 429 on every attempt, or a Retry-After longer than the policy allows."""
+
+
+class ScoringServerError(ScoringStatusError):
+    """HTTP 5xx on every attempt (or a Retry-After longer than the policy allows)."""
+
+
+class ScoringConnectionError(ScoringModelError):
+    """No connection to the server, or it broke off before answering."""
+
+
+class ScoringTimeoutError(ScoringConnectionError, TimeoutError):
+    """The server did not answer within the timeout."""
+
+
+class ScoringResponseError(ScoringModelError):
+    """The answer is not the documented format: not JSON, truncated, bad indexes or scores."""

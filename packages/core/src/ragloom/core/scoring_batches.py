@@ -30,7 +30,18 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ragloom.core.embedding import TokenUsage
-from ragloom.core.errors import InvalidArgumentError, RetrievalError
+from ragloom.core.errors import (
+    InvalidArgumentError,
+    RetrievalError,
+    ScoringAuthenticationError,
+    ScoringConnectionError,
+    ScoringModelError,
+    ScoringRateLimitError,
+    ScoringResponseError,
+    ScoringServerError,
+    ScoringStatusError,
+    ScoringTimeoutError,
+)
 from ragloom.core.scoring import ScoringResult
 
 __all__ = [
@@ -56,54 +67,6 @@ __all__ = [
 ]
 
 _EXCERPT = 300
-
-
-class ScoringModelError(RetrievalError):
-    """A call to a scoring (re-ranking) model failed; names provider, model and URL.
-
-    ``status_code`` is the HTTP status when the server answered with one.
-    """
-
-    def __init__(
-        self,
-        message: str,
-        *,
-        model: str | None = None,
-        url: str | None = None,
-        status_code: int | None = None,
-    ) -> None:
-        super().__init__(message)
-        self.model = model
-        self.url = url
-        self.status_code = status_code
-
-
-class ScoringStatusError(ScoringModelError):
-    """The server answered with an HTTP error status (after any retries)."""
-
-
-class ScoringAuthenticationError(ScoringStatusError):
-    """HTTP 401 or 403: the API key is missing, wrong or not allowed."""
-
-
-class ScoringRateLimitError(ScoringStatusError):
-    """HTTP 429 on every attempt, or a Retry-After longer than the policy allows."""
-
-
-class ScoringServerError(ScoringStatusError):
-    """HTTP 5xx on every attempt (or a Retry-After longer than the policy allows)."""
-
-
-class ScoringConnectionError(ScoringModelError):
-    """No connection to the server, or it broke off before answering."""
-
-
-class ScoringTimeoutError(ScoringConnectionError, TimeoutError):
-    """The server did not answer within the timeout."""
-
-
-class ScoringResponseError(ScoringModelError):
-    """The answer is not the documented format: not JSON, truncated, bad indexes or scores."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,6 +1,6 @@
 """A real local HTTP server speaking Cohere's rerank API v2, for tests of any package.
 
-    from ragloom.scorings.cohere.testing import API_KEY, MODEL, cohere_server
+    from ragloom.scoring_models.cohere.testing import API_KEY, MODEL, cohere_server
 
     with cohere_server() as server:
         model = CohereScoringModel(MODEL, api_key=API_KEY, base_url=server.url)

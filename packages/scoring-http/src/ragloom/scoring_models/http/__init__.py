@@ -2,7 +2,7 @@
 text-embeddings-inference (``api="tei"``) and the Jina-style API of vLLM and Infinity
 (``api="jina"``)."""
 
-from ragloom.scorings.http.scoring import (
+from ragloom.scoring_models.http.scoring import (
     DEFAULT_BATCH_SIZE,
     MAX_BATCH_SIZE,
     HttpScoringModel,

@@ -1,6 +1,6 @@
 """Real local HTTP servers speaking the self-hosted rerank wire formats, for tests.
 
-    from ragloom.scorings.http.testing import tei_server, jina_server
+    from ragloom.scoring_models.http.testing import tei_server, jina_server
 
     with tei_server() as server:      # HttpScoringModel(server.url, api="tei")
         ...

@@ -1,6 +1,6 @@
 """The ragloom ScoringModel (re-ranking) on Cohere's rerank API v2."""
 
-from ragloom.scorings.cohere.scoring import (
+from ragloom.scoring_models.cohere.scoring import (
     API_KEY_VARIABLES,
     DEFAULT_BASE_URL,
     DEFAULT_BATCH_SIZE,
