@@ -195,5 +195,3 @@ def test_values_a_qdrant_payload_cannot_hold_exactly_are_refused(
             [TextSegment("good", {"k": 1}), TextSegment("bad", {"k": value})],
         )
     assert len(memory_store) == 1
-
-

@@ -131,7 +131,9 @@ def _connect(
         if url is not None:
             if not isinstance(url, str) or not url.startswith(("http://", "https://")):
                 raise EmbeddingStoreError(f"url must be an http(s):// URL, got {url!r}")
-            return QdrantClient(url=url, api_key=api_key, timeout=timeout), True
+            return QdrantClient(
+                url=url, api_key=api_key, timeout=timeout, check_compatibility=False
+            ), True
         if path is not None:
             if not isinstance(path, str | os.PathLike) or not str(path):
                 raise EmbeddingStoreError(f"path must be a directory path, got {path!r}")
