@@ -483,7 +483,7 @@ class QdrantEmbeddingStore(EmbeddingStore):
                     query=vector,
                     limit=limit,
                     query_filter=native.filter,
-                    search_params=self._search_params,
+                    search_params=None if self._local else self._search_params,
                     score_threshold=threshold,
                     with_payload=_RESULT_FIELDS,
                     with_vectors=False,
