@@ -134,9 +134,11 @@ def test_reopening_a_path_store_gives_the_same_results(store_path: Path) -> None
 
 
 def test_a_path_in_use_by_another_store_is_a_clear_error(store_path: Path) -> None:
-    with QdrantEmbeddingStore("docs", path=store_path, dimension=4):
-        with pytest.raises(EmbeddingStoreError, match="cannot open Qdrant at"):
-            QdrantEmbeddingStore("docs", path=store_path, dimension=4)
+    with (
+        QdrantEmbeddingStore("docs", path=store_path, dimension=4),
+        pytest.raises(EmbeddingStoreError, match="cannot open Qdrant at"),
+    ):
+        QdrantEmbeddingStore("docs", path=store_path, dimension=4)
 
 
 @pytest.mark.parametrize("mode", ["memory", "path"])
