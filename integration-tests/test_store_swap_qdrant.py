@@ -68,9 +68,7 @@ def tenant_documents() -> list[Document]:
 
 
 @pytest.fixture(scope="module")
-def stores(
-    model: EmbeddingModel, qdrant_store: QdrantEmbeddingStore
-) -> dict[str, EmbeddingStore]:
+def stores(model: EmbeddingModel, qdrant_store: QdrantEmbeddingStore) -> dict[str, EmbeddingStore]:
     documents = tenant_documents()
     memory = InMemoryEmbeddingStore()
     for store in (memory, qdrant_store):

@@ -541,7 +541,7 @@ class QdrantEmbeddingStore(EmbeddingStore):
             if offset is None:
                 return
 
-    def _match(self, row: _Row, score: float) -> EmbeddingMatch[TextSegment]:
+    def _match(self, row: _Row, score: float) -> EmbeddingMatch:
         assert self._dimension is not None
         payload = row.payload
         text = payload.get("text")
