@@ -130,16 +130,27 @@ def test_large_file_content_comes_from_the_blob(
 @pytest.mark.parametrize(
     ("call", "message"),
     [
-        (lambda l: l.load_document("octo", "nope", "a.md"), "repository 'octo/nope' not found"),
-        (lambda l: l.load_documents("octo", "nope"), "repository 'octo/nope' not found"),
-        (lambda l: l.load_document("octo", "demo", "README.md", ref="v9"), "'README.md' at ref 'v9' not found"),
-        (lambda l: l.load_documents("octo", "demo", ref="v9"), "ref 'v9' not found"),
-        (lambda l: l.load_document("octo", "demo", "docs/absent.md"), "'docs/absent.md' at ref 'main' not found"),
-        (lambda l: l.load_documents("octo", "demo", "nowhere"), "path 'nowhere' not found at ref 'main'"),
-        (lambda l: l.load_document("octo", "demo", "docs"), "'docs' at ref 'main' is a directory"),
+        (lambda g: g.load_document("octo", "nope", "a.md"), "repository 'octo/nope' not found"),
+        (lambda g: g.load_documents("octo", "nope"), "repository 'octo/nope' not found"),
+        (
+            lambda g: g.load_document("octo", "demo", "README.md", ref="v9"),
+            "'README.md' at ref 'v9' not found",
+        ),
+        (lambda g: g.load_documents("octo", "demo", ref="v9"), "ref 'v9' not found"),
+        (
+            lambda g: g.load_document("octo", "demo", "docs/absent.md"),
+            "'docs/absent.md' at ref 'main' not found",
+        ),
+        (
+            lambda g: g.load_documents("octo", "demo", "nowhere"),
+            "path 'nowhere' not found at ref 'main'",
+        ),
+        (lambda g: g.load_document("octo", "demo", "docs"), "'docs' at ref 'main' is a directory"),
     ],
 )
-def test_missing_things_are_named(demo: GitHubWireServer, loader: GitHubDocumentLoader, call, message) -> None:  # type: ignore[no-untyped-def]
+def test_missing_things_are_named(
+    demo: GitHubWireServer, loader: GitHubDocumentLoader, call, message
+) -> None:  # type: ignore[no-untyped-def]
     with pytest.raises(DocumentLoadError, match=message):
         call(loader)
 
@@ -155,24 +166,26 @@ def test_bad_arguments(loader: GitHubDocumentLoader) -> None:
         GitHubDocumentLoader(max_rate_limit_wait=-1)
 
 
-def test_token_from_environment(
-    demo: GitHubWireServer, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_token_from_environment(demo: GitHubWireServer, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("GITHUB_TOKEN", "test-token")
     with GitHubDocumentLoader(base_url=demo.api_url, seconds_between_requests=0) as loader:
         loader.load_document("octo", "demo", "README.md")
     assert demo.requests[-1].headers["authorization"] == "token test-token"
     monkeypatch.setenv("GITHUB_TOKEN", "wrong")
-    with GitHubDocumentLoader(base_url=demo.api_url, seconds_between_requests=0) as loader:
-        with pytest.raises(DocumentLoadError, match="rejected the credentials.*Bad credentials"):
-            loader.load_document("octo", "demo", "README.md")
+    with (
+        GitHubDocumentLoader(base_url=demo.api_url, seconds_between_requests=0) as loader,
+        pytest.raises(DocumentLoadError, match="rejected the credentials.*Bad credentials"),
+    ):
+        loader.load_document("octo", "demo", "README.md")
 
 
 def test_private_repository_needs_a_token(demo: GitHubWireServer) -> None:
     demo.add_repository("octo", "secret", {"a.md": b"a"}, private=True)
-    with GitHubDocumentLoader("", base_url=demo.api_url, seconds_between_requests=0) as anonymous:
-        with pytest.raises(DocumentLoadError, match="'octo/secret' not found .*not visible"):
-            anonymous.load_documents("octo", "secret")
+    with (
+        GitHubDocumentLoader("", base_url=demo.api_url, seconds_between_requests=0) as anonymous,
+        pytest.raises(DocumentLoadError, match="'octo/secret' not found .*not visible"),
+    ):
+        anonymous.load_documents("octo", "secret")
 
 
 def test_rate_limit_reset_within_the_bound_is_waited_for(
@@ -182,7 +195,8 @@ def test_rate_limit_reset_within_the_bound_is_waited_for(
     started = time.monotonic()
     assert loader.load_document("octo", "demo", "README.md").text == "# Demo"
     assert time.monotonic() - started >= 0.5
-    assert loader.rate_limit is not None and loader.rate_limit.remaining > 0
+    assert loader.rate_limit is not None
+    assert loader.rate_limit.remaining > 0
 
 
 def test_rate_limit_beyond_the_bound_says_when_to_retry(
@@ -214,14 +228,17 @@ def test_secondary_limits_honour_retry_after_within_the_bound(
 
 def test_rate_limit_waits_are_bounded_in_number(demo: GitHubWireServer) -> None:
     demo.script(*[ScriptedAnswer(429, "busy", {"retry-after": "0"})] * 20)
-    with GitHubDocumentLoader(
-        base_url=demo.api_url, seconds_between_requests=0
-    ) as loader, pytest.raises(GitHubRateLimitError, match="still rate limited"):
+    with (
+        GitHubDocumentLoader(base_url=demo.api_url, seconds_between_requests=0) as loader,
+        pytest.raises(GitHubRateLimitError, match="still rate limited"),
+    ):
         loader.load_document("octo", "demo", "README.md")
     assert len(demo.requests) <= 6
 
 
-def test_forbidden_is_not_a_rate_limit(demo: GitHubWireServer, loader: GitHubDocumentLoader) -> None:
+def test_forbidden_is_not_a_rate_limit(
+    demo: GitHubWireServer, loader: GitHubDocumentLoader
+) -> None:
     demo.script(ScriptedAnswer(403, "Resource not accessible by integration"))
     with pytest.raises(DocumentLoadError, match="forbidden.*not accessible") as info:
         loader.load_document("octo", "demo", "README.md")
@@ -229,11 +246,15 @@ def test_forbidden_is_not_a_rate_limit(demo: GitHubWireServer, loader: GitHubDoc
 
 
 def test_unreachable_server_is_named() -> None:
-    with GitHubDocumentLoader(base_url="http://127.0.0.1:9", timeout=2) as loader:
-        with pytest.raises(DocumentLoadError, match="cannot reach GitHub at http://127.0.0.1:9"):
-            loader.load_document("octo", "demo", "README.md")
+    with (
+        GitHubDocumentLoader(base_url="http://127.0.0.1:9", timeout=2) as loader,
+        pytest.raises(DocumentLoadError, match="cannot reach GitHub at http://127.0.0.1:9"),
+    ):
+        loader.load_document("octo", "demo", "README.md")
 
 
-def test_strict_raises_the_first_bad_file(demo: GitHubWireServer, loader: GitHubDocumentLoader) -> None:
+def test_strict_raises_the_first_bad_file(
+    demo: GitHubWireServer, loader: GitHubDocumentLoader
+) -> None:
     with pytest.raises(UnsupportedDocumentError, match="image.png"):
         loader.load_documents("octo", "demo", parser=DispatchingDocumentParser(), strict=True)

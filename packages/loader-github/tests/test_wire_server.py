@@ -50,19 +50,26 @@ def test_answers_validate_against_githubs_openapi_description(served: GitHubWire
         check("GET /repos/{owner}/{repo}", 200, repository)
     tree = get(served, "/repos/octo/demo/git/trees/main", recursive="1").json()
     check("GET /repos/{owner}/{repo}/git/trees/{tree_sha}", 200, tree)
-    check("GET /repos/{owner}/{repo}/git/blobs/{file_sha}", 200,
-          get(served, f"/repos/octo/demo/git/blobs/{blob_sha(FILES['README.md'])}").json())
+    check(
+        "GET /repos/{owner}/{repo}/git/blobs/{file_sha}",
+        200,
+        get(served, f"/repos/octo/demo/git/blobs/{blob_sha(FILES['README.md'])}").json(),
+    )
     contents = "GET /repos/{owner}/{repo}/contents/{path}"
     check(contents, 200, get(served, "/repos/octo/demo/contents/docs/guide.md").json())
     directory = get(served, "/repos/octo/demo/contents/docs", ref="main").json()
-    assert isinstance(directory, list) and {d["type"] for d in directory} == {"file", "dir"}
+    assert isinstance(directory, list)
+    assert {d["type"] for d in directory} == {"file", "dir"}
     check(contents, 200, directory)
     for path in ("/repos/octo/absent", "/repos/octo/demo/contents/absent.md"):
         missing = get(served, path)
         assert missing.status_code == 404
         check("GET /repos/{owner}/{repo}", 404, missing.json())
-    check("GET /repos/{owner}/{repo}/git/trees/{tree_sha}", 404,
-          get(served, "/repos/octo/demo/git/trees/no-such-branch").json())
+    check(
+        "GET /repos/{owner}/{repo}/git/trees/{tree_sha}",
+        404,
+        get(served, "/repos/octo/demo/git/trees/no-such-branch").json(),
+    )
 
 
 def test_object_ids_are_gits_own(served: GitHubWireServer, tmp_path: Path) -> None:

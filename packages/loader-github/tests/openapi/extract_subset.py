@@ -36,9 +36,7 @@ def convert(node: Any) -> Any:
         return [convert(item) for item in node]
     if not isinstance(node, dict):
         return node
-    out = {
-        k: convert(v) for k, v in node.items() if k not in DROP and not k.startswith("x-")
-    }
+    out = {k: convert(v) for k, v in node.items() if k not in DROP and not k.startswith("x-")}
     if "$ref" in out:
         out["$ref"] = out["$ref"].replace("#/components/schemas/", "#/$defs/")
     if out.pop("nullable", False):
@@ -61,7 +59,8 @@ def refs(node: Any) -> set[str]:
 
 
 def main(path: str) -> None:
-    spec = json.load(open(path))
+    with open(path) as file:
+        spec = json.load(file)
     components = spec["components"]
     responses: dict[str, dict[str, Any]] = {}
     for name, (route, method) in OPERATIONS.items():

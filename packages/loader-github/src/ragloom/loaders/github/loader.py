@@ -25,11 +25,11 @@ from typing import Any, TypeVar
 from urllib.parse import quote, urlsplit
 
 import requests
-from github import Auth, Github, GithubException
-from github.ContentFile import ContentFile
-from github.Consts import DEFAULT_BASE_URL
-from github.Repository import Repository
 
+from github import Auth, Github, GithubException
+from github.Consts import DEFAULT_BASE_URL
+from github.ContentFile import ContentFile
+from github.Repository import Repository
 from ragloom.core.document import URL, Document
 from ragloom.core.errors import (
     DocumentLoadError,
@@ -259,7 +259,9 @@ class GitHubDocumentLoader:
                 unchanged.append(entry.path)
                 continue
             try:
-                data = self._blob_bytes(repository, entry.sha, f"{repository.full_name}: {entry.path!r}")
+                data = self._blob_bytes(
+                    repository, entry.sha, f"{repository.full_name}: {entry.path!r}"
+                )
                 documents.append(self._parse(repository, ref, entry.path, entry.sha, data, chosen))
             except (PluginError, GitHubRateLimitError):
                 raise  # the installation or the account is at fault, not this file
@@ -300,7 +302,9 @@ class GitHubDocumentLoader:
             logger.info("%s: the recursive tree is truncated; listing folder by folder", where)
             entries = self._walk(repository, tree.sha, prefix, recursive, where)
         if prefix and not any(e.path == prefix or e.path.startswith(prefix + "/") for e in entries):
-            raise DocumentLoadError(f"{repository.full_name}: path {prefix!r} not found at ref {ref!r}")
+            raise DocumentLoadError(
+                f"{repository.full_name}: path {prefix!r} not found at ref {ref!r}"
+            )
         files = []
         for entry in entries:
             if entry.type != "blob" or entry.mode == SYMLINK_MODE:
@@ -506,7 +510,9 @@ def _clean_path(path: str, name: str) -> str:
         raise InvalidArgumentError(f"{name} must be a str, got {type(path).__name__}")
     cleaned = path.strip("/")
     if any(part in ("", ".", "..") for part in cleaned.split("/")) and cleaned:
-        raise InvalidArgumentError(f"{name} must be a repository path like 'docs/guide.md', got {path!r}")
+        raise InvalidArgumentError(
+            f"{name} must be a repository path like 'docs/guide.md', got {path!r}"
+        )
     return cleaned
 
 
@@ -518,4 +524,3 @@ def _relative(path: str, prefix: str) -> str:
 
 def _html_url(repository: Repository, ref: str, path: str) -> str:
     return f"{repository.html_url}/blob/{quote(ref, safe='/')}/{quote(path, safe='/')}"
-

@@ -360,7 +360,9 @@ class GitHubWireServer:
         files = repository.branches.get(ref)
         if files is None:
             return 404, _error(
-                f"No commit found for the ref {ref}", 404, f"{DOCS}/repos/contents#get-repository-content"
+                f"No commit found for the ref {ref}",
+                404,
+                f"{DOCS}/repos/contents#get-repository-content",
             )
         if path in files:
             data = files[path]
@@ -369,8 +371,11 @@ class GitHubWireServer:
             item["content"] = _base64_lines(data) if small else ""
             item["encoding"] = "base64" if small else "none"
             return 200, item
-        inside = {p[len(path) + 1 :] if path else p: d for p, d in files.items()
-                  if not path or p.startswith(path + "/")}
+        inside = {
+            p[len(path) + 1 :] if path else p: d
+            for p, d in files.items()
+            if not path or p.startswith(path + "/")
+        }
         if not inside:
             return 404, _error("Not Found", 404, f"{DOCS}/repos/contents#get-repository-content")
         objects = _Objects()
@@ -378,7 +383,9 @@ class GitHubWireServer:
         for entry in objects.trees[objects.tree_of(inside)]:
             full = f"{path}/{entry.name}" if path else entry.name
             kind = "file" if entry.type == "blob" else "dir"
-            listing.append(self._content_item(repository, full, ref, kind, entry.sha, entry.size or 0))
+            listing.append(
+                self._content_item(repository, full, ref, kind, entry.sha, entry.size or 0)
+            )
         return 200, listing
 
     def _content_item(
@@ -388,7 +395,8 @@ class GitHubWireServer:
         quoted = quote(path)
         url = f"{api}/contents/{quoted}?ref={quote(ref)}"
         git_url = f"{api}/git/{'blobs' if kind == 'file' else 'trees'}/{sha}"
-        html_url = f"{self._repo_html(repository)}/{'blob' if kind == 'file' else 'tree'}/{quote(ref)}/{quoted}"
+        view = "blob" if kind == "file" else "tree"
+        html_url = f"{self._repo_html(repository)}/{view}/{quote(ref)}/{quoted}"
         return {
             "type": kind,
             "size": size,
