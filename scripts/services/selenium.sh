@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
-# selenium for the ragloom-loader-selenium integration tests. Listens on 127.0.0.1:${RAGLOOM_SELENIUM_PORT:-24301}
-# only; data and log under .services/selenium/. Test data only.
+# Headless Chromium for the ragloom-loader-selenium integration tests: installs Debian's
+# chromium + chromium-driver when missing (idempotent; apt-get, as root), checks both
+# binaries, and runs a ChromeDriver (W3C WebDriver server) on
+# 127.0.0.1:${RAGLOOM_SELENIUM_PORT:-24301} only; data and log under .services/selenium/.
+# The loader's own sessions start Chromium through the same binaries.
 #
 #   bash scripts/services/selenium.sh start     start; idempotent
 #   bash scripts/services/selenium.sh stop      stop and delete the data; idempotent
@@ -18,12 +21,38 @@ LOG=$BASE/selenium.log
 PIDFILE=$BASE/selenium.pid
 WAIT=${RAGLOOM_SELENIUM_START_TIMEOUT:-30}
 
-# Start the server in the background on $HOST:$PORT, data in $DATA, output to $LOG, and
-# write its pid to $PIDFILE. Prefer a server from a PyPI wheel (a test dependency in the
-# package's [dependency-groups] test), as pgvector.sh does, over a system install.
+# Chromium has no PyPI wheel; Debian's chromium and chromium-driver are the same version.
+ensure_installed() {
+  if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; then
+    if [ "$(id -u)" != 0 ]; then
+      echo "selenium: chromium/chromedriver missing; run as root: apt-get install -y chromium chromium-driver" >&2
+      exit 1
+    fi
+    echo "selenium: installing chromium and chromium-driver (apt-get; log: $LOG)"
+    { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium chromium-driver; } \
+      >>"$LOG" 2>&1 || { echo "selenium: apt-get failed; see $LOG" >&2; tail -n 20 "$LOG" >&2; exit 1; }
+  fi
+  local browser driver
+  browser=$(chromium --version 2>/dev/null | grep -o '[0-9][0-9.]*' | head -n1) || true
+  driver=$(chromedriver --version 2>/dev/null | grep -o '[0-9][0-9.]*' | head -n1) || true
+  if [ -z "$browser" ] || [ -z "$driver" ]; then
+    echo "selenium: chromium ('$browser') or chromedriver ('$driver') does not run" >&2
+    exit 1
+  fi
+  if [ "${browser%%.*}" != "${driver%%.*}" ]; then
+    echo "selenium: chromium $browser and chromedriver $driver differ in major version" >&2
+    exit 1
+  fi
+  echo "selenium: chromium $browser, chromedriver $driver"
+}
+
+# Start ChromeDriver in the background on $HOST:$PORT (local connections only), output
+# to $LOG, pid in $PIDFILE.
 launch() {
-  echo "selenium: implement me: launch() in scripts/services/selenium.sh starts no server yet" >&2
-  exit 1
+  ensure_installed
+  nohup chromedriver --port="$PORT" --log-path="$DATA/chromedriver.log" \
+    >>"$LOG" 2>&1 </dev/null &
+  echo $! >"$PIDFILE"
 }
 
 port_open() {
@@ -36,6 +65,7 @@ running() {
 
 start() {
   mkdir -p "$DATA"
+  touch "$LOG"
   if running && port_open; then
     echo "selenium: already running on $HOST:$PORT (log: $LOG)"
     return 0
