@@ -29,7 +29,7 @@ def test_renders_a_page_with_its_metadata(loader: SeleniumDocumentLoader, site: 
 def test_waits_for_javascript_rendered_content(loader: SeleniumDocumentLoader, site: str) -> None:
     url = f"{site}/delayed.html"
     assert PHRASE not in loader.load(url).text  # the load event comes before the text
-    assert f"<p id=\"late\">{PHRASE}.</p>" in loader.load(url, wait_for="#late").text
+    assert f'<p id="late">{PHRASE}.</p>' in loader.load(url, wait_for="#late").text
 
     def rendered(driver: WebDriver) -> bool:
         return PHRASE in driver.page_source
@@ -101,14 +101,16 @@ def test_own_chromium_times_out_on_a_hanging_page_and_is_cleaned_up(
     loader = SeleniumDocumentLoader(timeout=3)
     with loader:
         started = time.monotonic()
-        with pytest.raises(DocumentLoadError, match=f"{site}/hang: the page did not load within 3 s"):
+        with pytest.raises(
+            DocumentLoadError, match=f"{site}/hang: the page did not load within 3 s"
+        ):
             loader.load(f"{site}/hang")
         assert time.monotonic() - started < 30
         assert loader.load(f"{site}/static.html").metadata["title"] == "Static page"
         process = psutil.Process(loader.driver.service.process.pid)  # type: ignore[attr-defined]
         children = process.children(recursive=True)
         assert any("chrom" in child.name() for child in children)
-    gone, alive = psutil.wait_procs([process, *children], timeout=10)
+    _, alive = psutil.wait_procs([process, *children], timeout=10)
     assert alive == []
     with pytest.raises(DocumentLoadError, match="closed"):
         loader.load(f"{site}/static.html")

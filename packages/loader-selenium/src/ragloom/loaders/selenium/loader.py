@@ -21,14 +21,6 @@ from types import TracebackType
 from typing import Any
 from urllib.parse import urlsplit
 
-from selenium import webdriver
-from selenium.common.exceptions import TimeoutException, WebDriverException
-from selenium.webdriver.chrome.service import Service
-from selenium.webdriver.common.by import By
-from selenium.webdriver.remote.webdriver import WebDriver
-from selenium.webdriver.support import expected_conditions
-from selenium.webdriver.support.ui import WebDriverWait
-
 from ragloom.core.document import URL, Document
 from ragloom.core.errors import (
     DocumentLoadError,
@@ -39,6 +31,13 @@ from ragloom.core.errors import (
 )
 from ragloom.core.loaders.result import LoadedDocuments, LoadFailure
 from ragloom.core.parsers.base import DocumentParser
+from selenium import webdriver
+from selenium.common.exceptions import TimeoutException, WebDriverException
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+from selenium.webdriver.remote.webdriver import WebDriver
+from selenium.webdriver.support import expected_conditions
+from selenium.webdriver.support.ui import WebDriverWait
 
 __all__ = [
     "CHROMIUM_ARGUMENTS",
@@ -78,9 +77,7 @@ return entry && typeof entry.responseStatus === 'number' ? entry.responseStatus 
 _NET_ERROR = re.compile(r"\bERR_[A-Z_]+\b")
 
 
-def headless_chromium(
-    *, chromium: str | None = None, chromedriver: str | None = None
-) -> WebDriver:
+def headless_chromium(*, chromium: str | None = None, chromedriver: str | None = None) -> WebDriver:
     """A headless Chromium session (``chromium``/``chromedriver`` found on ``PATH``)."""
     browser = chromium or shutil.which("chromium") or shutil.which("chromium-browser")
     driver_path = chromedriver or shutil.which("chromedriver")
@@ -125,7 +122,9 @@ class SeleniumDocumentLoader:
         if isinstance(timeout, bool) or not isinstance(timeout, int | float):
             raise InvalidArgumentTypeError(f"timeout must be a number of seconds, got {timeout!r}")
         if not math.isfinite(timeout) or timeout <= 0:
-            raise InvalidArgumentError(f"timeout must be a positive number of seconds, got {timeout!r}")
+            raise InvalidArgumentError(
+                f"timeout must be a positive number of seconds, got {timeout!r}"
+            )
         self.wait_for = wait_for
         self.timeout = float(timeout)
         self.parser = parser
@@ -177,7 +176,9 @@ class SeleniumDocumentLoader:
             driver.get(url)
         except TimeoutException as exc:
             self._stop_loading()
-            raise DocumentLoadError(f"{url}: the page did not load within {self.timeout:g} s") from exc
+            raise DocumentLoadError(
+                f"{url}: the page did not load within {self.timeout:g} s"
+            ) from exc
         except WebDriverException as exc:
             raise DocumentLoadError(f"{url}: cannot load: {_first_line(exc)}") from exc
         try:
