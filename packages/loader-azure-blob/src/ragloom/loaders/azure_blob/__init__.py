@@ -1,7 +1,9 @@
-"""The ragloom DocumentLoader on azure-blob."""
+"""The ragloom document loader for Azure Blob Storage, over azure-storage-blob."""
 
 from ragloom.loaders.azure_blob.loader import (
-    AzureBlobDocumentLoader,
+    AzureBlobObjectStore,
+    AzureBlobStorageDocumentLoader,
+    azure_error_kind,
 )
 
-__all__ = ["AzureBlobDocumentLoader"]
+__all__ = ["AzureBlobObjectStore", "AzureBlobStorageDocumentLoader", "azure_error_kind"]
