@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import socket
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -59,6 +59,14 @@ def bucket(s3: Any) -> Iterator[str]:
 
 
 @pytest.fixture
-def loader(server_url: str) -> AmazonS3DocumentLoader:
-    """The loader under test, built from keyword arguments (endpoint and keys)."""
-    return AmazonS3DocumentLoader(endpoint_url=server_url, **CREDENTIALS)
+def make_loader(server_url: str) -> Callable[..., AmazonS3DocumentLoader]:
+    """Builds loaders of the test server from keyword arguments (endpoint, keys, options)."""
+    return lambda **options: AmazonS3DocumentLoader(
+        endpoint_url=server_url, **CREDENTIALS, **options
+    )
+
+
+@pytest.fixture
+def loader(make_loader: Callable[..., AmazonS3DocumentLoader]) -> AmazonS3DocumentLoader:
+    """The loader under test, with the default options."""
+    return make_loader()

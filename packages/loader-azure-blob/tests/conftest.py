@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import socket
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from urllib.parse import urlsplit
 
 import pytest
@@ -22,7 +22,13 @@ ACCOUNT_KEY = (
 )
 
 
-def connection_string(key: str = ACCOUNT_KEY) -> str:
+@pytest.fixture(scope="session")
+def connection_string() -> Callable[..., str]:
+    """Builds the development account's connection string (with another key if given)."""
+    return _connection_string
+
+
+def _connection_string(key: str = ACCOUNT_KEY) -> str:
     return (
         f"DefaultEndpointsProtocol=http;AccountName={ACCOUNT};AccountKey={key};"
         f"BlobEndpoint={SERVER_URL}/{ACCOUNT};"
@@ -47,7 +53,7 @@ def server_url() -> str:
 
 @pytest.fixture(scope="session")
 def service(server_url: str) -> BlobServiceClient:
-    return BlobServiceClient.from_connection_string(connection_string())
+    return BlobServiceClient.from_connection_string(_connection_string())
 
 
 @pytest.fixture
@@ -61,4 +67,4 @@ def container(service: BlobServiceClient) -> Iterator[ContainerClient]:
 @pytest.fixture
 def loader(server_url: str) -> AzureBlobStorageDocumentLoader:
     """The loader under test, built from a connection string."""
-    return AzureBlobStorageDocumentLoader(connection_string=connection_string())
+    return AzureBlobStorageDocumentLoader(connection_string=_connection_string())

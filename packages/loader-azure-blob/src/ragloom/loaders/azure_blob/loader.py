@@ -36,7 +36,11 @@ CONNECTION_STRING_VARIABLE = "AZURE_STORAGE_CONNECTION_STRING"
 MAX_PAGE_SIZE = 5000  # the service's maximum for one List Blobs page
 
 _NO_SUCH_BUCKET = {"ContainerNotFound", "ContainerBeingDeleted"}
-_UNAUTHENTICATED = {"AuthenticationFailed", "InvalidAuthenticationInfo", "NoAuthenticationInformation"}
+_UNAUTHENTICATED = {
+    "AuthenticationFailed",
+    "InvalidAuthenticationInfo",
+    "NoAuthenticationInformation",
+}
 
 
 def azure_error_kind(error: Exception) -> ObjectStoreErrorKind | None:
@@ -73,7 +77,9 @@ class AzureBlobObjectStore:
     def list_objects(self, bucket: str, prefix: str) -> Iterator[ObjectInfo]:
         """Every blob under ``prefix``, page after page (``page_size`` per request)."""
         container = self.client.get_container_client(bucket)
-        blobs = container.list_blobs(name_starts_with=prefix or None, results_per_page=self.page_size)
+        blobs = container.list_blobs(
+            name_starts_with=prefix or None, results_per_page=self.page_size
+        )
         for blob in blobs:
             yield self._info(blob)
 
@@ -119,7 +125,8 @@ def _default_client(
             f"or set {CONNECTION_STRING_VARIABLE}"
         )
     if credential is None:
-        try:  # the usual chain (environment, managed identity, CLI) when azure-identity is installed
+        # the usual chain (environment, managed identity, CLI) when azure-identity is installed
+        try:
             from azure.identity import DefaultAzureCredential  # type: ignore[import-not-found]
         except ImportError:
             pass  # anonymous: public containers only
