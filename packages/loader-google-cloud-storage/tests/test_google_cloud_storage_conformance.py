@@ -1,65 +1,61 @@
-"""GoogleCloudStorageDocumentLoader passes the testkit suites unchanged, on a real server."""
+"""GoogleCloudStorageDocumentLoader passes the testkit suites unchanged, on the emulator."""
 
 from __future__ import annotations
 
-import os
-import socket
-from urllib.parse import urlsplit
+from collections.abc import Callable
+from typing import Any
 
 import pytest
+from google.cloud import storage
 
-from ragloom.core.document import URL, Document
+from ragloom.core.document import Document
+from ragloom.core.loaders.blob import KEY
 from ragloom.core.loaders.result import LoadedDocuments
 from ragloom.core.parsers.text import TextDocumentParser
 from ragloom.loaders.google_cloud_storage import GoogleCloudStorageDocumentLoader
-from ragloom.testkit import DocumentLoaderSuite
+from ragloom.testkit import DocumentLoaderSuite, ObjectStoreLoaderSuite
 
 pytestmark = pytest.mark.integration
 
-SERVER_URL = os.environ.get("RAGLOOM_GOOGLE_CLOUD_STORAGE_URL", "http://127.0.0.1:34326")
-START_HINT = "bash scripts/services/google-cloud-storage.sh start"
+MakeLoader = Callable[..., GoogleCloudStorageDocumentLoader]
 
 
-@pytest.fixture(scope="session")
-def server_url() -> str:
-    """The server's URL; fails (never skips) with the command that starts it."""
-    address = urlsplit(SERVER_URL)
-    try:
-        socket.create_connection((address.hostname, address.port), timeout=3).close()
-    except OSError as exc:
-        pytest.fail(
-            f"google-cloud-storage is not reachable at {SERVER_URL}: {exc}\n"
-            f"Start it with `{START_HINT}` (from the repository root), "
-            "or set RAGLOOM_GOOGLE_CLOUD_STORAGE_URL to a running server.",
-            pytrace=False,
+class GcsHarness:
+    """Both suites' view of one fresh bucket."""
+
+    def __init__(self, bucket: storage.Bucket, make_loader: MakeLoader) -> None:
+        self.handle = bucket
+        self.bucket = bucket.name
+        self.make_loader = make_loader
+
+    def put(self, key: str, data: bytes, content_type: str | None = None) -> None:
+        self.handle.blob(key).upload_from_string(
+            data, content_type=content_type or "application/octet-stream"
         )
-    return SERVER_URL
 
+    def etag(self, key: str) -> str:
+        blob = self.handle.get_blob(key)
+        assert blob is not None
+        return str(blob.etag)
 
-class GoogleCloudStorageHarness:
-    """The suite's view of one fresh, empty location on the server."""
-
-    def __init__(self, loader: GoogleCloudStorageDocumentLoader) -> None:
-        self.loader = loader
-
-    def put(self, name: str, data: bytes) -> None:
-        raise NotImplementedError(
-            f"implement me: store {len(data)} bytes as {name!r} on the test server "
-            "with google-cloud-storage, so that the loader finds it"
-        )
+    def loader(self, **options: Any) -> GoogleCloudStorageDocumentLoader:
+        return self.make_loader(**options)
 
     def load_document(self, name: str, parser: TextDocumentParser) -> Document:
-        return self.loader.load_document(name, parser)
+        return self.loader().load_document(self.bucket, name, parser)
 
     def load_documents(self, parser: TextDocumentParser) -> LoadedDocuments:
-        return self.loader.load_documents(parser)
+        return self.loader().load_documents(self.bucket, parser=parser)
 
     def name_of(self, document: Document) -> str:
-        return str(document.metadata[URL]).removeprefix(self.loader.url + "/")
+        return str(document.metadata[KEY])
 
 
-class TestGoogleCloudStorageConformance(DocumentLoaderSuite):
+class TestGoogleCloudStorageConformance(DocumentLoaderSuite, ObjectStoreLoaderSuite):
     @pytest.fixture
-    def harness(self, server_url: str) -> GoogleCloudStorageHarness:
-        """implement me: point the loader at a fresh, empty location (bucket, folder) per test."""
-        return GoogleCloudStorageHarness(GoogleCloudStorageDocumentLoader(server_url))
+    def harness(self, bucket: storage.Bucket, make_loader: MakeLoader) -> GcsHarness:
+        return GcsHarness(bucket, make_loader)
+
+    @pytest.fixture
+    def object_store(self, bucket: storage.Bucket, make_loader: MakeLoader) -> GcsHarness:
+        return GcsHarness(bucket, make_loader)
