@@ -1,65 +1,57 @@
-"""TencentCosDocumentLoader passes the testkit suites unchanged, on a real server."""
+"""TencentCosDocumentLoader passes the testkit suites unchanged, on an S3 server."""
 
 from __future__ import annotations
 
-import os
-import socket
-from urllib.parse import urlsplit
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 
-from ragloom.core.document import URL, Document
+from ragloom.core.document import Document
+from ragloom.core.loaders.blob import KEY
 from ragloom.core.loaders.result import LoadedDocuments
 from ragloom.core.parsers.text import TextDocumentParser
 from ragloom.loaders.tencent_cos import TencentCosDocumentLoader
-from ragloom.testkit import DocumentLoaderSuite
+from ragloom.testkit import DocumentLoaderSuite, ObjectStoreLoaderSuite
 
 pytestmark = pytest.mark.integration
 
-SERVER_URL = os.environ.get("RAGLOOM_TENCENT_COS_URL", "http://127.0.0.1:31252")
-START_HINT = "bash scripts/services/tencent-cos.sh start"
+MakeLoader = Callable[..., TencentCosDocumentLoader]
 
 
-@pytest.fixture(scope="session")
-def server_url() -> str:
-    """The server's URL; fails (never skips) with the command that starts it."""
-    address = urlsplit(SERVER_URL)
-    try:
-        socket.create_connection((address.hostname, address.port), timeout=3).close()
-    except OSError as exc:
-        pytest.fail(
-            f"tencent-cos is not reachable at {SERVER_URL}: {exc}\n"
-            f"Start it with `{START_HINT}` (from the repository root), "
-            "or set RAGLOOM_TENCENT_COS_URL to a running server.",
-            pytrace=False,
-        )
-    return SERVER_URL
+class CosHarness:
+    """Both suites' view of one fresh bucket (written with boto3, read with the COS SDK)."""
 
+    def __init__(self, s3: Any, bucket: str, make_loader: MakeLoader) -> None:
+        self.s3 = s3
+        self.bucket = bucket
+        self.make_loader = make_loader
 
-class TencentCosHarness:
-    """The suite's view of one fresh, empty location on the server."""
+    def put(self, key: str, data: bytes, content_type: str | None = None) -> None:
+        extra = {"ContentType": content_type} if content_type else {}
+        self.s3.put_object(Bucket=self.bucket, Key=key, Body=data, **extra)
 
-    def __init__(self, loader: TencentCosDocumentLoader) -> None:
-        self.loader = loader
+    def etag(self, key: str) -> str:
+        return str(self.s3.head_object(Bucket=self.bucket, Key=key)["ETag"])
 
-    def put(self, name: str, data: bytes) -> None:
-        raise NotImplementedError(
-            f"implement me: store {len(data)} bytes as {name!r} on the test server "
-            "with cos-python-sdk-v5, so that the loader finds it"
-        )
+    def loader(self, **options: Any) -> TencentCosDocumentLoader:
+        return self.make_loader(**options)
 
     def load_document(self, name: str, parser: TextDocumentParser) -> Document:
-        return self.loader.load_document(name, parser)
+        return self.loader().load_document(self.bucket, name, parser)
 
     def load_documents(self, parser: TextDocumentParser) -> LoadedDocuments:
-        return self.loader.load_documents(parser)
+        return self.loader().load_documents(self.bucket, parser=parser)
 
     def name_of(self, document: Document) -> str:
-        return str(document.metadata[URL]).removeprefix(self.loader.url + "/")
+        return str(document.metadata[KEY])
 
 
-class TestTencentCosConformance(DocumentLoaderSuite):
+class TestTencentCosConformance(DocumentLoaderSuite, ObjectStoreLoaderSuite):
     @pytest.fixture
-    def harness(self, server_url: str) -> TencentCosHarness:
-        """implement me: point the loader at a fresh, empty location (bucket, folder) per test."""
-        return TencentCosHarness(TencentCosDocumentLoader(server_url))
+    def harness(self, s3: Any, bucket: str, make_loader: MakeLoader) -> CosHarness:
+        return CosHarness(s3, bucket, make_loader)
+
+    @pytest.fixture
+    def object_store(self, s3: Any, bucket: str, make_loader: MakeLoader) -> CosHarness:
+        return CosHarness(s3, bucket, make_loader)
