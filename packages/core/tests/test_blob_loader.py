@@ -134,7 +134,8 @@ def test_lists_every_page_and_skips_folder_markers(store: DictStore) -> None:
     documents = loader_over(store).load_documents("b", parser=TextDocumentParser())
     assert keys(documents) == ["docs/a.md", "docs/c.txt", "docs/guides/b.md", "other/d.txt"]
     assert store.list_calls == 3
-    assert documents.failures == [] and documents.unchanged == []
+    assert documents.failures == []
+    assert documents.unchanged == []
 
 
 def test_prefix_and_glob(store: DictStore) -> None:
@@ -175,7 +176,8 @@ def test_metadata_times_become_utc_and_etags_lose_quotes() -> None:
     assert meta["etag"] == "abc"
     naive = object_metadata("b", ObjectInfo("k", last_modified=datetime(2024, 1, 1)), "u")
     assert naive["last_modified"] == "2024-01-01T00:00:00+00:00"
-    assert normalize_etag('""') is None and normalize_etag(None) is None
+    assert normalize_etag('""') is None
+    assert normalize_etag(None) is None
 
 
 def test_charset_of_the_content_type_reaches_the_text_parser(store: DictStore) -> None:
