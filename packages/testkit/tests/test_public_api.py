@@ -22,6 +22,8 @@ def test_public_api() -> None:
             "FakeEmbeddingModel",
             "FakeScoringModel",
             "LoaderHarness",
+            "ObjectStoreHarness",
+            "ObjectStoreLoaderSuite",
             "ParserSample",
             "ScriptedChatModel",
             "SuiteWeakenedError",

@@ -35,6 +35,7 @@ from ragloom.core.embedding import (
 )
 from ragloom.core.errors import (
     BM25IndexError,
+    BucketNotFoundError,
     ChatModelError,
     DocumentLoadError,
     DocumentParseError,
@@ -48,6 +49,10 @@ from ragloom.core.errors import (
     InvalidArgumentTypeError,
     InvalidFilterError,
     InvalidMetadataError,
+    ObjectNotFoundError,
+    ObjectStoreAccessError,
+    ObjectStoreUnavailableError,
+    ObjectTooLargeError,
     PluginError,
     PromptTemplateError,
     RagIndexError,
@@ -143,6 +148,11 @@ from ragloom.core.tokenizer import HuggingFaceTokenizer, Tokenizer
 from ragloom.core.transformers import DocumentTransformer, TextSegmentTransformer
 
 __all__ = [
+    "BucketNotFoundError",
+    "ObjectNotFoundError",
+    "ObjectStoreAccessError",
+    "ObjectStoreUnavailableError",
+    "ObjectTooLargeError",
     "AiMessage",
     "Analyzer",
     "And",

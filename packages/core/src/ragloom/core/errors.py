@@ -14,6 +14,11 @@ brackets below), so ``except ValueError`` still works::
     ├── InvalidArgumentTypeError (TypeError)
     ├── EvaluationDataError (ValueError)
     ├── DocumentLoadError
+    │   ├── BucketNotFoundError
+    │   ├── ObjectNotFoundError
+    │   ├── ObjectStoreAccessError
+    │   ├── ObjectStoreUnavailableError
+    │   └── ObjectTooLargeError
     ├── DocumentParseError
     │   ├── UnsupportedDocumentError
     │   ├── EmptyDocumentError
@@ -42,6 +47,7 @@ from __future__ import annotations
 
 __all__ = [
     "BM25IndexError",
+    "BucketNotFoundError",
     "ChatModelError",
     "DocumentLoadError",
     "DocumentParseError",
@@ -55,6 +61,10 @@ __all__ = [
     "InvalidArgumentTypeError",
     "InvalidFilterError",
     "InvalidMetadataError",
+    "ObjectNotFoundError",
+    "ObjectStoreAccessError",
+    "ObjectStoreUnavailableError",
+    "ObjectTooLargeError",
     "PluginError",
     "PromptTemplateError",
     "RagIndexError",
@@ -203,3 +213,23 @@ class ScoringTimeoutError(ScoringConnectionError, TimeoutError):
 
 class ScoringResponseError(ScoringModelError):
     """The answer is not the documented format: not JSON, truncated, bad indexes or scores."""
+
+
+class BucketNotFoundError(DocumentLoadError):
+    """The bucket (container) does not exist."""
+
+
+class ObjectNotFoundError(DocumentLoadError):
+    """The object does not exist (or was deleted between listing and fetching)."""
+
+
+class ObjectStoreAccessError(DocumentLoadError):
+    """The credentials were refused, or do not grant access to the bucket or object."""
+
+
+class ObjectStoreUnavailableError(DocumentLoadError):
+    """The endpoint cannot be reached."""
+
+
+class ObjectTooLargeError(DocumentLoadError):
+    """The object is larger than the loader's ``max_object_size``."""

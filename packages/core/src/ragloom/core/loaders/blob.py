@@ -38,8 +38,13 @@ from typing import Protocol, TypeVar
 
 from ragloom.core.document import URL, Document
 from ragloom.core.errors import (
+    BucketNotFoundError,
     DocumentLoadError,
     InvalidArgumentError,
+    ObjectNotFoundError,
+    ObjectStoreAccessError,
+    ObjectStoreUnavailableError,
+    ObjectTooLargeError,
     PluginError,
     RagloomError,
 )
@@ -73,26 +78,6 @@ class ObjectStoreErrorKind(enum.Enum):
     ACCESS_DENIED = "access denied"
     UNAUTHENTICATED = "credentials refused"
     UNREACHABLE = "endpoint unreachable"
-
-
-class BucketNotFoundError(DocumentLoadError):
-    """The bucket (container) does not exist."""
-
-
-class ObjectNotFoundError(DocumentLoadError):
-    """The object does not exist (or was deleted between listing and fetching)."""
-
-
-class ObjectStoreAccessError(DocumentLoadError):
-    """The credentials were refused, or do not grant access to the bucket or object."""
-
-
-class ObjectStoreUnavailableError(DocumentLoadError):
-    """The endpoint cannot be reached."""
-
-
-class ObjectTooLargeError(DocumentLoadError):
-    """The object is larger than the loader's ``max_object_size``."""
 
 
 _ERRORS: dict[ObjectStoreErrorKind, type[DocumentLoadError]] = {
