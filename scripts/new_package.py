@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import re
 import sys
-import tomllib
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -125,12 +124,6 @@ def port_for(name: str) -> int:
     return 20000 + zlib.crc32(name.encode()) % 20000
 
 
-def workspace_version() -> str:
-    """The version every package shares (read from packages/core)."""
-    with (REPO / "packages" / "core" / "pyproject.toml").open("rb") as file:
-        return str(tomllib.load(file)["project"]["version"])
-
-
 def render(template: str, values: dict[str, str]) -> str:
     """Replace each ``{{key}}`` in the template file with ``values[key]``."""
     text = (TEMPLATES / template).read_text()
@@ -167,7 +160,6 @@ def plan(
         "cls_base": cls_base,
         "cls": cls_base + kind.class_suffix,
         "dist": f"ragloom-{kind_name}-{name}",
-        "version": workspace_version(),
         "summary": f"{kind.summary} on {name}",
         "client": client or "its client library",
         "dependencies": ", ".join(dependencies),

@@ -129,10 +129,9 @@ def test_pyproject_names_the_distribution_and_entry_point(root: Path, kind: str)
     name = name_for(kind)
     with package_files(root, kind)["pyproject"].open("rb") as file:
         project = tomllib.load(file)
-    with (REPO / "packages" / "core" / "pyproject.toml").open("rb") as file:
-        version = tomllib.load(file)["project"]["version"]
     assert project["project"]["name"] == f"ragloom-{kind}-{name}"
-    assert project["project"]["version"] == version
+    assert project["project"]["dynamic"] == ["version"]  # from the repository's VERSION
+    assert project["tool"]["hatch"]["version"]["path"] == "../../VERSION"
     assert project["project"]["dependencies"] == ["ragloom-core", "acme>=1"]
     assert project["dependency-groups"]["test"] == ["ragloom-testkit"]
     groups = project["project"].get("entry-points", {})
