@@ -122,8 +122,11 @@ def test_easy_rag_pulls_its_defaults_and_answers(wheelhouse: Path, tmp_path: Pat
     ragloom = str(python.parent / "ragloom")
     assert "ingest" in _run([ragloom, "--help"], cwd=tmp_path).stdout
     table = json.loads(_run([ragloom, "plugins", "--json"], cwd=tmp_path).stdout)
-    assert [p["name"] for p in table["ragloom.embedding_models"]] == ["all-minilm-l6-v2"]
-    assert {"pdf", "office", "html"} <= {p["name"] for p in table["ragloom.document_parsers"]}
+    embedding = table["ragloom.embedding_models"]["providers"]
+    assert [(p["name"], p["active"]) for p in embedding] == [("all-minilm-l6-v2", True)]
+    parsers = table["ragloom.document_parsers"]["providers"]
+    assert {"pdf", "office", "html"} <= {p["name"] for p in parsers}
+    _run([ragloom, "plugins", "--check"], cwd=tmp_path)  # every default loads
     notes = tmp_path / "notes"
     notes.mkdir()
     (notes / "hotel.md").write_text("Breakfast is served from 7 to 10 in the lobby.\n")

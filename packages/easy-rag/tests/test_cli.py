@@ -118,10 +118,11 @@ def test_plugins_lists_the_defaults(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run(capsys, "plugins", "--json")
     assert code == 0
     table = json.loads(out)
-    assert [p["distribution"] for p in table["ragloom.embedding_models"]] == [
+    assert [p["distribution"] for p in table["ragloom.embedding_models"]["providers"]] == [
         "ragloom-embedding-onnx"
     ]
-    assert [p["name"] for p in table["ragloom.document_splitters"]] == ["recursive-254-30"]
+    splitters = table["ragloom.document_splitters"]["providers"]
+    assert [p["name"] for p in splitters] == ["recursive-254-30"]
 
 
 @pytest.mark.parametrize("mode", ["dense", "keyword", "hybrid"])

@@ -37,6 +37,7 @@ from ragloom.core.content import SCORE
 from ragloom.easy_rag.assistant import create_assistant
 from ragloom.easy_rag.extractive import describe_source
 from ragloom.easy_rag.index import RagIndex
+from ragloom.easy_rag.plugin_status import format_status, plugin_status
 
 EXIT_PARTIAL, EXIT_USAGE, EXIT_INDEX, EXIT_EMPTY, EXIT_IO = 1, 2, 3, 4, 5
 EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_BROKEN_PIPE = 70, 130, 141
@@ -236,29 +237,16 @@ def cmd_ask(args: argparse.Namespace) -> int:
 
 
 def cmd_plugins(args: argparse.Namespace) -> int:
-    groups = [
-        plugins.DOCUMENT_PARSERS,
-        plugins.DOCUMENT_SPLITTERS,
-        plugins.EMBEDDING_MODELS,
-        plugins.CHAT_MODELS,
-        plugins.SCORING_MODELS,
-    ]
-    table = {
-        group: [
-            {"name": ep.name, "distribution": ep.dist.name if ep.dist else None, "value": ep.value}
-            for ep in plugins.providers(group)
-        ]
-        for group in groups
-    }
+    """List the providers of each kind, ``*`` on the active ones; ``--check`` loads each."""
+    groups = plugin_status(check=args.check)
     if args.json:
-        print(json.dumps(table, indent=2))
-        return 0
-    for group, providers in table.items():
-        print(f"{group}  (choose with {plugins.env_var(group)}=<name>)")
-        if not providers:
-            print("  (none installed)")
-        for provider in providers:
-            print(f"  {provider['name']:<24} {provider['distribution']:<28} {provider['value']}")
+        print(json.dumps({g.group: g.to_dict() for g in groups}, indent=2))
+    else:
+        print(format_status(groups))
+    failed = [g.group for g in groups if g.failed]
+    if failed and args.check:
+        print(f"ragloom: plugin problems in {', '.join(failed)}", file=sys.stderr)
+        return EXIT_PARTIAL
     return 0
 
 
@@ -347,6 +335,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     plugin_cmd = commands.add_parser("plugins", help="installed integrations and defaults")
     plugin_cmd.add_argument("--json", action="store_true")
+    plugin_cmd.add_argument(
+        "--check",
+        action="store_true",
+        help="import and build every provider and report failures (exit 1 if any is broken)",
+    )
     plugin_cmd.set_defaults(run=cmd_plugins)
     return parser
 

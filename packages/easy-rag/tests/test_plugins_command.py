@@ -1,0 +1,150 @@
+"""``ragloom plugins``: the active provider of each kind, and ``--check`` as a doctor."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ragloom.chat_models.openai.testing import CHAT_MODEL, WireServer
+from ragloom.core import plugins
+from ragloom.easy_rag.assistant import CHAT_ENV_VARS
+from ragloom.easy_rag.cli import EXIT_PARTIAL, main
+
+CONFIG_VARS = (
+    *CHAT_ENV_VARS,
+    *(plugins.env_var(group) for group in (
+        plugins.DOCUMENT_PARSERS, plugins.DOCUMENT_SPLITTERS, plugins.EMBEDDING_MODELS,
+        plugins.CHAT_MODELS, plugins.SCORING_MODELS,
+    )),
+)  # fmt: skip
+
+
+@pytest.fixture(autouse=True)
+def clean_environment(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    for name in CONFIG_VARS:
+        monkeypatch.delenv(name, raising=False)
+    yield
+    plugins.refresh()  # forget entry points a test added
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, dict[str, Any], str]:
+    code = main(["plugins", "--json", *argv])
+    out, err = capsys.readouterr()
+    return code, json.loads(out), err
+
+
+def providers(table: dict[str, Any], group: str) -> dict[str, dict[str, Any]]:
+    return {p["name"]: p for p in table[group]["providers"]}
+
+
+def add_entry_point(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, group: str, line: str) -> None:
+    """Install (on sys.path) a distribution declaring one entry point."""
+    info = tmp_path / "ragloom_fake-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: ragloom-fake\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text(f"[{group}]\n{line}\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+
+
+def test_active_providers_are_marked(capsys: pytest.CaptureFixture[str]) -> None:
+    code, table, _ = run(capsys)
+    assert code == 0
+    assert providers(table, plugins.EMBEDDING_MODELS)["all-minilm-l6-v2"]["active"] is True
+    parsers = providers(table, plugins.DOCUMENT_PARSERS)
+    assert {"pdf", "office", "html"} <= parsers.keys()
+    assert all(p["active"] for p in parsers.values())  # dispatched per file
+    assert providers(table, plugins.CHAT_MODELS)["openai"]["active"] is False
+    assert "extractive" in table[plugins.CHAT_MODELS]["note"]
+    assert all("status" not in p for p in parsers.values())  # nothing loaded without --check
+
+
+def test_text_output_marks_active_with_a_star(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["plugins"]) == 0
+    out = capsys.readouterr().out
+    assert "* all-minilm-l6-v2" in out
+    assert "  openai" in out
+    assert "* = active" in out
+
+
+def test_check_loads_every_provider(capsys: pytest.CaptureFixture[str]) -> None:
+    code, table, err = run(capsys, "--check")
+    assert code == 0, err
+    assert providers(table, plugins.EMBEDDING_MODELS)["all-minilm-l6-v2"]["status"] == "ok"
+    assert providers(table, plugins.DOCUMENT_SPLITTERS)["recursive-254-30"]["status"] == "ok"
+    assert {p["status"] for p in providers(table, plugins.DOCUMENT_PARSERS).values()} == {"ok"}
+    openai = providers(table, plugins.CHAT_MODELS)["openai"]
+    assert openai["status"] == "not configured"
+    assert "OPENAI_API_KEY" in openai["error"]
+
+
+def test_configured_chat_model_is_active_and_checked(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with WireServer() as server:
+        monkeypatch.setenv("RAGLOOM_CHAT_BASE_URL", server.url)
+        monkeypatch.setenv("RAGLOOM_CHAT_MODEL_NAME", CHAT_MODEL)
+        code, table, _ = run(capsys, "--check")
+    assert code == 0
+    openai = providers(table, plugins.CHAT_MODELS)["openai"]
+    assert (openai["active"], openai["status"]) == (True, "ok")
+
+
+def test_half_configured_chat_model_fails_the_check(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("RAGLOOM_CHAT_BASE_URL", "http://127.0.0.1:1/v1")
+    code, table, err = run(capsys, "--check")
+    assert code == EXIT_PARTIAL
+    openai = providers(table, plugins.CHAT_MODELS)["openai"]
+    assert openai["active"] is True
+    assert "RAGLOOM_CHAT_MODEL_NAME" in openai["error"]
+    assert "ragloom.chat_models" in err
+
+
+def test_unknown_chosen_provider_is_reported(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("RAGLOOM_EMBEDDING_MODEL", "nope")
+    code, table, _ = run(capsys, "--check")
+    assert code == EXIT_PARTIAL
+    assert "RAGLOOM_EMBEDDING_MODEL=nope" in table[plugins.EMBEDDING_MODELS]["error"]
+    assert main(["plugins"]) == 0  # listing alone reports but does not fail
+    assert "! RAGLOOM_EMBEDDING_MODEL=nope" in capsys.readouterr().out
+
+
+def test_broken_plugin_fails_the_check(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    add_entry_point(
+        monkeypatch, tmp_path, plugins.EMBEDDING_MODELS, "broken = ragloom_missing_module:Model"
+    )
+    monkeypatch.setenv("RAGLOOM_EMBEDDING_MODEL", "all-minilm-l6-v2")
+    code, table, err = run(capsys, "--check")
+    assert code == EXIT_PARTIAL
+    found = providers(table, plugins.EMBEDDING_MODELS)
+    assert found["broken"]["status"] == "broken"
+    assert "ragloom_missing_module" in found["broken"]["error"]
+    assert found["broken"]["distribution"] == "ragloom-fake"
+    assert (found["all-minilm-l6-v2"]["active"], found["all-minilm-l6-v2"]["status"]) == (
+        True,
+        "ok",
+    )
+    assert "ragloom.embedding_models" in err
+
+
+def test_two_providers_without_a_choice_is_a_problem(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    add_entry_point(
+        monkeypatch, tmp_path, plugins.DOCUMENT_SPLITTERS,
+        "other = ragloom.easy_rag.defaults:default_document_splitter",
+    )  # fmt: skip
+    code, table, _ = run(capsys, "--check")
+    assert code == EXIT_PARTIAL
+    group = table[plugins.DOCUMENT_SPLITTERS]
+    assert "RAGLOOM_DOCUMENT_SPLITTER" in group["error"]
+    assert not any(p["active"] for p in group["providers"])
