@@ -25,7 +25,9 @@ def driver() -> Iterator[neo4j.Driver]:
     auth = None
     if user := os.environ.get("RAGLOOM_NEO4J_USER"):
         auth = (user, os.environ.get("RAGLOOM_NEO4J_PASSWORD", ""))
-    driver = neo4j.GraphDatabase.driver(SERVER_URL, auth=auth, max_transaction_retry_time=2)
+    driver = neo4j.GraphDatabase.driver(
+        SERVER_URL, auth=auth, max_transaction_retry_time=2, connection_timeout=5
+    )
     try:
         driver.verify_connectivity()
     except Exception as exc:  # any failure to connect: say how to start the server

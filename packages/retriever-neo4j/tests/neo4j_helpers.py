@@ -30,7 +30,8 @@ def load_documents(driver: neo4j.Driver, documents: Sequence[Document]) -> None:
     write(driver, "MATCH (n) DETACH DELETE n")
     for document in documents:
         topic = str(document.metadata["topic"])
-        write(driver, f"CREATE (:Document {{text: {literal(document.text)}, topic: {literal(topic)}}})")
+        text = literal(document.text)
+        write(driver, f"CREATE (:Document {{text: {text}, topic: {literal(topic)}}})")
 
 
 def count(driver: neo4j.Driver, cypher: str = "MATCH (n) RETURN count(n) AS c") -> int:

@@ -77,7 +77,7 @@ def check_read_only(cypher: str, *, read_procedures: frozenset[str] = READ_PROCE
     if "'" in code or '"' in code or "`" in code or "/*" in code:
         raise UnsafeCypherError(f"unterminated string, name or comment in Cypher: {cypher!r}")
     if ";" in code:
-        raise UnsafeCypherError(f"more than one Cypher statement: {cypher!r}")
+        raise UnsafeCypherError(f"more than one Cypher statement is not allowed: {cypher!r}")
     words = [word.upper() for word in _WORD.findall(code)]
     for clause in _WRITE_CLAUSES:
         if clause in words:
@@ -93,5 +93,5 @@ def check_read_only(cypher: str, *, read_procedures: frozenset[str] = READ_PROCE
             raise UnsafeCypherError(f"CALL subqueries are not allowed: {cypher!r}")
         if target.lower() not in read_procedures:
             raise UnsafeCypherError(
-                f"procedure {target} is not in the allowed read procedures: {cypher!r}"
+                f"procedure {target} is not allowed (not a known read procedure): {cypher!r}"
             )

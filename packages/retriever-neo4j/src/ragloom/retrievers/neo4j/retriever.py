@@ -16,7 +16,6 @@ from typing import Any
 
 import neo4j
 from neo4j.exceptions import DriverError, Neo4jError
-
 from ragloom.core.chat.messages import AiMessage, ChatMessage, UserMessage
 from ragloom.core.chat.model import ChatModel
 from ragloom.core.content import Content
