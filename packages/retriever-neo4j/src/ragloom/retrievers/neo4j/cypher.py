@@ -9,6 +9,7 @@ a Neo4j server enforces by itself.
 
 from __future__ import annotations
 
+import itertools
 import re
 
 from ragloom.core.errors import RetrievalError
@@ -84,7 +85,7 @@ def check_read_only(cypher: str, *, read_procedures: frozenset[str] = READ_PROCE
             raise UnsafeCypherError(f"{clause} is not allowed (read-only queries): {cypher!r}")
     if words and words[0] in _ADMIN_COMMANDS:
         raise UnsafeCypherError(f"{words[0]} commands are not allowed: {cypher!r}")
-    for first, second in zip(words, words[1:], strict=False):
+    for first, second in itertools.pairwise(words):
         if (first, second) == ("LOAD", "CSV"):
             raise UnsafeCypherError(f"LOAD CSV is not allowed: {cypher!r}")
     for match in _CALL.finditer(code):
