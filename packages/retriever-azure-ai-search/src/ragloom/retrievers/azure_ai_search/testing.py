@@ -24,8 +24,10 @@ from typing import Any
 __all__ = ["SearchWireServer"]
 
 _WORDS = re.compile(r"[a-z0-9]+")
-_PATH = re.compile(r"^/indexes\('?([A-Za-z0-9_-]+)'?\)/docs/search\.post\.search$|"
-                   r"^/indexes/([A-Za-z0-9_-]+)/docs/search$")
+_PATH = re.compile(
+    r"^/indexes\('?([A-Za-z0-9_-]+)'?\)/docs/search\.post\.search$|"
+    r"^/indexes/([A-Za-z0-9_-]+)/docs/search$"
+)
 
 
 def _words(text: str) -> set[str]:
@@ -42,8 +44,13 @@ class SearchWireServer:
     """Serves ``documents`` (dicts with the index's fields) of one index on 127.0.0.1."""
 
     def __init__(
-        self, index: str, documents: Sequence[Mapping[str, Any]], *, api_key: str = "test-key",
-        content_field: str = "content", key_field: str = "id",
+        self,
+        index: str,
+        documents: Sequence[Mapping[str, Any]],
+        *,
+        api_key: str = "test-key",
+        content_field: str = "content",
+        key_field: str = "id",
     ) -> None:
         self.index = index
         self.documents = [dict(d) for d in documents]
@@ -89,7 +96,9 @@ class SearchWireServer:
             hit["@search.score"] = final[i]
             if body.get("queryType") == "semantic":
                 overlap = len(_words(text or "") & _words(doc[self.content_field]))
-                hit["@search.rerankerScore"] = min(4.0, overlap * 4.0 / max(1, len(_words(text or ""))))
+                hit["@search.rerankerScore"] = min(
+                    4.0, overlap * 4.0 / max(1, len(_words(text or "")))
+                )
             hits.append(hit)
         if body.get("queryType") == "semantic":
             hits.sort(key=lambda h: -h["@search.rerankerScore"])
