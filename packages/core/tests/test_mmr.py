@@ -112,10 +112,10 @@ def test_lambda_one_is_the_stable_relevance_order(case: tuple[list[int], list[li
     query, items = case
     matrix = np.array(items, dtype=float).reshape(len(items), len(query))
     relevance = [float(v) for v in range(len(items))][::-1]  # distinct, then ties below
-    assert maximal_marginal_relevance(query, matrix, lambda_=1.0) == [
-        int(i)
-        for i in np.argsort(-(_units(matrix) @ _units(np.array(query, float))), kind="stable")
-    ]
+    # lambda=1: the relevance order, ties to the lower index (the definition's order)
+    assert maximal_marginal_relevance(query, matrix, lambda_=1.0) == reference_mmr(
+        query, items, 1.0
+    )
     ties = [r // 3 for r in relevance]
     expected = sorted(range(len(items)), key=lambda i: -ties[i])
     assert maximal_marginal_relevance(query, matrix, lambda_=1.0, relevance=ties) == expected

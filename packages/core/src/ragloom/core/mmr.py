@@ -34,12 +34,16 @@ from ragloom.core.query import Query
 __all__ = ["MmrContentAggregator", "maximal_marginal_relevance"]
 
 
-def _unit_rows(matrix: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
-    norms = np.linalg.norm(matrix, axis=-1, keepdims=True)
-    units: npt.NDArray[np.float64] = np.divide(
-        matrix, norms, out=np.zeros_like(matrix), where=norms > 0
+def _cosines(
+    matrix: npt.NDArray[np.float64], norms: npt.NDArray[np.float64], vector: npt.NDArray[np.float64]
+) -> npt.NDArray[np.float64]:
+    """Cosines of the rows of ``matrix`` (with ``norms``) with ``vector``: dot products
+    first, divided after, so orthogonal vectors give exactly 0 (0 for zero vectors)."""
+    scale = norms * float(np.linalg.norm(vector))
+    cosines: npt.NDArray[np.float64] = np.divide(
+        matrix @ vector, scale, out=np.zeros(len(matrix)), where=scale > 0
     )
-    return units
+    return cosines
 
 
 def _check_lambda(lambda_: float) -> float:
@@ -81,7 +85,7 @@ def maximal_marginal_relevance(
     count = vectors.shape[0]
     if count == 0:
         return []
-    units = _unit_rows(vectors)
+    norms = np.linalg.norm(vectors, axis=1)
     if relevance is None:
         query = np.asarray(query_embedding, dtype=np.float64)
         if query.shape != (vectors.shape[1],):
@@ -89,14 +93,14 @@ def maximal_marginal_relevance(
                 f"query_embedding must have shape ({vectors.shape[1]},) like the embeddings, "
                 f"got {query.shape}"
             )
-        scores = units @ _unit_rows(query)
+        scores = _cosines(vectors, norms, query)
     else:
         scores = np.asarray(relevance, dtype=np.float64)
         if scores.shape != (count,):
             raise InvalidArgumentError(
                 f"relevance must have one score per embedding ({count}), got shape {scores.shape}"
             )
-    if not np.all(np.isfinite(scores)) or not np.all(np.isfinite(units)):
+    if not np.all(np.isfinite(scores)) or not np.all(np.isfinite(norms)):
         raise InvalidArgumentError("embeddings and relevance must be finite numbers")
     wanted = count if limit is None else min(limit, count)
     weighted = lam * scores
@@ -108,7 +112,7 @@ def maximal_marginal_relevance(
         pick = int(np.argmax(marginal))
         chosen.append(pick)
         available[pick] = False
-        similarity = units @ units[pick]
+        similarity = _cosines(vectors, norms, vectors[pick])
         penalty = similarity if step == 0 else np.maximum(penalty, similarity)
     return chosen
 

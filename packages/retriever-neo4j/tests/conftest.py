@@ -1,0 +1,58 @@
+"""The Bolt server fixture shared by the integration tests.
+
+pytest runs with ``--import-mode=importlib``, which does not put this directory on
+``sys.path``; the tests import ``neo4j_helpers`` by name, so add it.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import neo4j
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from neo4j_helpers import SERVER_URL, START_HINT
+
+REPO = Path(__file__).resolve().parents[3]
+
+
+def _fresh_local_server() -> None:
+    """Restart the local FalkorDB server (data kept) when the tests use it: its Bolt
+    listener can stall new connections after an earlier session's failed queries
+    (packages/retriever-neo4j/README.md), so each session starts on a fresh listener."""
+    if "RAGLOOM_NEO4J_URL" in os.environ:
+        return
+    service = REPO / "scripts" / "services" / "neo4j.sh"
+    if subprocess.run(["bash", str(service), "status"], capture_output=True).returncode:
+        return  # not running: the driver fixture fails with the start command
+    subprocess.run(["bash", str(service), "restart"], capture_output=True, check=True)
+
+
+@pytest.fixture(scope="session")
+def driver() -> Iterator[neo4j.Driver]:
+    """A driver to the test server; fails (never skips) with the command that starts it."""
+    _fresh_local_server()
+    auth = None
+    if user := os.environ.get("RAGLOOM_NEO4J_USER"):
+        auth = (user, os.environ.get("RAGLOOM_NEO4J_PASSWORD", ""))
+    driver = neo4j.GraphDatabase.driver(
+        SERVER_URL, auth=auth, max_transaction_retry_time=2, connection_timeout=5
+    )
+    try:
+        driver.verify_connectivity()
+    except Exception as exc:  # any failure to connect: say how to start the server
+        driver.close()
+        pytest.fail(
+            f"no Bolt server at {SERVER_URL}: {exc}\nStart it with `{START_HINT}` "
+            "(from the repository root), or set RAGLOOM_NEO4J_URL.",
+            pytrace=False,
+        )
+    yield driver
+    driver.close()
+
