@@ -1,0 +1,217 @@
+"""ragloom filters -> Milvus boolean expressions over the ``metadata``/``kinds`` JSON fields.
+
+Milvus Lite 2.5 cannot evaluate ``not (...)``, so the compiler builds every node in both
+polarities at once (negation normal form): a leaf gives its condition and its negation,
+``And``/``Or`` combine them by De Morgan and ``Not`` swaps them. The core semantics hold:
+
+* a missing key: Milvus already makes ``==``, ``<``, ``in``, ``like`` false and ``!=``,
+  ``not in`` true on a missing JSON key; negated orderings add
+  ``kinds[k] not in [number kinds]`` (or ``!= "s"``), true for a missing key or a NaN;
+* int and float compare by value: Milvus compares int64 with int64 exactly and mixes via
+  double, which is exact while the filter value is below 2**53 in magnitude;
+* a UUID filter value is its canonical str, which equals a stored UUID (kept as its
+  canonical str) and a stored str with that text;
+* a type mismatch: :func:`mismatch_probe` finds a stored value of an incompatible kind
+  under any filtered key (``kinds[k] in [...]``), and the store raises core's error.
+
+What an expression cannot say exactly (a key or str value with control characters, a
+number of 2**53 or more, a negated ``contains_string``) compiles to a *superset* and the
+result is marked inexact: the store then checks each candidate with ``Filter.test``, the
+reference semantics, in Python. Results are exact either way.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ragloom.core.filter_compiler import FilterCompiler
+from ragloom.core.filter_values import NUMBER, STR, UUID, FilterValue, value_kind
+from ragloom.core.filters import (
+    ContainsString,
+    Filter,
+    IsEqualTo,
+    IsGreaterThan,
+    IsGreaterThanOrEqualTo,
+    IsIn,
+    IsLessThan,
+    IsLessThanOrEqualTo,
+    IsNotEqualTo,
+    IsNotIn,
+)
+from ragloom.stores.milvus._expr import Expr, Param, expressible, join, path
+from ragloom.stores.milvus._metadata import ALL_STORED_KINDS, KINDS_OF
+
+_EXACT_LIMIT = 2**53
+_FINITE_OR_INF = ("i", "f", "p", "n")  # number kinds that order (NaN does not)
+_INVERSE = {">": "<=", ">=": "<", "<": ">=", "<=": ">"}
+
+
+@dataclass(frozen=True, slots=True)
+class Cond:
+    """An expression, or a constant (``expr`` None); ``exact`` False marks a superset."""
+
+    expr: Expr | None
+    value: bool = True
+    exact: bool = True
+
+
+TRUE = Cond(None, True)
+FALSE = Cond(None, False)
+SUPERSET = Cond(None, True, exact=False)  # "maybe": checked in Python afterwards
+
+
+def _and(operands: list[Cond]) -> Cond:
+    if any(op.expr is None and not op.value for op in operands):
+        return FALSE
+    exact = all(op.exact for op in operands)
+    exprs = [op.expr for op in operands if op.expr is not None]
+    if not exprs:
+        return Cond(None, True, exact)
+    return Cond(exprs[0] if len(exprs) == 1 else join("and", exprs), True, exact)
+
+
+def _or(operands: list[Cond]) -> Cond:
+    exact = all(op.exact for op in operands)
+    if any(op.expr is None and op.value for op in operands):
+        return Cond(None, True, exact)
+    exprs = [op.expr for op in operands if op.expr is not None]
+    if not exprs:
+        return FALSE
+    return Cond(exprs[0] if len(exprs) == 1 else join("or", exprs), True, exact)
+
+
+Pair = tuple[Cond, Cond]  # (the condition, its negation)
+
+
+def _cmp(left: str, operator: str, value: FilterValue | tuple[FilterValue, ...]) -> Cond:
+    return Cond((f"{left} {operator} ", Param(_param(value))))
+
+
+def _param(value: FilterValue | tuple[FilterValue, ...]) -> str | int | float | bool | tuple:  # type: ignore[type-arg]
+    if isinstance(value, tuple):
+        return tuple(_param(item) for item in value)
+    if value_kind(value) == UUID:
+        return str(value)
+    return value  # type: ignore[return-value]
+
+
+def _exact_value(value: FilterValue) -> bool:
+    kind = value_kind(value)
+    if kind == NUMBER:
+        return -_EXACT_LIMIT < value < _EXACT_LIMIT  # type: ignore[operator]
+    if kind == STR:
+        return expressible(value)  # type: ignore[arg-type]
+    return True
+
+
+@dataclass
+class _Compiler(FilterCompiler[Pair]):
+    backend = "the Milvus store"
+    probes: dict[str, set[str]] = field(default_factory=dict)
+    probe_complete: bool = True
+
+    def leaf(self, key: str, kind: str, values: tuple[FilterValue, ...]) -> tuple[str, str] | None:
+        """The metadata and kinds paths of ``key``, noting its type check; None if the key
+        cannot be written in an expression."""
+        if not expressible(key):
+            self.probe_complete = False
+            return None
+        allowed = set(KINDS_OF[kind]) | ({"s"} if kind == UUID else set())
+        self.probes.setdefault(key, set()).update(k for k in ALL_STORED_KINDS if k not in allowed)
+        if not all(_exact_value(value) for value in values):
+            return None
+        return path("metadata", key), path("kinds", key)
+
+    def equality(self, key: str, value: FilterValue) -> Pair:
+        paths = self.leaf(key, value_kind(value), (value,))
+        if paths is None:
+            return SUPERSET, SUPERSET
+        return _cmp(paths[0], "==", value), _cmp(paths[0], "!=", value)
+
+    def membership(self, key: str, values: tuple[FilterValue, ...]) -> Pair:
+        paths = self.leaf(key, value_kind(values[0]), values)
+        if paths is None:
+            return SUPERSET, SUPERSET
+        return _cmp(paths[0], "in", values), _cmp(paths[0], "not in", values)
+
+    def order(self, key: str, operator: str, value: FilterValue) -> Pair:
+        kind = value_kind(value)
+        paths = self.leaf(key, kind, (value,))
+        if paths is None:
+            return SUPERSET, SUPERSET
+        metadata, kinds = paths
+        ordered = _FINITE_OR_INF if kind == NUMBER else ("s",)
+        incomparable = _cmp(kinds, "not in", ordered)  # missing key, NaN (or a mismatch)
+        return (
+            _cmp(metadata, operator, value),
+            _or([_cmp(metadata, _INVERSE[operator], value), incomparable]),
+        )
+
+    def is_equal_to(self, filter: IsEqualTo) -> Pair:
+        return self.equality(filter.key, filter.value)
+
+    def is_not_equal_to(self, filter: IsNotEqualTo) -> Pair:
+        positive, negative = self.equality(filter.key, filter.value)
+        return negative, positive
+
+    def is_greater_than(self, filter: IsGreaterThan) -> Pair:
+        return self.order(filter.key, ">", filter.value)
+
+    def is_greater_than_or_equal_to(self, filter: IsGreaterThanOrEqualTo) -> Pair:
+        return self.order(filter.key, ">=", filter.value)
+
+    def is_less_than(self, filter: IsLessThan) -> Pair:
+        return self.order(filter.key, "<", filter.value)
+
+    def is_less_than_or_equal_to(self, filter: IsLessThanOrEqualTo) -> Pair:
+        return self.order(filter.key, "<=", filter.value)
+
+    def is_in(self, filter: IsIn) -> Pair:
+        return self.membership(filter.key, filter.values)
+
+    def is_not_in(self, filter: IsNotIn) -> Pair:
+        positive, negative = self.membership(filter.key, filter.values)
+        return negative, positive
+
+    def contains_string(self, filter: ContainsString) -> Pair:
+        paths = self.leaf(filter.key, STR, (filter.value,))
+        if paths is None:
+            return SUPERSET, SUPERSET
+        pattern = "%" + _like_escape(filter.value) + "%"
+        # "not like" does not exist in Milvus Lite: the negation is checked in Python.
+        return Cond((f"{paths[0]} like ", Param(pattern))), SUPERSET
+
+    def and_(self, operands: list[Pair]) -> Pair:
+        return _and([p for p, _ in operands]), _or([n for _, n in operands])
+
+    def or_(self, operands: list[Pair]) -> Pair:
+        return _or([p for p, _ in operands]), _and([n for _, n in operands])
+
+    def not_(self, operand: Pair) -> Pair:
+        return operand[1], operand[0]
+
+
+def _like_escape(text: str) -> str:
+    """``text`` matched literally by ``like`` (``\\``, ``%`` and ``_`` escaped)."""
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
+@dataclass(frozen=True)
+class CompiledFilter:
+    """A filter's Milvus condition, its exactness, and its type-mismatch probe."""
+
+    condition: Cond
+    probe: Expr | None
+    probe_complete: bool
+
+
+def compile_filter(condition: Filter) -> CompiledFilter:
+    """The Milvus expression of ``condition`` (see the module docstring)."""
+    compiler = _Compiler()
+    positive, _ = compiler.compile(condition)
+    checks = [
+        _cmp(path("kinds", key), "in", tuple(sorted(kinds)))
+        for key, kinds in compiler.probes.items()
+    ]
+    probe = _or(checks).expr if checks else None
+    return CompiledFilter(positive, probe, compiler.probe_complete)

@@ -1,0 +1,26 @@
+"""The testkit suites, unchanged, on Milvus Lite (the native 2.5 engine) through pymilvus."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from pymilvus import MilvusClient
+
+from ragloom.stores.milvus import MilvusEmbeddingStore
+from ragloom.testkit import EmbeddingStoreFilterSuite, EmbeddingStoreSuite
+
+pytestmark = pytest.mark.integration
+
+
+class TestMilvusConformance(EmbeddingStoreSuite, EmbeddingStoreFilterSuite):
+    """FLAT (exact) cosine index, typed JSON metadata, a fresh collection per test."""
+
+    @pytest.fixture
+    def store(
+        self, milvus_client: MilvusClient, collection_name: str, dimension: int
+    ) -> Iterator[MilvusEmbeddingStore]:
+        with MilvusEmbeddingStore(
+            client=milvus_client, collection_name=collection_name, dimension=dimension
+        ) as store:
+            yield store
