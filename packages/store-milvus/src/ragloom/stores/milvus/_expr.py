@@ -11,7 +11,7 @@ by :func:`path` (Milvus has no template for a path); :func:`expressible` says wh
 strings can be written at all: Milvus Lite's lexer decodes only the ``\\"``, ``\\'`` and
 ``\\\\`` escapes and refuses raw control characters, so a string holding U+0000-U+001F or
 U+007F cannot appear in an expression (the filter compiler then falls back to an exact
-check in Python, see ``_filters``).
+check in Python, see ``_filters``); nor can a key holding ``/`` or ``~`` (JSON pointer).
 """
 
 from __future__ import annotations
@@ -50,6 +50,12 @@ def expressible(text: str) -> bool:
     return _CONTROL.isdisjoint(text)
 
 
+def key_expressible(key: str) -> bool:
+    """Whether ``field["key"]`` names the top-level ``key``: Milvus turns the path into a
+    JSON pointer without escaping, so ``/`` and ``~`` would address other keys."""
+    return expressible(key) and "/" not in key and "~" not in key
+
+
 def string_literal(text: str) -> str:
     """``text`` as a double-quoted Milvus string literal (only ``\\`` and ``"`` escaped)."""
     if not expressible(text):
@@ -77,7 +83,9 @@ def literal(value: JsonScalar | tuple[JsonScalar, ...]) -> str:
 
 
 def path(field: str, key: str) -> str:
-    """``field["key"]``: a top-level key of a JSON field (``key`` must be expressible)."""
+    """``field["key"]``: a top-level key of a JSON field (see :func:`key_expressible`)."""
+    if not key_expressible(key):
+        raise InvalidFilterError(f"metadata key {key!r} cannot be named in a Milvus expression")
     return f"{field}[{string_literal(key)}]"
 
 

@@ -14,7 +14,8 @@ polarities at once (negation normal form): a leaf gives its condition and its ne
 * a type mismatch: :func:`mismatch_probe` finds a stored value of an incompatible kind
   under any filtered key (``kinds[k] in [...]``), and the store raises core's error.
 
-What an expression cannot say exactly (a key or str value with control characters, a
+What an expression cannot say exactly (a key with control characters, ``/`` or ``~``, a str value
+with control characters, a
 number of 2**53 or more, a negated ``contains_string``) compiles to a *superset* and the
 result is marked inexact: the store then checks each candidate with ``Filter.test``, the
 reference semantics, in Python. Results are exact either way.
@@ -38,7 +39,7 @@ from ragloom.core.filters import (
     IsNotEqualTo,
     IsNotIn,
 )
-from ragloom.stores.milvus._expr import Expr, Param, expressible, join, path
+from ragloom.stores.milvus._expr import Expr, Param, expressible, join, key_expressible, path
 from ragloom.stores.milvus._metadata import ALL_STORED_KINDS, KINDS_OF
 
 _EXACT_LIMIT = 2**53
@@ -113,7 +114,7 @@ class _Compiler(FilterCompiler[Pair]):
     def leaf(self, key: str, kind: str, values: tuple[FilterValue, ...]) -> tuple[str, str] | None:
         """The metadata and kinds paths of ``key``, noting its type check; None if the key
         cannot be written in an expression."""
-        if not expressible(key):
+        if not key_expressible(key):
             self.probe_complete = False
             return None
         allowed = set(KINDS_OF[kind]) | ({"s"} if kind == UUID else set())
