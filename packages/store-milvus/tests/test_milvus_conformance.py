@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from pymilvus import MilvusClient
+from pymilvus import MilvusClient  # type: ignore[import-untyped]
 
 from ragloom.stores.milvus import MilvusEmbeddingStore
 from ragloom.testkit import EmbeddingStoreFilterSuite, EmbeddingStoreSuite

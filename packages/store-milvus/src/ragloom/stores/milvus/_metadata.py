@@ -73,13 +73,13 @@ def encode_metadata(
                 exact[key] = str(number)
             kinds[key] = "i"
         elif isinstance(value, float):
-            number = float(value)
-            if math.isnan(number):
+            real = float(value)
+            if math.isnan(real):
                 kinds[key] = "x"
-            elif math.isinf(number):
-                values[key], kinds[key] = (_MAX, "p") if number > 0 else (-_MAX, "n")
+            elif math.isinf(real):
+                values[key], kinds[key] = (_MAX, "p") if real > 0 else (-_MAX, "n")
             else:
-                values[key], kinds[key] = number, "f"
+                values[key], kinds[key] = real, "f"
         elif isinstance(value, str):
             values[key], kinds[key] = _storable_str(key, value, "value"), "s"
         elif isinstance(value, uuid.UUID):
@@ -109,7 +109,7 @@ def decode_metadata(
     values = values or {}
     exact = exact or {}
     for key, kind in (kinds or {}).items():
-        value = values.get(key)
+        value: Any = values.get(key)
         if kind == "s":
             result[key] = str(value)
         elif kind == "i":

@@ -20,6 +20,7 @@ could hide a tie at the cut, more are fetched. Filters compile to Milvus express
 
 from __future__ import annotations
 
+import contextlib
 import re
 import threading
 import time
@@ -28,7 +29,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 import numpy.typing as npt
-from pymilvus import DataType, MilvusClient, MilvusException
+from pymilvus import DataType, MilvusClient, MilvusException  # type: ignore[import-untyped]
 
 from ragloom.core.document import TextSegment
 from ragloom.core.embedding import Embedding
@@ -182,7 +183,9 @@ class MilvusEmbeddingStore(EmbeddingStore):
                 kwargs["db_name"] = db_name
             lite = self._uri.endswith(".db")
             templates = (not lite) if expression_templates is None else expression_templates
-            self._client = self._call(f"connecting to Milvus at {self._uri}", MilvusClient, **kwargs)
+            self._client = self._call(
+                f"connecting to Milvus at {self._uri}", MilvusClient, **kwargs
+            )
             self._owns_client = True
         self._templates = templates
         try:
@@ -241,10 +244,8 @@ class MilvusEmbeddingStore(EmbeddingStore):
         """Close the client, if the store created it."""
         if self._owns_client:
             self._owns_client = False
-            try:
+            with contextlib.suppress(MilvusException):  # a broken connection: nothing to release
                 self._client.close()
-            except MilvusException:  # closing a broken connection: nothing left to release
-                pass
 
     def __enter__(self) -> MilvusEmbeddingStore:
         return self
@@ -376,7 +377,9 @@ class MilvusEmbeddingStore(EmbeddingStore):
         for start in range(0, count, self._batch_size):
             batch = rows[start : start + self._batch_size]
             self._keep_positions(batch)
-            self._call(f"writing {len(batch)} entries", self._client.upsert, self._collection, batch)
+            self._call(
+                f"writing {len(batch)} entries", self._client.upsert, self._collection, batch
+            )
         return id_list
 
     def _rows(
@@ -463,11 +466,7 @@ class MilvusEmbeddingStore(EmbeddingStore):
         if condition.expr is None and not condition.value:
             return EmbeddingSearchResult([])
         k = request.max_results
-        if (
-            condition.exact
-            and k <= _TOP_K_LIMIT // 4
-            and np.any(query != 0)
-        ):
+        if condition.exact and k <= _TOP_K_LIMIT // 4 and np.any(query != 0):
             rows = self._nearest(query, k, condition.expr)
         else:  # a filter finished in Python, a zero query (all ties), or a huge k
             rows = self._scan(condition.expr)
@@ -563,11 +562,11 @@ class MilvusEmbeddingStore(EmbeddingStore):
                 break
             row = rows[i]
             segment = (
-                TextSegment(row["text"], Metadata(self._metadata(row)))
-                if row["has_text"]
-                else None
+                TextSegment(row["text"], Metadata(self._metadata(row))) if row["has_text"] else None
             )
-            matches.append(EmbeddingMatch(float(scores[i]), row["id"], Embedding(matrix[i]), segment))
+            matches.append(
+                EmbeddingMatch(float(scores[i]), row["id"], Embedding(matrix[i]), segment)
+            )
         return matches
 
     @staticmethod
@@ -581,7 +580,9 @@ class MilvusEmbeddingStore(EmbeddingStore):
         if ids is not None and filter is not None:
             raise EmbeddingStoreError("remove_all takes ids or a filter, not both")
         if ids is not None:
-            id_list = [id for id in dict.fromkeys(validate_ids(ids, unique=False)) if expressible(id)]
+            id_list = [
+                id for id in dict.fromkeys(validate_ids(ids, unique=False)) if expressible(id)
+            ]
             if self._dimension is not None:
                 self._delete_ids(id_list)
             return
@@ -589,7 +590,9 @@ class MilvusEmbeddingStore(EmbeddingStore):
         if self._dimension is None:
             return
         if compiled is None:
-            self._call("removing all entries", self._client.delete, self._collection, filter='id != ""')
+            self._call(
+                "removing all entries", self._client.delete, self._collection, filter='id != ""'
+            )
             return
         condition = compiled.condition
         if condition.expr is None and not condition.value:
