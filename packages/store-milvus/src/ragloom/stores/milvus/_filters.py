@@ -106,7 +106,7 @@ def _exact_value(value: FilterValue) -> bool:
 
 
 @dataclass
-class _Compiler(FilterCompiler[Pair]):
+class MilvusFilterCompiler(FilterCompiler[Pair]):
     backend = "the Milvus store"
     probes: dict[str, set[str]] = field(default_factory=dict)
     probe_complete: bool = True
@@ -208,7 +208,7 @@ class CompiledFilter:
 
 def compile_filter(condition: Filter) -> CompiledFilter:
     """The Milvus expression of ``condition`` (see the module docstring)."""
-    compiler = _Compiler()
+    compiler = MilvusFilterCompiler()
     positive, _ = compiler.compile(condition)
     checks = [
         _cmp(path("kinds", key), "in", tuple(sorted(kinds)))
