@@ -67,9 +67,7 @@ def tenant_documents() -> list[Document]:
 
 
 @pytest.fixture(scope="module")
-def stores(
-    model: EmbeddingModel, milvus_store: MilvusEmbeddingStore
-) -> dict[str, EmbeddingStore]:
+def stores(model: EmbeddingModel, milvus_store: MilvusEmbeddingStore) -> dict[str, EmbeddingStore]:
     documents = tenant_documents()
     memory = InMemoryEmbeddingStore()
     for store in (memory, milvus_store):

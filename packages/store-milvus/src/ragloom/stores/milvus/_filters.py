@@ -107,6 +107,8 @@ def _exact_value(value: FilterValue) -> bool:
 
 @dataclass
 class MilvusFilterCompiler(FilterCompiler[Pair]):
+    """Filter -> (condition, negation) expressions; notes each key's type check."""
+
     backend = "the Milvus store"
     probes: dict[str, set[str]] = field(default_factory=dict)
     probe_complete: bool = True
