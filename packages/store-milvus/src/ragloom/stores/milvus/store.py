@@ -376,7 +376,8 @@ class MilvusEmbeddingStore(EmbeddingStore):
                     self._dimension = self._check_collection(vectors.shape[1])
         for start in range(0, count, self._batch_size):
             batch = rows[start : start + self._batch_size]
-            self._keep_positions(batch)
+            if ids is not None:  # generated UUID4s are new: nothing to keep
+                self._keep_positions(batch)
             self._call(
                 f"writing {len(batch)} entries", self._client.upsert, self._collection, batch
             )
@@ -391,6 +392,7 @@ class MilvusEmbeddingStore(EmbeddingStore):
     ) -> list[Row]:
         rows: list[Row] = []
         seqs = self._next_seqs(len(ids))
+        vector_lists = vectors.tolist()
         for position, id in enumerate(ids):
             text = texts[position]
             if text is not None:
@@ -410,7 +412,7 @@ class MilvusEmbeddingStore(EmbeddingStore):
                 {
                     "id": id,
                     "seq": seqs + position,
-                    "vector": vectors[position].tolist(),
+                    "vector": vector_lists[position],
                     "text": text or "",
                     "has_text": text is not None,
                     "metadata": values,
