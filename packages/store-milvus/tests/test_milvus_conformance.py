@@ -8,7 +8,7 @@ import pytest
 from pymilvus import MilvusClient  # type: ignore[import-untyped]
 
 from ragloom.stores.milvus import MilvusEmbeddingStore
-from ragloom.testkit import EmbeddingStoreFilterSuite, EmbeddingStoreSuite
+from ragloom.testkit import Deviation, EmbeddingStoreFilterSuite, EmbeddingStoreSuite
 
 pytestmark = pytest.mark.integration
 
@@ -22,5 +22,27 @@ class TestMilvusConformance(EmbeddingStoreSuite, EmbeddingStoreFilterSuite):
     ) -> Iterator[MilvusEmbeddingStore]:
         with MilvusEmbeddingStore(
             client=milvus_client, collection_name=collection_name, dimension=dimension
+        ) as store:
+            yield store
+
+
+class TestMilvusWithoutTypeChecks(EmbeddingStoreFilterSuite):
+    """``type_checks=False``: no probe query before filtered calls (faster on large
+    collections without a JSON index); a mismatched entry is simply not matched."""
+
+    raises_on_filter_type_mismatch = Deviation(
+        "type_checks=False skips the query that looks for stored values of an incompatible "
+        "type; such entries then match neither a comparison nor its negation"
+    )
+
+    @pytest.fixture
+    def store(
+        self, milvus_client: MilvusClient, collection_name: str, dimension: int
+    ) -> Iterator[MilvusEmbeddingStore]:
+        with MilvusEmbeddingStore(
+            client=milvus_client,
+            collection_name=collection_name,
+            dimension=dimension,
+            type_checks=False,
         ) as store:
             yield store

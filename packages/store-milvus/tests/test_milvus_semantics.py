@@ -22,6 +22,7 @@ from ragloom.core.errors import EmbeddingStoreError, InvalidFilterError
 from ragloom.core.filters import Filter, metadata_key
 from ragloom.core.stores.base import EmbeddingSearchRequest, EmbeddingStore
 from ragloom.stores.milvus import MilvusEmbeddingStore
+from ragloom.stores.milvus._filters import matches
 
 pytestmark = pytest.mark.integration
 
@@ -340,3 +341,36 @@ def test_settings_are_validated_at_the_edge(kwargs: dict[str, object], message: 
 def test_an_unreachable_server_is_a_clear_error() -> None:
     with pytest.raises(EmbeddingStoreError, match="127.0.0.1:1"):
         MilvusEmbeddingStore("http://127.0.0.1:1", "c", dimension=4, timeout=2)
+
+
+def test_without_type_checks_mismatches_match_neither_side(
+    milvus_client: MilvusClient, collection_name: str
+) -> None:
+    """type_checks=False: random nested filters over a key holding every type agree with
+    core's semantics where a mismatched leaf is false and so is its negation."""
+    rng = random.Random(11)
+    uid = uuid.UUID(int=3)
+    pool: list[object] = [1, 2, 2.5, math.nan, "x", "2", "a\nb", True, False, uid, str(uid)]
+    rows: list[dict[str, object]] = [{"m": rng.choice(pool)} if i % 6 else {} for i in range(48)]
+    store = MilvusEmbeddingStore(
+        client=milvus_client, collection_name=collection_name, dimension=DIM, type_checks=False
+    )
+    ids = _fill([store], rows)
+    key = metadata_key("m")
+
+    def leaf() -> Filter:
+        value = rng.choice([1, 2.0, "x", "2", "a\nb", True, uid, 2**60])
+        options = [key.is_equal_to(value), key.is_not_equal_to(value), key.is_in([value])]
+        options.append(key.is_not_in([value]))
+        if isinstance(value, int | float | str) and not isinstance(value, bool):
+            options += [key.is_greater_than(value), key.is_less_than_or_equal_to(value)]
+        if isinstance(value, str):
+            options += [key.contains_string(value), ~key.contains_string(value)]
+        return rng.choice(options)
+
+    for _ in range(60):
+        condition = rng.choice([leaf(), ~leaf(), leaf() | ~leaf(), ~(leaf() & leaf())])
+        expected = {
+            i for i, row in zip(ids, rows, strict=True) if matches(condition, row, lenient=True)
+        }
+        assert {i for i, _ in _found(store, condition)} == expected, str(condition)

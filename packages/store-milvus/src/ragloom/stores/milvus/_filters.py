@@ -23,11 +23,15 @@ reference semantics, in Python. Results are exact either way.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
+from ragloom.core.errors import InvalidFilterError
 from ragloom.core.filter_compiler import FilterCompiler
 from ragloom.core.filter_values import NUMBER, STR, UUID, FilterValue, value_kind
 from ragloom.core.filters import (
+    And,
     ContainsString,
     Filter,
     IsEqualTo,
@@ -38,6 +42,8 @@ from ragloom.core.filters import (
     IsLessThanOrEqualTo,
     IsNotEqualTo,
     IsNotIn,
+    Not,
+    Or,
 )
 from ragloom.stores.milvus._expr import Expr, Param, expressible, join, key_expressible, path
 from ragloom.stores.milvus._metadata import ALL_STORED_KINDS, KINDS_OF
@@ -105,17 +111,31 @@ def _exact_value(value: FilterValue) -> bool:
     return True
 
 
+@dataclass(frozen=True, slots=True)
+class _Key:
+    """A filtered key's paths and the stored kinds its filter value compares with."""
+
+    metadata: str
+    kinds: str
+    compatible: tuple[str, ...]
+
+
 @dataclass
 class MilvusFilterCompiler(FilterCompiler[Pair]):
-    """Filter -> (condition, negation) expressions; notes each key's type check."""
+    """Filter -> (condition, negation) expressions; notes each key's type check.
+
+    ``lenient`` (the store's ``type_checks=False``): an entry holding a value of an
+    incompatible type matches neither a leaf nor its negation, instead of raising.
+    """
 
     backend = "the Milvus store"
+    lenient: bool = False
     probes: dict[str, set[str]] = field(default_factory=dict)
     probe_complete: bool = True
 
-    def leaf(self, key: str, kind: str, values: tuple[FilterValue, ...]) -> tuple[str, str] | None:
-        """The metadata and kinds paths of ``key``, noting its type check; None if the key
-        cannot be written in an expression."""
+    def leaf(self, key: str, kind: str, values: tuple[FilterValue, ...]) -> _Key | None:
+        """The paths of ``key``, noting its type check; None if the key or a value cannot be
+        written exactly in an expression."""
         if not key_expressible(key):
             self.probe_complete = False
             return None
@@ -123,32 +143,47 @@ class MilvusFilterCompiler(FilterCompiler[Pair]):
         self.probes.setdefault(key, set()).update(k for k in ALL_STORED_KINDS if k not in allowed)
         if not all(_exact_value(value) for value in values):
             return None
-        return path("metadata", key), path("kinds", key)
+        return _Key(path("metadata", key), path("kinds", key), tuple(sorted(allowed)))
+
+    def guarded(self, key: _Key, positive: Cond, negative: Cond, nan: bool = False) -> Pair:
+        """Strict: as given (mismatches raise before). Lenient: both sides only for entries
+        of a compatible kind; the negation also for a missing key (and a NaN if ``nan``)."""
+        if not self.lenient:
+            return positive, negative
+        compatible = _cmp(key.kinds, "in", key.compatible)
+        absent = [_cmp(key.kinds, "not in", ALL_STORED_KINDS)]
+        if nan:
+            absent.append(_cmp(key.kinds, "==", "x"))
+        return _and([positive, compatible]), _or([_and([negative, compatible]), *absent])
 
     def equality(self, key: str, value: FilterValue) -> Pair:
-        paths = self.leaf(key, value_kind(value), (value,))
-        if paths is None:
+        found = self.leaf(key, value_kind(value), (value,))
+        if found is None:
             return SUPERSET, SUPERSET
-        return _cmp(paths[0], "==", value), _cmp(paths[0], "!=", value)
+        return self.guarded(
+            found, _cmp(found.metadata, "==", value), _cmp(found.metadata, "!=", value)
+        )
 
     def membership(self, key: str, values: tuple[FilterValue, ...]) -> Pair:
-        paths = self.leaf(key, value_kind(values[0]), values)
-        if paths is None:
+        found = self.leaf(key, value_kind(values[0]), values)
+        if found is None:
             return SUPERSET, SUPERSET
-        return _cmp(paths[0], "in", values), _cmp(paths[0], "not in", values)
+        return self.guarded(
+            found, _cmp(found.metadata, "in", values), _cmp(found.metadata, "not in", values)
+        )
 
     def order(self, key: str, operator: str, value: FilterValue) -> Pair:
         kind = value_kind(value)
-        paths = self.leaf(key, kind, (value,))
-        if paths is None:
+        found = self.leaf(key, kind, (value,))
+        if found is None:
             return SUPERSET, SUPERSET
-        metadata, kinds = paths
+        positive = _cmp(found.metadata, operator, value)
+        inverse = _cmp(found.metadata, _INVERSE[operator], value)
+        if self.lenient:
+            return self.guarded(found, positive, inverse, nan=kind == NUMBER)
         ordered = _FINITE_OR_INF if kind == NUMBER else ("s",)
-        incomparable = _cmp(kinds, "not in", ordered)  # missing key, NaN (or a mismatch)
-        return (
-            _cmp(metadata, operator, value),
-            _or([_cmp(metadata, _INVERSE[operator], value), incomparable]),
-        )
+        incomparable = _cmp(found.kinds, "not in", ordered)  # missing key, NaN (or a mismatch)
+        return positive, _or([inverse, incomparable])
 
     def is_equal_to(self, filter: IsEqualTo) -> Pair:
         return self.equality(filter.key, filter.value)
@@ -177,12 +212,13 @@ class MilvusFilterCompiler(FilterCompiler[Pair]):
         return negative, positive
 
     def contains_string(self, filter: ContainsString) -> Pair:
-        paths = self.leaf(filter.key, STR, (filter.value,))
-        if paths is None:
+        found = self.leaf(filter.key, STR, (filter.value,))
+        if found is None:
             return SUPERSET, SUPERSET
         pattern = "%" + _like_escape(filter.value) + "%"
         # "not like" does not exist in Milvus Lite: the negation is checked in Python.
-        return Cond((f"{paths[0]} like ", Param(pattern))), SUPERSET
+        positive = Cond((f"{found.metadata} like ", Param(pattern)))
+        return self.guarded(found, positive, SUPERSET)[0], SUPERSET
 
     def and_(self, operands: list[Pair]) -> Pair:
         return _and([p for p, _ in operands]), _or([n for _, n in operands])
@@ -208,9 +244,9 @@ class CompiledFilter:
     probe_complete: bool
 
 
-def compile_filter(condition: Filter) -> CompiledFilter:
+def compile_filter(condition: Filter, *, lenient: bool = False) -> CompiledFilter:
     """The Milvus expression of ``condition`` (see the module docstring)."""
-    compiler = MilvusFilterCompiler()
+    compiler = MilvusFilterCompiler(lenient=lenient)
     positive, _ = compiler.compile(condition)
     checks = [
         _cmp(path("kinds", key), "in", tuple(sorted(kinds)))
@@ -218,3 +254,23 @@ def compile_filter(condition: Filter) -> CompiledFilter:
     ]
     probe = _or(checks).expr if checks else None
     return CompiledFilter(positive, probe, compiler.probe_complete)
+
+
+def matches(condition: Filter, metadata: Mapping[str, Any], *, lenient: bool = False) -> bool:
+    """Whether ``metadata`` passes ``condition``: core's ``Filter.test``, or when ``lenient``
+    the same with a type-mismatched leaf matching neither itself nor its negation."""
+    if not lenient:
+        return condition.test(metadata)
+    return _lenient(condition, metadata, False)
+
+
+def _lenient(condition: Filter, metadata: Mapping[str, Any], negated: bool) -> bool:
+    if isinstance(condition, Not):
+        return _lenient(condition.expression, metadata, not negated)
+    if isinstance(condition, And | Or):
+        results = [_lenient(operand, metadata, negated) for operand in condition.operands]
+        return all(results) if isinstance(condition, And) != negated else any(results)
+    try:
+        return condition.test(metadata) != negated
+    except InvalidFilterError:
+        return False

@@ -57,7 +57,7 @@ from ragloom.stores.milvus._expr import (
     render_literal,
     render_template,
 )
-from ragloom.stores.milvus._filters import CompiledFilter, Cond, compile_filter
+from ragloom.stores.milvus._filters import CompiledFilter, Cond, compile_filter, matches
 from ragloom.stores.milvus._metadata import decode_metadata, encode_metadata
 
 __all__ = ["MilvusEmbeddingStore"]
@@ -118,7 +118,10 @@ class MilvusEmbeddingStore(EmbeddingStore):
     on a server are approximate, tune with ``search_params``). Filter values travel as
     ``filter_params`` (expression templates) when ``expression_templates`` is true (the
     default for a server URI); Milvus Lite 2.5 has no templates, so for a ``.db`` URI they are
-    written as literals by one strict encoder. Writes go in batches of ``batch_size``.
+    written as literals by one strict encoder. ``type_checks`` (default on) makes a filter
+    comparing a key with a value of another type raise ``InvalidFilterError`` as in memory,
+    at the cost of one query scanning the filtered keys' kinds; off, such entries simply
+    do not match. Writes go in batches of ``batch_size``.
     Thread-safe (one pymilvus client, which is).
     """
 
@@ -135,6 +138,7 @@ class MilvusEmbeddingStore(EmbeddingStore):
         index_params: dict[str, Any] | None = None,
         search_params: dict[str, Any] | None = None,
         expression_templates: bool | None = None,
+        type_checks: bool = True,
         batch_size: int = 500,
         timeout: int = 60,
     ) -> None:
@@ -156,6 +160,9 @@ class MilvusEmbeddingStore(EmbeddingStore):
             raise EmbeddingStoreError(
                 f"expression_templates must be a bool or None, got {expression_templates!r}"
             )
+        if not isinstance(type_checks, bool):
+            raise EmbeddingStoreError(f"type_checks must be a bool, got {type_checks!r}")
+        self._type_checks = type_checks
         self._batch_size = _positive_int(batch_size, "batch_size")
         self._timeout = _positive_int(timeout, "timeout")
         self._collection = collection_name
@@ -472,15 +479,20 @@ class MilvusEmbeddingStore(EmbeddingStore):
             rows = self._nearest(query, k, condition.expr)
         else:  # a filter finished in Python, a zero query (all ties), or a huge k
             rows = self._scan(condition.expr)
-            if compiled is not None and not condition.exact:
-                rows = [row for row in rows if request.filter.test(self._metadata(row))]  # type: ignore[union-attr]
+            if request.filter is not None and not condition.exact:
+                lenient = not self._type_checks
+                rows = [
+                    row
+                    for row in rows
+                    if matches(request.filter, self._metadata(row), lenient=lenient)
+                ]
         return EmbeddingSearchResult(self._best(rows, query, k, request.min_score))
 
     def _compiled(self, condition: Filter) -> CompiledFilter:
-        compiled = compile_filter(check_filter(condition))
+        compiled = compile_filter(check_filter(condition), lenient=not self._type_checks)
         if self._dimension is None:
             return compiled
-        if compiled.probe is not None:
+        if compiled.probe is not None and self._type_checks:
             found = self._call(
                 "checking filter value types",
                 self._client.query,
@@ -492,7 +504,9 @@ class MilvusEmbeddingStore(EmbeddingStore):
             )
             for row in found:
                 condition.test(self._metadata(row))  # raises core's InvalidFilterError
-        if not compiled.probe_complete:  # a key no expression can name: check every entry
+        if (
+            not compiled.probe_complete and self._type_checks
+        ):  # a key no expression can name: check every entry
             for row in self._scan(None, ["metadata", "kinds", "exact"]):
                 condition.test(self._metadata(row))
         return compiled
@@ -609,7 +623,10 @@ class MilvusEmbeddingStore(EmbeddingStore):
             return
         rows = self._scan(condition.expr, ["id", "metadata", "kinds", "exact"])
         assert filter is not None
-        self._delete_ids([row["id"] for row in rows if filter.test(self._metadata(row))])
+        lenient = not self._type_checks
+        self._delete_ids(
+            [row["id"] for row in rows if matches(filter, self._metadata(row), lenient=lenient)]
+        )
 
     def _delete_ids(self, ids: list[str]) -> None:
         for start in range(0, len(ids), self._batch_size):
