@@ -514,7 +514,7 @@ class MilvusEmbeddingStore(EmbeddingStore):
     def _nearest(self, query: npt.NDArray[np.float32], k: int, expr: Expr | None) -> list[Row]:
         """Candidates from the server's index: enough that none left out could tie or beat
         the k-th after exact rescoring."""
-        limit = min(_TOP_K_LIMIT, max(2 * k, k + 16))
+        limit = min(_TOP_K_LIMIT, k + max(8, k // 4))
         filter_args = {} if expr is None else self._render(expr)
         while True:
             result = self._call(
