@@ -37,7 +37,10 @@ from ragloom.stores.pgvector import PgVectorEmbeddingStore
 from ragloom.testkit.scripted_chat_model import ScriptedChatModel
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
-DSN = os.environ.get("RAGLOOM_PG_DSN", "postgresql://postgres@127.0.0.1:55433/postgres")
+DSN = os.environ.get(
+    "RAGLOOM_PG_DSN",
+    f"postgresql://postgres@127.0.0.1:{os.environ.get('RAGLOOM_PG_PORT', '55433')}/postgres",
+)
 QUERIES = [
     "How do I filter by metadata?",
     "What happens when I ingest the same documents again?",

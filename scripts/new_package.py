@@ -34,6 +34,7 @@ PLACEHOLDER = re.compile(r"\{\{(\w+)\}\}")
 class Kind:
     """What the generator needs to know about one kind of integration."""
 
+    namespace: str  # the import path is ragloom.<namespace>.<name>
     class_suffix: str  # the main class is <Name><class_suffix>
     summary: str  # README and description: "<summary> on <name>"
     suites: str  # the testkit suites its conformance test runs ("" if none exists yet)
@@ -44,14 +45,20 @@ class Kind:
 
 KINDS: dict[str, Kind] = {
     "store": Kind(
+        "stores",
         "EmbeddingStore",
         "EmbeddingStore",
         "EmbeddingStoreSuite, EmbeddingStoreFilterSuite",
         server=True,
     ),
-    "loader": Kind("DocumentLoader", "DocumentLoader", "DocumentLoaderSuite", server=True),
-    "retriever": Kind("ContentRetriever", "ContentRetriever", "ContentRetrieverSuite", server=True),
+    "loader": Kind(
+        "loaders", "DocumentLoader", "DocumentLoader", "DocumentLoaderSuite", server=True
+    ),
+    "retriever": Kind(
+        "retrievers", "ContentRetriever", "ContentRetriever", "ContentRetrieverSuite", server=True
+    ),
     "parser": Kind(
+        "parsers",
         "DocumentParser",
         "DocumentParser",
         "DocumentParserSuite",
@@ -59,6 +66,7 @@ KINDS: dict[str, Kind] = {
         group="ragloom.document_parsers",
     ),
     "scoring": Kind(
+        "scoring_models",
         "ScoringModel",
         "ScoringModel (re-ranking)",
         "",
@@ -67,6 +75,7 @@ KINDS: dict[str, Kind] = {
         factory=".from_env",
     ),
     "embedding": Kind(
+        "embeddings",
         "EmbeddingModel",
         "EmbeddingModel",
         "EmbeddingModelSuite",
@@ -74,9 +83,16 @@ KINDS: dict[str, Kind] = {
         group="ragloom.embedding_models",
     ),
     "chat": Kind(
-        "ChatModel", "ChatModel", "ChatModelSuite", server=False, group="ragloom.chat_models"
+        "chat_models",
+        "ChatModel",
+        "ChatModel",
+        "ChatModelSuite",
+        server=False,
+        group="ragloom.chat_models",
     ),
-    "transformer": Kind("DocumentTransformer", "DocumentTransformer", "", server=False),
+    "transformer": Kind(
+        "transformers", "DocumentTransformer", "DocumentTransformer", "", server=False
+    ),
 }
 
 
@@ -133,7 +149,7 @@ def plan(
     """Every file to write, relative path -> content, for one new package."""
     kind = KINDS[kind_name]
     module = name.replace("-", "_")
-    namespace = f"{kind_name}s"
+    namespace = kind.namespace
     cls_base = "".join(part.capitalize() for part in name.split("-"))
     port = port_for(name)
     with_service = kind.server and service

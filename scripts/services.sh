@@ -1,10 +1,29 @@
 #!/usr/bin/env bash
 # Start/stop the local servers the integration tests use (all on 127.0.0.1, data under
-# .services/). Each integration adds its own scripts/services/<name>.sh with start/stop.
+# .services/). Each integration adds its own scripts/services/<name>.sh with start/stop;
+# they run in parallel, and this fails if any of them fails (its output is shown).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 action=${1:?usage: services.sh start|stop}
 shopt -s nullglob
+logs=$(mktemp -d)
+trap 'rm -rf "$logs"' EXIT
+pids=()
+names=()
 for service in scripts/services/*.sh; do
-  bash "$service" "$action"
+  name=$(basename "$service" .sh)
+  bash "$service" "$action" >"$logs/$name" 2>&1 &
+  pids+=($!)
+  names+=("$name")
 done
+failed=0
+for i in "${!pids[@]}"; do
+  if wait "${pids[$i]}"; then
+    cat "$logs/${names[$i]}"
+  else
+    echo "services: ${names[$i]} $action failed:" >&2
+    cat "$logs/${names[$i]}" >&2
+    failed=1
+  fi
+done
+exit $failed

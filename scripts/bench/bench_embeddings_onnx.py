@@ -1,4 +1,4 @@
-"""Throughput of ragloom-embeddings-onnx against a raw onnxruntime + tokenizers pipeline.
+"""Throughput of ragloom-embedding-onnx against a raw onnxruntime + tokenizers pipeline.
 
 Both pipelines embed the same 32-sentence batches of mixed lengths, in the same process,
 with the same number of onnxruntime threads, the same ONNX file and tokenizer.json:

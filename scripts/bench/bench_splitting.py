@@ -5,7 +5,7 @@ with abbreviations and numbers) and splits it at
 
   (a) 1000 characters with 100 of overlap, and
   (b) 300 tokens with 30 of overlap, counted by all-MiniLM-L6-v2's Hugging Face tokenizer as
-      ``ragloom-embeddings-onnx`` ships it (loaded with ``tokenizers``, no ``transformers``).
+      ``ragloom-embedding-onnx`` ships it (loaded with ``tokenizers``, no ``transformers``).
 
 LangChain, when ``langchain_text_splitters`` is importable, runs on the same input with
 ``chunk_size``/``chunk_overlap`` equal to ours, twice: ``split_text`` (plain strings) and
@@ -73,7 +73,7 @@ def generate(mb: float, seed: int) -> str:
 
 
 def tokenizer_json() -> str:
-    """Path of all-MiniLM-L6-v2's tokenizer.json shipped in ragloom-embeddings-onnx."""
+    """Path of all-MiniLM-L6-v2's tokenizer.json shipped in ragloom-embedding-onnx."""
     from ragloom.embeddings.onnx.all_minilm import tokenizer_file
 
     return str(tokenizer_file())

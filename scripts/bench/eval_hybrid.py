@@ -2,7 +2,7 @@
 
     .venv/bin/python scripts/bench/eval_hybrid.py [DATA_DIR]
 
-Dense is all-MiniLM-L6-v2 (int8 ONNX, from ragloom-embeddings-onnx); keyword is BM25
+Dense is all-MiniLM-L6-v2 (int8 ONNX, from ragloom-embedding-onnx); keyword is BM25
 (StandardAnalyzer, with and without English stemming); hybrid fuses both with RRF (k=60)
 and with weighted min-max fusion. Prints nDCG@10, MRR@10 and recall@10 overall and per
 query group: identifiers (codes, model numbers), own words (paraphrases), both.

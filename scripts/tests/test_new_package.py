@@ -75,7 +75,7 @@ def package_files(root: Path, kind: str) -> dict[str, Path]:
     name = name_for(kind)
     module = name.replace("-", "_")
     package = root / "packages" / f"{kind}-{name}"
-    source = package / "src" / "ragloom" / f"{kind}s" / module
+    source = package / "src" / "ragloom" / GENERATOR.KINDS[kind].namespace / module
     return {
         "pyproject": package / "pyproject.toml",
         "readme": package / "README.md",
@@ -142,7 +142,7 @@ def test_pyproject_names_the_distribution_and_entry_point(root: Path, kind: str)
         return
     assert group in vars(plugins).values()  # a real group of ragloom.core.plugins
     target = groups[group][name]
-    assert target.startswith(f"ragloom.{kind}s.{name.replace('-', '_')}:")
+    assert target.startswith(f"ragloom.{GENERATOR.KINDS[kind].namespace}.{name.replace('-', '_')}:")
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -166,7 +166,9 @@ def test_skeletons_import_and_entry_points_resolve(root: Path) -> None:
         with package_files(root, kind)["pyproject"].open("rb") as file:
             groups = tomllib.load(file)["project"].get("entry-points", {})
         targets += [t for group in groups.values() for t in group.values()]
-        targets.append(f"ragloom.{kind}s.{name_for(kind).replace('-', '_')}:__all__")
+        targets.append(
+            f"ragloom.{GENERATOR.KINDS[kind].namespace}.{name_for(kind).replace('-', '_')}:__all__"
+        )
     code = (
         "import importlib, sys\n"
         "for target in sys.argv[1:]:\n"

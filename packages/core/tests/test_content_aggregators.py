@@ -58,12 +58,19 @@ def test_rrf_ties_keep_first_appearance_order() -> None:
     ]
 
 
-def test_rrf_merges_same_text_keeping_the_first_content() -> None:
+def test_rrf_merges_one_segment_keeping_the_first_content() -> None:
+    first = Content(TextSegment("same", {"source": "a.txt"}), {SCORE: 0.9})
+    again = Content(TextSegment("same", {"source": "a.txt"}), {SCORE: 0.4})
+    fused = reciprocal_rank_fusion([[first], [Content.from_text("other"), again]])
+    assert texts(fused) == ["same", "other"]
+    assert fused[0] is first
+
+
+def test_rrf_keeps_equal_texts_of_different_sources_apart() -> None:
     first = Content(TextSegment("same", {"source": "a.txt"}), {SCORE: 0.9})
     second = Content(TextSegment("same", {"source": "b.txt"}), {SCORE: 0.4})
     fused = reciprocal_rank_fusion([[first], [Content.from_text("other"), second]])
-    assert texts(fused) == ["same", "other"]
-    assert fused[0] is first
+    assert [c.text_segment.metadata.get("source") for c in fused] == ["a.txt", None, "b.txt"]
 
 
 def test_rrf_counts_a_text_repeated_in_one_list_once() -> None:

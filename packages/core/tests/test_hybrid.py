@@ -93,23 +93,41 @@ def test_weighted_fusion_normalizes_each_list() -> None:
     assert [score for _, score in unscored] == [1.0, 0.5]
 
 
-def test_same_text_is_one_content_whatever_the_ids_and_metadata() -> None:
-    one = Content(TextSegment("same", {"k": 1}), {"score": 0.5, "embedding_id": "e1"})
-    also_same = Content(TextSegment("same", {"k": 2}), {"score": 2.0, SEGMENT_ID: "s1"})
+def test_one_segment_is_one_content_across_legs() -> None:
+    # the dense leg's segment carries the ingestor's bookkeeping, the keyword leg's not
+    one = Content(
+        TextSegment("same", {"k": 1, "document_id": "d", "document_version": "v"}),
+        {"score": 0.5, "embedding_id": "e1"},
+    )
+    also_one = Content(TextSegment("same", {"k": 1}), {"score": 2.0, SEGMENT_ID: "s1"})
     other = Content(TextSegment("other"), {"score": 3.0, SEGMENT_ID: "s2"})
-    fused = fuse_reciprocal_ranks([[one], [other, also_same, also_same]], [1.0, 1.0])
+    fused = fuse_reciprocal_ranks([[one], [other, also_one, also_one]], [1.0, 1.0])
     assert [(c.text, round(s, 12)) for c, s in fused] == [
         ("same", round(1 / 61 + 1 / 62, 12)),  # a repeated content counts once, best rank
         ("other", round(1 / 61, 12)),
     ]
     hybrid = HybridContentRetriever(Fixed([]), Fixed([]))
     hybrid.dense.contents = [one]  # type: ignore[attr-defined]
-    hybrid.keyword.contents = [also_same, also_same]  # type: ignore[attr-defined]
+    hybrid.keyword.contents = [also_one, also_one]  # type: ignore[attr-defined]
     [content] = hybrid.retrieve(Query("q"))
-    assert content.text_segment.metadata["k"] == 1  # the dense side's segment
+    assert content.text_segment.metadata["document_id"] == "d"  # the dense side's segment
     assert content.metadata["embedding_id"] == "e1"
     assert content.metadata[SEGMENT_ID] == "s1"
     assert content.metadata[KEYWORD_RANK] == 1
+
+
+def test_distinct_sources_with_equal_texts_stay_distinct() -> None:
+    first = Content(TextSegment("boilerplate", {"doc": "a"}), {"embedding_id": "e1"})
+    second = Content(TextSegment("boilerplate", {"doc": "b"}), {"embedding_id": "e2"})
+    typed = Content(TextSegment("boilerplate", {"doc": 1}))
+    also_typed = Content(TextSegment("boilerplate", {"doc": True}))  # 1 == True, not the same
+    fused = fuse_reciprocal_ranks([[first, second, typed, also_typed], [second]], [1.0, 1.0])
+    assert [(c.text_segment.metadata["doc"], round(s, 12)) for c, s in fused] == [
+        ("b", round(1 / 62 + 1 / 61, 12)),
+        ("a", round(1 / 61, 12)),
+        (1, round(1 / 63, 12)),
+        (True, round(1 / 64, 12)),
+    ]
 
 
 @pytest.mark.parametrize(

@@ -10,11 +10,11 @@ from typing import Any
 from ragloom.core import Document, Tokenizer, document_splitters
 from ragloom.core.tokenizer import HuggingFaceTokenizer, count_tokens_batch
 
-# all-MiniLM-L6-v2's tokenizer.json as ragloom-embeddings-onnx ships it (the same file as
+# all-MiniLM-L6-v2's tokenizer.json as ragloom-embedding-onnx ships it (the same file as
 # in the model's Hugging Face repository); `tokenizers` comes from core's test group.
 MINILM_TOKENIZER_JSON = (
     Path(__file__).parents[2]
-    / "embeddings-onnx/src/ragloom/embeddings/onnx/resources/all-MiniLM-L6-v2/tokenizer.json"
+    / "embedding-onnx/src/ragloom/embeddings/onnx/resources/all-MiniLM-L6-v2/tokenizer.json"
 )
 
 

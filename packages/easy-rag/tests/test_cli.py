@@ -119,7 +119,7 @@ def test_plugins_lists_the_defaults(capsys: pytest.CaptureFixture[str]) -> None:
     assert code == 0
     table = json.loads(out)
     assert [p["distribution"] for p in table["ragloom.embedding_models"]] == [
-        "ragloom-embeddings-onnx"
+        "ragloom-embedding-onnx"
     ]
     assert [p["name"] for p in table["ragloom.document_splitters"]] == ["recursive-254-30"]
 

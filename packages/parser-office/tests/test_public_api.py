@@ -1,25 +1,17 @@
 """ragloom.parsers.office: __all__ is pinned and importable; its errors are RagloomErrors."""
 
-import ragloom.parsers.office as package
-from ragloom.core.errors import RagloomError
-
-EXPECTED_ALL = [
-    "EXCEL",
-    "EncryptedOfficeDocumentError",
-    "OfficeDocumentParser",
-    "POWERPOINT",
-    "WORD",
-]
+import ragloom.parsers.office
+from ragloom.testkit.public_api import check_public_api
 
 
-def test_all_is_pinned_and_importable() -> None:
-    assert sorted(package.__all__) == EXPECTED_ALL
-    namespace: dict[str, object] = {}
-    exec(f"from {package.__name__} import *", namespace)
-    assert set(EXPECTED_ALL) <= set(namespace)
-
-
-def test_every_public_error_is_a_ragloom_error() -> None:
-    public = [getattr(package, name) for name in package.__all__]
-    errors = [v for v in public if isinstance(v, type) and issubclass(v, BaseException)]
-    assert [e for e in errors if not issubclass(e, RagloomError)] == []
+def test_public_api() -> None:
+    check_public_api(
+        ragloom.parsers.office,
+        [
+            "EXCEL",
+            "EncryptedOfficeDocumentError",
+            "OfficeDocumentParser",
+            "POWERPOINT",
+            "WORD",
+        ],
+    )

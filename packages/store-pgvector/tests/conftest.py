@@ -17,7 +17,9 @@ import pytest
 from psycopg import sql
 from psycopg_pool import ConnectionPool
 
-DEFAULT_DSN = "postgresql://postgres@127.0.0.1:55433/postgres"
+DEFAULT_DSN = (
+    f"postgresql://postgres@127.0.0.1:{os.environ.get('RAGLOOM_PG_PORT', '55433')}/postgres"
+)
 START_HINT = "bash scripts/services/pgvector.sh start"
 
 

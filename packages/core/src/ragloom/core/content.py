@@ -11,6 +11,7 @@ from ragloom.core.document import TextSegment
 # Keys of Content.metadata, as in the spec's ContentMetadata.
 SCORE = "score"
 EMBEDDING_ID = "embedding_id"
+SEGMENT_ID = "segment_id"  # the id of a keyword index entry (the ingestor uses the embedding id)
 RERANKED_SCORE = "reranked_score"
 
 

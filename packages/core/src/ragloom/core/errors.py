@@ -14,6 +14,11 @@ brackets below), so ``except ValueError`` still works::
     ├── InvalidArgumentTypeError (TypeError)
     ├── EvaluationDataError (ValueError)
     ├── DocumentLoadError
+    │   ├── BucketNotFoundError
+    │   ├── ObjectNotFoundError
+    │   ├── ObjectStoreAccessError
+    │   ├── ObjectStoreUnavailableError
+    │   └── ObjectTooLargeError
     ├── DocumentParseError
     │   ├── UnsupportedDocumentError
     │   ├── EmptyDocumentError
@@ -23,6 +28,14 @@ brackets below), so ``except ValueError`` still works::
     ├── BM25IndexError
     ├── ChatModelError
     ├── RetrievalError
+    │   └── ScoringModelError
+    │       ├── ScoringStatusError
+    │       │   ├── ScoringAuthenticationError
+    │       │   ├── ScoringRateLimitError
+    │       │   └── ScoringServerError
+    │       ├── ScoringConnectionError
+    │       │   └── ScoringTimeoutError (TimeoutError)
+    │       └── ScoringResponseError
     ├── PluginError
     └── RagIndexError
 
@@ -34,6 +47,7 @@ from __future__ import annotations
 
 __all__ = [
     "BM25IndexError",
+    "BucketNotFoundError",
     "ChatModelError",
     "DocumentLoadError",
     "DocumentParseError",
@@ -47,11 +61,23 @@ __all__ = [
     "InvalidArgumentTypeError",
     "InvalidFilterError",
     "InvalidMetadataError",
+    "ObjectNotFoundError",
+    "ObjectStoreAccessError",
+    "ObjectStoreUnavailableError",
+    "ObjectTooLargeError",
     "PluginError",
     "PromptTemplateError",
     "RagIndexError",
     "RagloomError",
     "RetrievalError",
+    "ScoringAuthenticationError",
+    "ScoringConnectionError",
+    "ScoringModelError",
+    "ScoringRateLimitError",
+    "ScoringResponseError",
+    "ScoringServerError",
+    "ScoringStatusError",
+    "ScoringTimeoutError",
     "UnsupportedDocumentError",
     "UnsupportedFilterError",
 ]
@@ -139,3 +165,71 @@ class PluginError(RagloomError):
 
 class RagIndexError(RagloomError):
     """An easy-rag index directory is missing, foreign or built with another embedding model."""
+
+
+class ScoringModelError(RetrievalError):
+    """A call to a scoring (re-ranking) model failed; names provider, model and URL.
+
+    ``status_code`` is the HTTP status when the server answered with one.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        model: str | None = None,
+        url: str | None = None,
+        status_code: int | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.model = model
+        self.url = url
+        self.status_code = status_code
+
+
+class ScoringStatusError(ScoringModelError):
+    """The server answered with an HTTP error status (after any retries)."""
+
+
+class ScoringAuthenticationError(ScoringStatusError):
+    """HTTP 401 or 403: the API key is missing, wrong or not allowed."""
+
+
+class ScoringRateLimitError(ScoringStatusError):
+    """HTTP 429 on every attempt, or a Retry-After longer than the policy allows."""
+
+
+class ScoringServerError(ScoringStatusError):
+    """HTTP 5xx on every attempt (or a Retry-After longer than the policy allows)."""
+
+
+class ScoringConnectionError(ScoringModelError):
+    """No connection to the server, or it broke off before answering."""
+
+
+class ScoringTimeoutError(ScoringConnectionError, TimeoutError):
+    """The server did not answer within the timeout."""
+
+
+class ScoringResponseError(ScoringModelError):
+    """The answer is not the documented format: not JSON, truncated, bad indexes or scores."""
+
+
+class BucketNotFoundError(DocumentLoadError):
+    """The bucket (container) does not exist."""
+
+
+class ObjectNotFoundError(DocumentLoadError):
+    """The object does not exist (or was deleted between listing and fetching)."""
+
+
+class ObjectStoreAccessError(DocumentLoadError):
+    """The credentials were refused, or do not grant access to the bucket or object."""
+
+
+class ObjectStoreUnavailableError(DocumentLoadError):
+    """The endpoint cannot be reached."""
+
+
+class ObjectTooLargeError(DocumentLoadError):
+    """The object is larger than the loader's ``max_object_size``."""

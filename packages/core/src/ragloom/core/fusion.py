@@ -1,7 +1,10 @@
 """Rank fusion: combine ranked lists of contents into one (RRF and weighted scores).
 
 Shared by the content aggregators (two-stage RRF over queries and retrievers) and the
-hybrid retriever (dense + keyword). Contents are the same when their texts are.
+hybrid retriever (dense + keyword). Contents are the same when their segments are: the
+same text from the same source (equal segment metadata, leaving out positions and the
+ingestor's bookkeeping), so a dense leg and a keyword leg built over the same documents
+add up, while documents that share a text (boilerplate, a copied paragraph) stay apart.
 """
 
 from __future__ import annotations
@@ -10,15 +13,26 @@ from collections.abc import Hashable, Sequence
 from typing import Any
 
 from ragloom.core.content import Content
+from ragloom.core.document import END, INDEX, START
 from ragloom.core.errors import InvalidArgumentError
+from ragloom.core.ingestor import DOCUMENT_ID, DOCUMENT_VERSION
 
 RRF_K = 60
+_BOOKKEEPING = frozenset({DOCUMENT_ID, DOCUMENT_VERSION, INDEX, START, END})
 
 
 def content_key(content: Content) -> Hashable:
-    """What makes two contents the same: their text (pipelines differ in the metadata they
-    attach to one segment, e.g. an ingestor's document ids and offsets)."""
-    return content.text
+    """What makes two contents the same: their segment's text and source metadata, without
+    the positions a splitter adds (``index``, ``start``, ``end``) and the keys only the
+    ingestor adds (``document_id``, ``document_version``), which a keyword index built from
+    the same documents may lack. Retrieval metadata (scores, ids) does not count."""
+    metadata = content.text_segment.metadata
+    return (
+        content.text,
+        frozenset(
+            (key, type(value), value) for key, value in metadata.items() if key not in _BOOKKEEPING
+        ),
+    )
 
 
 def fuse_reciprocal_ranks(
@@ -86,8 +100,9 @@ def reciprocal_rank_fusion(
 ) -> list[Content]:
     """Fuse ranked lists: each content scores ``sum(1 / (k + rank))``, ranks from 1.
 
-    Contents with the same text are one content (the first one seen is kept, with its
-    metadata). Ties keep the order of first appearance, so the result is deterministic.
+    Contents naming the same entry (see :func:`content_key`) are one content (the first
+    one seen is kept, with its metadata). Ties keep the order of first appearance, so the
+    result is deterministic.
     """
     if type(k) is not int or k < 0:
         raise InvalidArgumentError(f"k must be a non-negative int, got {k!r}")

@@ -41,6 +41,7 @@ from ragloom.easy_rag.index import RagIndex
 EXIT_PARTIAL, EXIT_USAGE, EXIT_INDEX, EXIT_EMPTY, EXIT_IO = 1, 2, 3, 4, 5
 EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_BROKEN_PIPE = 70, 130, 141
 DEFAULT_INDEX = ".ragloom-index"
+HYBRID_CANDIDATES = 50  # each leg's candidates in --mode hybrid (the docs advise 20-100)
 
 
 def _model() -> EmbeddingModel:
@@ -179,7 +180,12 @@ def _retriever(args: argparse.Namespace) -> ContentRetriever:
         return EmbeddingStoreContentRetriever(
             index.store, _model(), max_results=args.k, min_score=args.min_score, filter=filter
         )
-    dense = EmbeddingStoreContentRetriever(index.store, _model(), max_results=args.k, filter=filter)
+    # each leg returns enough candidates for fusion to reorder (fusion cannot find more)
+    candidates = max(args.k, HYBRID_CANDIDATES)
+    keyword = BM25ContentRetriever(index.keywords, max_results=candidates, filter=filter)
+    dense = EmbeddingStoreContentRetriever(
+        index.store, _model(), max_results=candidates, filter=filter
+    )
     return ScaledHybridRetriever(
         HybridContentRetriever(dense, keyword, max_results=args.k), args.min_score
     )
@@ -314,9 +320,7 @@ def build_parser() -> argparse.ArgumentParser:
             sub.add_argument("text")
         else:
             sub.add_argument("question", nargs="?", help="omit for an interactive chat")
-        sub.add_argument(
-            "-k", type=_positive_int, default=3, help="number of passages (default 3)"
-        )
+        sub.add_argument("-k", type=_positive_int, default=3, help="number of passages (default 3)")
         sub.add_argument(
             "--mode",
             choices=("hybrid", "dense", "keyword"),

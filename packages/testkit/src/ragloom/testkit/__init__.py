@@ -16,6 +16,7 @@ pytest.register_assert_rewrite(
     "ragloom.testkit.embedding_model",
     "ragloom.testkit.embedding_store",
     "ragloom.testkit.embedding_store_filter",
+    "ragloom.testkit.object_store_loader",
 )
 
 from ragloom.testkit.chat_model import ChatModelSuite  # noqa: E402
@@ -27,6 +28,10 @@ from ragloom.testkit.embedding_store import EmbeddingStoreSuite  # noqa: E402
 from ragloom.testkit.embedding_store_filter import EmbeddingStoreFilterSuite  # noqa: E402
 from ragloom.testkit.fake_embedding_model import FakeEmbeddingModel  # noqa: E402
 from ragloom.testkit.fake_scoring_model import FakeScoringModel  # noqa: E402
+from ragloom.testkit.object_store_loader import (  # noqa: E402
+    ObjectStoreHarness,
+    ObjectStoreLoaderSuite,
+)
 from ragloom.testkit.scripted_chat_model import ChatRequest, ScriptedChatModel  # noqa: E402
 from ragloom.testkit.suite import (  # noqa: E402
     Capability,
@@ -52,6 +57,8 @@ __all__ = [
     "FakeEmbeddingModel",
     "FakeScoringModel",
     "LoaderHarness",
+    "ObjectStoreHarness",
+    "ObjectStoreLoaderSuite",
     "ParserSample",
     "ScriptedChatModel",
     "SuiteWeakenedError",

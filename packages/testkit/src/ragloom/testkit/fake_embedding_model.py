@@ -23,6 +23,7 @@ from ragloom.core.embedding import (
     TokenUsage,
     text_of,
 )
+from ragloom.core.errors import InvalidArgumentError, InvalidArgumentTypeError
 
 __all__ = ["FakeEmbeddingModel"]
 
@@ -39,9 +40,9 @@ class FakeEmbeddingModel(EmbeddingModel):
 
     def __init__(self, dimension: int = 64, *, max_ngram: int = 2) -> None:
         if type(dimension) is not int or dimension < 1:
-            raise ValueError(f"dimension must be a positive int, got {dimension!r}")
+            raise InvalidArgumentError(f"dimension must be a positive int, got {dimension!r}")
         if type(max_ngram) is not int or max_ngram < 1:
-            raise ValueError(f"max_ngram must be a positive int, got {max_ngram!r}")
+            raise InvalidArgumentError(f"max_ngram must be a positive int, got {max_ngram!r}")
         self._dimension = dimension
         self._max_ngram = max_ngram
         self._lock = threading.Lock()
@@ -55,7 +56,7 @@ class FakeEmbeddingModel(EmbeddingModel):
     def embed_all(self, texts: Sequence[str | TextSegment]) -> EmbeddingResult:
         """One normalized embedding per text, in order; usage counts words."""
         if isinstance(texts, str | TextSegment):
-            raise TypeError("embed_all takes a sequence of texts; use embed for one")
+            raise InvalidArgumentTypeError("embed_all takes a sequence of texts; use embed for one")
         words = [_WORD.findall(text_of(item).lower()) for item in texts]
         with self._lock:
             self.calls.append(len(words))

@@ -24,6 +24,8 @@ from typing import Any, ClassVar, TypeVar
 
 import pytest
 
+from ragloom.core.errors import InvalidArgumentTypeError
+
 __all__ = [
     "Capability",
     "ConformanceSuite",
@@ -39,7 +41,7 @@ _NOTE = "ragloom_if_fails"
 _F = TypeVar("_F", bound=Callable[..., Any])
 
 
-class SuiteWeakenedError(TypeError):
+class SuiteWeakenedError(InvalidArgumentTypeError):
     """A subclass of a conformance suite overrides, skips or xfails a standard test."""
 
 

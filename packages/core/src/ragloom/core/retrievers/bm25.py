@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from ragloom.core.bm25.analyzer import Analyzer
 from ragloom.core.bm25.index import BM25Index
 from ragloom.core.bm25.scoring import BM25Variant
-from ragloom.core.content import SCORE, Content
+from ragloom.core.content import SCORE, SEGMENT_ID, Content
 from ragloom.core.document import Document, TextSegment
 from ragloom.core.errors import InvalidArgumentError, InvalidArgumentTypeError
 from ragloom.core.filters import Filter
@@ -17,7 +17,6 @@ from ragloom.core.splitters.base import DocumentSplitter
 
 __all__ = ["SEGMENT_ID", "BM25ContentRetriever"]
 
-SEGMENT_ID = "segment_id"
 """Content metadata key: the id of the matched segment in the keyword index."""
 
 

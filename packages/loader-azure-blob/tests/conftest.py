@@ -1,0 +1,70 @@
+"""Fixtures over Azurite, started by scripts/services/azure-blob.sh."""
+
+from __future__ import annotations
+
+import os
+import socket
+import uuid
+from collections.abc import Callable, Iterator
+from urllib.parse import urlsplit
+
+import pytest
+from azure.storage.blob import BlobServiceClient, ContainerClient
+
+from ragloom.loaders.azure_blob import AzureBlobStorageDocumentLoader
+
+SERVER_URL = os.environ.get("RAGLOOM_AZURE_BLOB_URL", "http://127.0.0.1:28329")
+START_HINT = "bash scripts/services/azure-blob.sh start"
+# Azurite's well-known development account (public, documented by Microsoft).
+ACCOUNT = "devstoreaccount1"
+ACCOUNT_KEY = (
+    "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
+)
+
+
+@pytest.fixture(scope="session")
+def connection_string() -> Callable[..., str]:
+    """Builds the development account's connection string (with another key if given)."""
+    return _connection_string
+
+
+def _connection_string(key: str = ACCOUNT_KEY) -> str:
+    return (
+        f"DefaultEndpointsProtocol=http;AccountName={ACCOUNT};AccountKey={key};"
+        f"BlobEndpoint={SERVER_URL}/{ACCOUNT};"
+    )
+
+
+@pytest.fixture(scope="session")
+def server_url() -> str:
+    """Azurite's URL; fails (never skips) with the command that starts it."""
+    address = urlsplit(SERVER_URL)
+    try:
+        socket.create_connection((address.hostname, address.port), timeout=3).close()
+    except OSError as exc:
+        pytest.fail(
+            f"Azurite is not reachable at {SERVER_URL}: {exc}\n"
+            f"Start it with `{START_HINT}` (from the repository root), "
+            "or set RAGLOOM_AZURE_BLOB_URL to a running server.",
+            pytrace=False,
+        )
+    return SERVER_URL
+
+
+@pytest.fixture(scope="session")
+def service(server_url: str) -> BlobServiceClient:
+    return BlobServiceClient.from_connection_string(_connection_string())
+
+
+@pytest.fixture
+def container(service: BlobServiceClient) -> Iterator[ContainerClient]:
+    """A fresh, empty container, deleted afterwards."""
+    client = service.create_container(f"ragloom-{uuid.uuid4().hex[:12]}")
+    yield client
+    client.delete_container()
+
+
+@pytest.fixture
+def loader(server_url: str) -> AzureBlobStorageDocumentLoader:
+    """The loader under test, built from a connection string."""
+    return AzureBlobStorageDocumentLoader(connection_string=_connection_string())

@@ -1,0 +1,16 @@
+"""ragloom.stores.pgvector: __all__ is pinned and importable; its errors are RagloomErrors."""
+
+import ragloom.stores.pgvector
+from ragloom.testkit.public_api import check_public_api
+
+
+def test_public_api() -> None:
+    check_public_api(
+        ragloom.stores.pgvector,
+        [
+            "IndexType",
+            "IterativeScan",
+            "PgFullTextContentRetriever",
+            "PgVectorEmbeddingStore",
+        ],
+    )

