@@ -1,4 +1,4 @@
-"""The runnable example of docs/scaling-out.md runs, and both stores print the same."""
+"""The runnable example (the first block) of docs/scaling-out.md runs, and both stores print the same."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ PAGE = Path(__file__).resolve().parents[3] / "docs" / "scaling-out.md"
 
 
 def test_scaling_out_example_runs_and_both_stores_agree() -> None:
-    (code,) = re.findall(r"```python\n(.*?)```", PAGE.read_text(encoding="utf-8"), re.S)
+    code = re.findall(r"```python\n(.*?)```", PAGE.read_text(encoding="utf-8"), re.S)[0]
     output = io.StringIO()
     with contextlib.redirect_stdout(output):
         exec(compile(code, str(PAGE), "exec"), {"__name__": "__docs__"})
