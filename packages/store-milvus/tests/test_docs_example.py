@@ -1,4 +1,4 @@
-"""The runnable example (the first block) of docs/scaling-out.md runs, and both stores print the same."""
+"""The first (runnable) example of docs/scaling-out.md runs; both stores print the same."""
 
 from __future__ import annotations
 

@@ -225,6 +225,18 @@ def test_ties_beyond_the_candidate_margin_keep_insertion_order(
     assert {m.score for m in found} == {0.5}
 
 
+def test_zero_vectors_score_like_in_memory(store: MilvusEmbeddingStore) -> None:
+    memory = InMemoryEmbeddingStore()
+    vectors = [Embedding(v) for v in ([0, 0, 0, 0], [-1, 0, 0, 0], [0, 1, 0, 0], [0, 0, 0, 0])]
+    for target in (store, memory):
+        target.add_all(vectors, ids=["z1", "neg", "orth", "z2"])
+    for query in ([1, 0, 0, 0], [-1, 0, 0, 0], [0, 0, 1, 0]):
+        for k in (1, 2, 4):
+            request = EmbeddingSearchRequest(query, max_results=k)
+            got = [(m.embedding_id, m.score) for m in store.search(request).matches]
+            assert got == [(m.embedding_id, m.score) for m in memory.search(request).matches]
+
+
 def test_invalid_ids_and_oversized_text_are_rejected_and_change_nothing(
     store: MilvusEmbeddingStore,
 ) -> None:

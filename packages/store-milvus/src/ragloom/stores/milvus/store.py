@@ -504,9 +504,8 @@ class MilvusEmbeddingStore(EmbeddingStore):
             )
             for row in found:
                 condition.test(self._metadata(row))  # raises core's InvalidFilterError
-        if (
-            not compiled.probe_complete and self._type_checks
-        ):  # a key no expression can name: check every entry
+        if not compiled.probe_complete and self._type_checks:
+            # A key no expression can name: check every entry's kinds in Python.
             for row in self._scan(None, ["metadata", "kinds", "exact"]):
                 condition.test(self._metadata(row))
         return compiled
