@@ -23,6 +23,7 @@ reference semantics, in Python. Results are exact either way.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -145,23 +146,31 @@ class MilvusFilterCompiler(FilterCompiler[Pair]):
             return None
         return _Key(path("metadata", key), path("kinds", key), tuple(sorted(allowed)))
 
-    def guarded(self, key: _Key, positive: Cond, negative: Cond, nan: bool = False) -> Pair:
+    def guarded(
+        self, key: _Key, positive: Cond, negative: Cond, *, nan: bool = False, typed: bool = True
+    ) -> Pair:
         """Strict: as given (mismatches raise before). Lenient: both sides only for entries
-        of a compatible kind; the negation also for a missing key (and a NaN if ``nan``)."""
+        of a compatible kind; the negation also for a missing key (and a NaN if ``nan``).
+        ``typed``: Milvus's own JSON comparison already fails for every incompatible kind,
+        so the condition needs no kind guard (its negation still does)."""
         if not self.lenient:
             return positive, negative
         compatible = _cmp(key.kinds, "in", key.compatible)
         absent = [_cmp(key.kinds, "not in", ALL_STORED_KINDS)]
         if nan:
             absent.append(_cmp(key.kinds, "==", "x"))
-        return _and([positive, compatible]), _or([_and([negative, compatible]), *absent])
+        guarded = positive if typed else _and([positive, compatible])
+        return guarded, _or([_and([negative, compatible]), *absent])
 
     def equality(self, key: str, value: FilterValue) -> Pair:
         found = self.leaf(key, value_kind(value), (value,))
         if found is None:
             return SUPERSET, SUPERSET
         return self.guarded(
-            found, _cmp(found.metadata, "==", value), _cmp(found.metadata, "!=", value)
+            found,
+            _cmp(found.metadata, "==", value),
+            _cmp(found.metadata, "!=", value),
+            typed=not _uuid_text(value),
         )
 
     def membership(self, key: str, values: tuple[FilterValue, ...]) -> Pair:
@@ -169,7 +178,10 @@ class MilvusFilterCompiler(FilterCompiler[Pair]):
         if found is None:
             return SUPERSET, SUPERSET
         return self.guarded(
-            found, _cmp(found.metadata, "in", values), _cmp(found.metadata, "not in", values)
+            found,
+            _cmp(found.metadata, "in", values),
+            _cmp(found.metadata, "not in", values),
+            typed=not any(_uuid_text(value) for value in values),
         )
 
     def order(self, key: str, operator: str, value: FilterValue) -> Pair:
@@ -180,7 +192,8 @@ class MilvusFilterCompiler(FilterCompiler[Pair]):
         positive = _cmp(found.metadata, operator, value)
         inverse = _cmp(found.metadata, _INVERSE[operator], value)
         if self.lenient:
-            return self.guarded(found, positive, inverse, nan=kind == NUMBER)
+            # a str ordering also compares stored UUIDs (kept as text): guard it
+            return self.guarded(found, positive, inverse, nan=kind == NUMBER, typed=kind == NUMBER)
         ordered = _FINITE_OR_INF if kind == NUMBER else ("s",)
         incomparable = _cmp(found.kinds, "not in", ordered)  # missing key, NaN (or a mismatch)
         return positive, _or([inverse, incomparable])
@@ -218,7 +231,7 @@ class MilvusFilterCompiler(FilterCompiler[Pair]):
         pattern = "%" + _like_escape(filter.value) + "%"
         # "not like" does not exist in Milvus Lite: the negation is checked in Python.
         positive = Cond((f"{found.metadata} like ", Param(pattern)))
-        return self.guarded(found, positive, SUPERSET)[0], SUPERSET
+        return self.guarded(found, positive, SUPERSET, typed=False)[0], SUPERSET
 
     def and_(self, operands: list[Pair]) -> Pair:
         return _and([p for p, _ in operands]), _or([n for _, n in operands])
@@ -228,6 +241,16 @@ class MilvusFilterCompiler(FilterCompiler[Pair]):
 
     def not_(self, operand: Pair) -> Pair:
         return operand[1], operand[0]
+
+
+def _uuid_text(value: FilterValue) -> bool:
+    """Whether a str filter value reads like a stored UUID (which is kept as that text)."""
+    if type(value) is not str:
+        return False
+    try:
+        return str(uuid.UUID(value)) == value
+    except ValueError:
+        return False
 
 
 def _like_escape(text: str) -> str:
