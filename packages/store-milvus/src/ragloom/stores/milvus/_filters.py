@@ -11,8 +11,11 @@ polarities at once (negation normal form): a leaf gives its condition and its ne
   double, which is exact while the filter value is below 2**53 in magnitude;
 * a UUID filter value is its canonical str, which equals a stored UUID (kept as its
   canonical str) and a stored str with that text;
-* a type mismatch: :func:`mismatch_probe` finds a stored value of an incompatible kind
+* a type mismatch: the compiled ``probe`` finds a stored value of an incompatible kind
   under any filtered key (``kinds[k] in [...]``), and the store raises core's error.
+  Lenient mode (the store's ``type_checks=False``) has no probe: a negated leaf is guarded
+  by ``kinds[k] in [compatible kinds]`` (Milvus's JSON comparisons are already typed, so
+  most positive leaves need no guard), and a mismatched entry matches neither side.
 
 What an expression cannot say exactly (a key with control characters, ``/`` or ``~``, a str value
 with control characters, a
