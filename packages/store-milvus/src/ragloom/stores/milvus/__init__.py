@@ -1,0 +1,5 @@
+"""ragloom EmbeddingStore on Milvus (Milvus Lite, a Milvus server or cluster), via pymilvus."""
+
+from ragloom.stores.milvus.store import MilvusEmbeddingStore
+
+__all__ = ["MilvusEmbeddingStore"]

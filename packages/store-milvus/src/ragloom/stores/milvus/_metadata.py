@@ -1,0 +1,131 @@
+"""Typed metadata in three JSON fields: values to filter on, kinds, and exact forms.
+
+JSON cannot tell int from float (a server may read ``2.0`` back as ``2``) or a UUID from
+a str, and has no NaN or infinity, so each entry stores:
+
+==========  =========================================  ==============================
+field       holds                                      for
+==========  =========================================  ==============================
+metadata    key -> plain JSON value (UUID as its        filter expressions
+            canonical str; ±inf as ±max float; NaN
+            left out; an int beyond int64 as a float)
+kinds       key -> one letter (table below)             decoding; type-mismatch checks
+exact       key -> decimal text of an int beyond int64  decoding
+==========  =========================================  ==============================
+
+Kinds: ``s`` str, ``i`` int, ``f`` finite float, ``p`` +inf, ``n`` -inf, ``x`` NaN,
+``b`` bool, ``u`` UUID.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import uuid
+from collections.abc import Mapping
+from typing import Any
+
+from ragloom.core.errors import EmbeddingStoreError
+from ragloom.core.filter_values import BOOL, NUMBER, STR, UUID
+from ragloom.core.metadata import MetadataValue
+
+NUMBER_KINDS = ("i", "f", "p", "n", "x")
+KINDS_OF: dict[str, tuple[str, ...]] = {
+    NUMBER: NUMBER_KINDS,
+    STR: ("s",),
+    BOOL: ("b",),
+    UUID: ("u",),
+}
+"""The stored kinds of each filter value kind (core's ``filter_values`` kinds)."""
+ALL_STORED_KINDS = ("s", "i", "f", "p", "n", "x", "b", "u")
+_INT64 = 2**63
+_MAX = sys.float_info.max
+
+
+def _storable_str(key: str, text: str, what: str) -> str:
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise EmbeddingStoreError(
+                f"metadata key {key!r}: {what} {text!r} is not valid Unicode ({exc})"
+            ) from exc
+    return str.__str__(text)
+
+
+def encode_metadata(
+    metadata: Mapping[str, MetadataValue],
+) -> tuple[dict[str, Any], dict[str, str], dict[str, str]]:
+    """``(values, kinds, exact)`` of one entry's metadata (see the module docstring)."""
+    values: dict[str, Any] = {}
+    kinds: dict[str, str] = {}
+    exact: dict[str, str] = {}
+    for raw_key, value in metadata.items():
+        key = _storable_str(str(raw_key), raw_key, "key")
+        if isinstance(value, bool):
+            values[key], kinds[key] = value, "b"
+        elif isinstance(value, int):
+            number = int(value)
+            if -_INT64 <= number < _INT64:
+                values[key] = number
+            else:
+                values[key] = _clamped_float(number)
+                exact[key] = str(number)
+            kinds[key] = "i"
+        elif isinstance(value, float):
+            real = float(value)
+            if math.isnan(real):
+                kinds[key] = "x"
+            elif math.isinf(real):
+                values[key], kinds[key] = (_MAX, "p") if real > 0 else (-_MAX, "n")
+            else:
+                values[key], kinds[key] = real, "f"
+        elif isinstance(value, str):
+            values[key], kinds[key] = _storable_str(key, value, "value"), "s"
+        elif isinstance(value, uuid.UUID):
+            values[key], kinds[key] = str(uuid.UUID(int=value.int)), "u"
+        else:
+            raise EmbeddingStoreError(
+                f"metadata key {key!r}: value {value!r} has type {type(value).__name__}; "
+                "allowed types are str, int, float, bool and uuid.UUID"
+            )
+    return values, kinds, exact
+
+
+def _clamped_float(number: int) -> float:
+    try:
+        return float(number)
+    except OverflowError:
+        return _MAX if number > 0 else -_MAX
+
+
+def decode_metadata(
+    values: Mapping[str, Any] | None,
+    kinds: Mapping[str, str] | None,
+    exact: Mapping[str, str] | None,
+) -> dict[str, MetadataValue]:
+    """The typed metadata of a stored entry."""
+    result: dict[str, MetadataValue] = {}
+    values = values or {}
+    exact = exact or {}
+    for key, kind in (kinds or {}).items():
+        value: Any = values.get(key)
+        if kind == "s":
+            result[key] = str(value)
+        elif kind == "i":
+            result[key] = int(exact[key]) if key in exact else int(value)
+        elif kind == "f":
+            result[key] = float(value)
+        elif kind == "p":
+            result[key] = math.inf
+        elif kind == "n":
+            result[key] = -math.inf
+        elif kind == "x":
+            result[key] = math.nan
+        elif kind == "b":
+            result[key] = bool(value)
+        elif kind == "u":
+            result[key] = uuid.UUID(str(value))
+        else:
+            raise EmbeddingStoreError(f"metadata key {key!r} has an unknown stored kind {kind!r}")
+    return result

@@ -1,0 +1,642 @@
+"""MilvusEmbeddingStore: the EmbeddingStore contract on Milvus (Lite, server or cluster).
+
+Collection (created on first use with a ``COSINE`` index, or checked if it exists)::
+
+    id        VARCHAR primary key   caller's id, or a generated UUID4 string
+    seq       INT64                 insertion order (ties), kept when an id is replaced
+    vector    FLOAT_VECTOR(dim)     the vector as added
+    text      VARCHAR               the segment's text ("" without a segment)
+    has_text  BOOL                  whether the entry has a segment
+    metadata  JSON                  values to filter on   } see ``_metadata``
+    kinds     JSON                  key -> stored kind    }
+    exact     JSON                  ints beyond int64     }
+
+Search asks Milvus for the nearest candidates by cosine (a few more than asked for), then
+rescores them in float64 from the stored vectors with core's ``exact_cosines`` and sorts by
+(score, seq): the scores are the in-memory store's for the same vectors. If the candidates
+could hide a tie at the cut, more are fetched. Filters compile to Milvus expressions
+(``_filters``); a filter Milvus cannot state exactly is finished in Python.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import threading
+import time
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, TypeVar
+
+import numpy as np
+import numpy.typing as npt
+from pymilvus import DataType, MilvusClient, MilvusException  # type: ignore[import-untyped]
+
+from ragloom.core.document import TextSegment
+from ragloom.core.embedding import Embedding
+from ragloom.core.errors import EmbeddingStoreError
+from ragloom.core.filters import Filter
+from ragloom.core.metadata import Metadata, MetadataValue
+from ragloom.core.stores.base import (
+    EmbeddingMatch,
+    EmbeddingSearchRequest,
+    EmbeddingSearchResult,
+    EmbeddingStore,
+)
+from ragloom.core.stores.scores import exact_cosines, relevance_score
+from ragloom.core.stores.validation import (
+    check_filter,
+    generate_ids,
+    split_segments,
+    validate_embeddings,
+    validate_ids,
+)
+from ragloom.stores.milvus._expr import (
+    Expr,
+    Param,
+    expressible,
+    render_literal,
+    render_template,
+)
+from ragloom.stores.milvus._filters import CompiledFilter, Cond, compile_filter, matches
+from ragloom.stores.milvus._metadata import decode_metadata, encode_metadata
+
+__all__ = ["MilvusEmbeddingStore"]
+
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,254}")
+_MAX_VARCHAR = 65535  # bytes, Milvus's limit
+_MAX_DIMENSION = 32768
+_TOP_K_LIMIT = 16384  # Milvus: limit (+ offset) of one search or query
+_PAGE = 1000
+_FIELDS = ["id", "seq", "vector", "text", "has_text", "metadata", "kinds", "exact"]
+_SCHEMA = {
+    "id": DataType.VARCHAR,
+    "seq": DataType.INT64,
+    "vector": DataType.FLOAT_VECTOR,
+    "text": DataType.VARCHAR,
+    "has_text": DataType.BOOL,
+    "metadata": DataType.JSON,
+    "kinds": DataType.JSON,
+    "exact": DataType.JSON,
+}
+_TIE_MARGIN = 1e-5  # float32 cosine error of the server's scores, generously
+
+T = TypeVar("T")
+Row = dict[str, Any]
+
+
+def _positive_int(value: object, what: str, upper: int | None = None) -> int:
+    if type(value) is not int or value < 1 or (upper is not None and value > upper):
+        limit = f" <= {upper}" if upper is not None else ""
+        raise EmbeddingStoreError(f"{what} must be an int >= 1{limit}, got {value!r}")
+    return value
+
+
+def _optional_str(value: object, what: str) -> str | None:
+    if value is not None and not isinstance(value, str):
+        raise EmbeddingStoreError(f"{what} must be a str, got {type(value).__name__}")
+    return value
+
+
+def _check_id(id: str) -> None:
+    if not expressible(id) or len(id.encode("utf-8")) > _MAX_VARCHAR:
+        raise EmbeddingStoreError(
+            f"id {id!r} cannot be stored in Milvus: ids must be valid Unicode without control "
+            f"characters (U+0000-U+001F, U+007F), at most {_MAX_VARCHAR} bytes in UTF-8"
+        )
+
+
+class MilvusEmbeddingStore(EmbeddingStore):
+    """An :class:`~ragloom.core.EmbeddingStore` in a Milvus collection.
+
+    Connect with ``uri`` (a local ``.db`` file runs Milvus Lite in-process; ``http://host:19530``
+    a Milvus server or cluster) and optionally ``token`` and ``db_name``, or pass a
+    ``client`` (a :class:`pymilvus.MilvusClient` you own). ``dimension`` is fixed when the
+    collection is created; for an existing collection it may be omitted (read from it) and,
+    when given, must match. Without it, the collection is created on the first write.
+
+    ``index_type``/``index_params`` choose the vector index (``FLAT``: exact; ``HNSW`` etc.
+    on a server are approximate, tune with ``search_params``). Filter values travel as
+    ``filter_params`` (expression templates) when ``expression_templates`` is true (the
+    default for a server URI); Milvus Lite 2.5 has no templates, so for a ``.db`` URI they are
+    written as literals by one strict encoder. ``type_checks`` (default on) makes a filter
+    comparing a key with a value of another type raise ``InvalidFilterError`` as in memory,
+    at the cost of one query scanning the filtered keys' kinds; off, such entries simply
+    do not match. Writes go in batches of ``batch_size``.
+    Thread-safe (one pymilvus client, which is).
+    """
+
+    def __init__(
+        self,
+        uri: str | None = None,
+        collection_name: str = "ragloom_embeddings",
+        *,
+        dimension: int | None = None,
+        token: str | None = None,
+        db_name: str | None = None,
+        client: MilvusClient | None = None,
+        index_type: str = "FLAT",
+        index_params: dict[str, Any] | None = None,
+        search_params: dict[str, Any] | None = None,
+        expression_templates: bool | None = None,
+        type_checks: bool = True,
+        batch_size: int = 500,
+        timeout: int = 60,
+    ) -> None:
+        if (uri is None) == (client is None):
+            raise EmbeddingStoreError("give either uri (a Milvus URI or a .db path) or client")
+        if not isinstance(collection_name, str) or not _NAME.fullmatch(collection_name):
+            raise EmbeddingStoreError(
+                f"collection_name must match [A-Za-z_][A-Za-z0-9_]* (at most 255 characters), "
+                f"got {collection_name!r}"
+            )
+        if dimension is not None:
+            _positive_int(dimension, "dimension", _MAX_DIMENSION)
+        if not isinstance(index_type, str) or not index_type:
+            raise EmbeddingStoreError(f"index_type must be a non-empty str, got {index_type!r}")
+        for name, params in (("index_params", index_params), ("search_params", search_params)):
+            if params is not None and not isinstance(params, dict):
+                raise EmbeddingStoreError(f"{name} must be a dict, got {type(params).__name__}")
+        if expression_templates is not None and not isinstance(expression_templates, bool):
+            raise EmbeddingStoreError(
+                f"expression_templates must be a bool or None, got {expression_templates!r}"
+            )
+        if not isinstance(type_checks, bool):
+            raise EmbeddingStoreError(f"type_checks must be a bool, got {type_checks!r}")
+        self._type_checks = type_checks
+        self._batch_size = _positive_int(batch_size, "batch_size")
+        self._timeout = _positive_int(timeout, "timeout")
+        self._collection = collection_name
+        self._index_type = index_type
+        self._index_params = dict(index_params or {})
+        self._search_params = dict(search_params or {})
+        self._lock = threading.Lock()
+        self._last_seq = 0
+        if client is not None:
+            if not isinstance(client, MilvusClient):
+                raise EmbeddingStoreError(
+                    f"client must be a pymilvus.MilvusClient, got {type(client).__name__}"
+                )
+            if token is not None or db_name is not None:
+                raise EmbeddingStoreError("token and db_name go with uri, not with client")
+            self._client, self._owns_client = client, False
+            self._uri = "<client>"
+            templates = bool(expression_templates)  # a given client may be Milvus Lite
+        else:
+            self._uri = self._check_uri(uri)
+            kwargs: dict[str, Any] = {"uri": self._uri, "timeout": self._timeout}
+            if _optional_str(token, "token"):
+                kwargs["token"] = token
+            if _optional_str(db_name, "db_name"):
+                kwargs["db_name"] = db_name
+            lite = self._uri.endswith(".db")
+            templates = (not lite) if expression_templates is None else expression_templates
+            self._client = self._call(
+                f"connecting to Milvus at {self._uri}", MilvusClient, **kwargs
+            )
+            self._owns_client = True
+        self._templates = templates
+        try:
+            self._dimension: int | None = self._open(dimension)
+        except BaseException:
+            self.close()
+            raise
+
+    @staticmethod
+    def _check_uri(uri: object) -> str:
+        if not isinstance(uri, str) or not uri.strip():
+            raise EmbeddingStoreError(f"uri must be a non-empty str, got {uri!r}")
+        if not (uri.endswith(".db") or re.match(r"(https?|tcp|unix)://", uri)):
+            raise EmbeddingStoreError(
+                f"uri {uri!r} is neither a local Milvus Lite file (ending in .db) nor a "
+                "Milvus server address (http://, https://, tcp:// or unix://)"
+            )
+        return uri
+
+    # ------------------------------------------------------------------ properties
+
+    @property
+    def dimension(self) -> int | None:
+        """The vector dimension (None until the collection exists)."""
+        return self._dimension
+
+    @property
+    def collection_name(self) -> str:
+        return self._collection
+
+    @property
+    def client(self) -> MilvusClient:
+        """The pymilvus client the store uses."""
+        return self._client
+
+    def __repr__(self) -> str:
+        return (
+            f"MilvusEmbeddingStore(uri={self._uri!r}, collection_name={self._collection!r}, "
+            f"dimension={self._dimension})"
+        )
+
+    def __len__(self) -> int:
+        if self._dimension is None:
+            return 0
+        rows = self._call(
+            "counting entries",
+            self._client.query,
+            self._collection,
+            filter="",
+            output_fields=["count(*)"],
+            consistency_level="Strong",
+        )
+        return int(rows[0]["count(*)"])
+
+    def close(self) -> None:
+        """Close the client, if the store created it."""
+        if self._owns_client:
+            self._owns_client = False
+            with contextlib.suppress(MilvusException):  # a broken connection: nothing to release
+                self._client.close()
+
+    def __enter__(self) -> MilvusEmbeddingStore:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    # ------------------------------------------------------------------ server calls
+
+    def _call(self, what: str, method: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """``method(*args, **kwargs)`` with the timeout; client errors as EmbeddingStoreError."""
+        if method is not MilvusClient:
+            kwargs.setdefault("timeout", self._timeout)
+        try:
+            return method(*args, **kwargs)
+        except MilvusException as exc:
+            raise EmbeddingStoreError(
+                f"Milvus collection {self._collection!r}: {what} failed: {exc.message}"
+            ) from exc
+        except Exception as exc:  # grpc and connection errors of the client
+            if isinstance(exc, EmbeddingStoreError):
+                raise
+            raise EmbeddingStoreError(
+                f"Milvus collection {self._collection!r}: {what} failed: {exc}"
+            ) from exc
+
+    def _render(self, expr: Expr) -> dict[str, Any]:
+        """The ``filter`` (and ``filter_params``) arguments of an expression."""
+        if self._templates:
+            text, params = render_template(expr)
+            return {"filter": text, "filter_params": params} if params else {"filter": text}
+        return {"filter": render_literal(expr)}
+
+    # ------------------------------------------------------------------ schema
+
+    def _open(self, dimension: int | None) -> int | None:
+        exists = self._call(
+            "checking the collection", self._client.has_collection, self._collection
+        )
+        if not exists:
+            if dimension is not None:
+                self._create(dimension)
+            return dimension
+        return self._check_collection(dimension)
+
+    def _create(self, dimension: int) -> None:
+        schema = MilvusClient.create_schema(auto_id=False, enable_dynamic_field=False)
+        schema.add_field("id", DataType.VARCHAR, is_primary=True, max_length=_MAX_VARCHAR)
+        schema.add_field("seq", DataType.INT64)
+        schema.add_field("vector", DataType.FLOAT_VECTOR, dim=dimension)
+        schema.add_field("text", DataType.VARCHAR, max_length=_MAX_VARCHAR)
+        schema.add_field("has_text", DataType.BOOL)
+        schema.add_field("metadata", DataType.JSON)
+        schema.add_field("kinds", DataType.JSON)
+        schema.add_field("exact", DataType.JSON)
+        index = self._client.prepare_index_params()
+        index.add_index(
+            "vector", index_type=self._index_type, metric_type="COSINE", params=self._index_params
+        )
+        try:
+            self._call(
+                f"creating the collection (dimension {dimension})",
+                self._client.create_collection,
+                self._collection,
+                schema=schema,
+                index_params=index,
+                consistency_level="Strong",
+            )
+        except EmbeddingStoreError:
+            # Another store created it at the same time: use it if it fits.
+            if not self._client.has_collection(self._collection, timeout=self._timeout):
+                raise
+            self._check_collection(dimension)
+
+    def _check_collection(self, dimension: int | None) -> int:
+        info = self._call(
+            "describing the collection", self._client.describe_collection, self._collection
+        )
+        fields = {f["name"]: f for f in info.get("fields", [])}
+        wrong = [
+            name
+            for name, kind in _SCHEMA.items()
+            if name not in fields or fields[name].get("type") != kind
+        ]
+        if wrong or not fields["id"].get("is_primary"):
+            raise EmbeddingStoreError(
+                f"Milvus collection {self._collection!r} exists but is not a ragloom collection "
+                f"(missing or mistyped fields: {', '.join(wrong) or 'id primary key'}); "
+                "use another collection_name"
+            )
+        stored = int(fields["vector"].get("params", {}).get("dim", 0))
+        if dimension is not None and dimension != stored:
+            raise EmbeddingStoreError(
+                f"Milvus collection {self._collection!r} has dimension {stored}, "
+                f"but the store was given dimension {dimension}"
+            )
+        return stored
+
+    # ------------------------------------------------------------------ writes
+
+    def add_all(
+        self,
+        embeddings: Sequence[Embedding] | npt.NDArray[np.floating[Any]],
+        segments: Sequence[TextSegment] | None = None,
+        *,
+        ids: Sequence[str] | None = None,
+    ) -> list[str]:
+        """Add (or replace, by id) a batch; everything is checked before anything is written.
+
+        Written in batches of ``batch_size`` rows; a server failure in the middle of a large
+        call can leave the earlier batches written (Milvus has no multi-batch transaction).
+        """
+        count = len(embeddings)
+        texts, metadata = split_segments(segments, count)
+        id_list = generate_ids(count) if ids is None else validate_ids(ids, count)
+        if count == 0:
+            return []
+        vectors = validate_embeddings(embeddings, self._dimension)
+        for id in id_list:
+            _check_id(id)
+        rows = self._rows(id_list, vectors, texts, metadata)
+        with self._lock:
+            if self._dimension is None:
+                if not self._client.has_collection(self._collection, timeout=self._timeout):
+                    self._create(vectors.shape[1])
+                    self._dimension = vectors.shape[1]
+                else:
+                    self._dimension = self._check_collection(vectors.shape[1])
+        for start in range(0, count, self._batch_size):
+            batch = rows[start : start + self._batch_size]
+            if ids is not None:  # generated UUID4s are new: nothing to keep
+                self._keep_positions(batch)
+            self._call(
+                f"writing {len(batch)} entries", self._client.upsert, self._collection, batch
+            )
+        return id_list
+
+    def _rows(
+        self,
+        ids: list[str],
+        vectors: npt.NDArray[np.float32],
+        texts: list[str | None],
+        metadata: list[dict[str, MetadataValue]] | None,
+    ) -> list[Row]:
+        rows: list[Row] = []
+        seqs = self._next_seqs(len(ids))
+        vector_lists = vectors.tolist()
+        for position, id in enumerate(ids):
+            text = texts[position]
+            if text is not None:
+                try:
+                    size = len(text.encode("utf-8"))
+                except UnicodeEncodeError as exc:
+                    raise EmbeddingStoreError(
+                        f"entry {id!r}: text is not valid Unicode ({exc})"
+                    ) from exc
+                if size > _MAX_VARCHAR:
+                    raise EmbeddingStoreError(
+                        f"entry {id!r}: text of {size} bytes exceeds Milvus's VARCHAR limit "
+                        f"of {_MAX_VARCHAR} bytes; split the document into smaller segments"
+                    )
+            values, kinds, exact = encode_metadata(metadata[position] if metadata else {})
+            rows.append(
+                {
+                    "id": id,
+                    "seq": seqs + position,
+                    "vector": vector_lists[position],
+                    "text": text or "",
+                    "has_text": text is not None,
+                    "metadata": values,
+                    "kinds": kinds,
+                    "exact": exact,
+                }
+            )
+        return rows
+
+    def _next_seqs(self, count: int) -> int:
+        """The first of ``count`` increasing sequence numbers (nanosecond clock, so stores
+        in other processes writing the same collection interleave in time order)."""
+        with self._lock:
+            start = max(time.time_ns(), self._last_seq + 1)
+            self._last_seq = start + count - 1
+        return start
+
+    def _keep_positions(self, batch: list[Row]) -> None:
+        """Replaced ids keep their insertion position (their old ``seq``), as in memory."""
+        ids = tuple(row["id"] for row in batch)
+        found = self._call(
+            "reading existing ids",
+            self._client.query,
+            self._collection,
+            output_fields=["id", "seq"],
+            consistency_level="Strong",
+            **self._render(("id in ", Param(ids))),
+        )
+        if found:
+            old = {row["id"]: row["seq"] for row in found}
+            for row in batch:
+                if row["id"] in old:
+                    row["seq"] = old[row["id"]]
+
+    # ------------------------------------------------------------------ search
+
+    def search(self, request: EmbeddingSearchRequest) -> EmbeddingSearchResult:
+        """The best ``max_results`` entries passing the filter, scored ``(cos + 1) / 2``."""
+        if not isinstance(request, EmbeddingSearchRequest):
+            raise EmbeddingStoreError(
+                f"search takes an EmbeddingSearchRequest, got {type(request).__name__}"
+            )
+        query = request.query_embedding.vector
+        if self._dimension is not None and query.shape[0] != self._dimension:
+            raise EmbeddingStoreError(
+                f"query embedding dimension {query.shape[0]} does not match the store's "
+                f"{self._dimension}"
+            )
+        compiled = None if request.filter is None else self._compiled(request.filter)
+        if self._dimension is None:
+            return EmbeddingSearchResult([])
+        condition = Cond(None) if compiled is None else compiled.condition
+        if condition.expr is None and not condition.value:
+            return EmbeddingSearchResult([])
+        k = request.max_results
+        if condition.exact and k <= _TOP_K_LIMIT // 4 and np.any(query != 0):
+            rows = self._nearest(query, k, condition.expr)
+        else:  # a filter finished in Python, a zero query (all ties), or a huge k
+            rows = self._scan(condition.expr)
+            if request.filter is not None and not condition.exact:
+                lenient = not self._type_checks
+                rows = [
+                    row
+                    for row in rows
+                    if matches(request.filter, self._metadata(row), lenient=lenient)
+                ]
+        return EmbeddingSearchResult(self._best(rows, query, k, request.min_score))
+
+    def _compiled(self, condition: Filter) -> CompiledFilter:
+        compiled = compile_filter(check_filter(condition), lenient=not self._type_checks)
+        if self._dimension is None:
+            return compiled
+        if compiled.probe is not None and self._type_checks:
+            found = self._call(
+                "checking filter value types",
+                self._client.query,
+                self._collection,
+                output_fields=["metadata", "kinds", "exact"],
+                limit=1,
+                consistency_level="Strong",
+                **self._render(compiled.probe),
+            )
+            for row in found:
+                condition.test(self._metadata(row))  # raises core's InvalidFilterError
+        if not compiled.probe_complete and self._type_checks:
+            # A key no expression can name: check every entry's kinds in Python.
+            for row in self._scan(None, ["metadata", "kinds", "exact"]):
+                condition.test(self._metadata(row))
+        return compiled
+
+    def _nearest(self, query: npt.NDArray[np.float32], k: int, expr: Expr | None) -> list[Row]:
+        """Candidates from the server's index: enough that none left out could tie or beat
+        the k-th after exact rescoring."""
+        limit = min(_TOP_K_LIMIT, k + max(8, k // 4))
+        filter_args = {} if expr is None else self._render(expr)
+        while True:
+            result = self._call(
+                "searching",
+                self._client.search,
+                self._collection,
+                data=[query.tolist()],
+                anns_field="vector",
+                limit=limit,
+                output_fields=_FIELDS,
+                search_params={"metric_type": "COSINE", "params": self._search_params},
+                consistency_level="Strong",
+                **filter_args,
+            )
+            hits = result[0] if result else []
+            rows = [hit["entity"] for hit in hits]
+            if len(rows) < limit or limit >= _TOP_K_LIMIT:
+                return rows
+            cosines = exact_cosines(_matrix(rows), query)
+            kth = np.sort(cosines)[::-1][k - 1]
+            lowest_returned = float(hits[-1]["distance"])
+            if kth > lowest_returned + _TIE_MARGIN:
+                return rows
+            limit = min(_TOP_K_LIMIT, limit * 4)
+
+    def _scan(self, expr: Expr | None, fields: list[str] | None = None) -> list[Row]:
+        """Every entry matching ``expr``, paged by id."""
+        rows: list[Row] = []
+        last: str | None = None
+        while True:
+            parts: list[Any] = []
+            if expr is not None:
+                parts += ["(", *expr, ")"]
+            if last is not None:
+                parts += [" and " if parts else "", "id > ", Param(last)]
+            page = self._call(
+                "reading entries",
+                self._client.query,
+                self._collection,
+                output_fields=fields or _FIELDS,
+                limit=_PAGE,
+                consistency_level="Strong",
+                **self._render(tuple(parts)),
+            )
+            rows += page
+            if len(page) < _PAGE:
+                return rows
+            last = max(row["id"] for row in page)
+
+    def _best(
+        self, rows: list[Row], query: npt.NDArray[np.float32], k: int, min_score: float
+    ) -> list[EmbeddingMatch]:
+        if not rows:
+            return []
+        matrix = _matrix(rows)
+        scores = relevance_score(exact_cosines(matrix, query))
+        order = sorted(range(len(rows)), key=lambda i: (-scores[i], rows[i]["seq"]))[:k]
+        matches: list[EmbeddingMatch] = []
+        for i in order:
+            if scores[i] < min_score:
+                break
+            row = rows[i]
+            segment = (
+                TextSegment(row["text"], Metadata(self._metadata(row))) if row["has_text"] else None
+            )
+            matches.append(
+                EmbeddingMatch(float(scores[i]), row["id"], Embedding(matrix[i]), segment)
+            )
+        return matches
+
+    @staticmethod
+    def _metadata(row: Row) -> dict[str, MetadataValue]:
+        return decode_metadata(row.get("metadata"), row.get("kinds"), row.get("exact"))
+
+    # ------------------------------------------------------------------ removal
+
+    def remove_all(self, ids: Iterable[str] | None = None, *, filter: Filter | None = None) -> None:
+        """Remove the given ids, the entries matching ``filter``, or (neither) everything."""
+        if ids is not None and filter is not None:
+            raise EmbeddingStoreError("remove_all takes ids or a filter, not both")
+        if ids is not None:
+            id_list = [
+                id for id in dict.fromkeys(validate_ids(ids, unique=False)) if expressible(id)
+            ]
+            if self._dimension is not None:
+                self._delete_ids(id_list)
+            return
+        compiled = None if filter is None else self._compiled(filter)
+        if self._dimension is None:
+            return
+        if compiled is None:
+            self._call(
+                "removing all entries", self._client.delete, self._collection, filter='id != ""'
+            )
+            return
+        condition = compiled.condition
+        if condition.expr is None and not condition.value:
+            return
+        if condition.exact and condition.expr is not None:
+            self._call(
+                "removing entries by filter",
+                self._client.delete,
+                self._collection,
+                **self._render(condition.expr),
+            )
+            return
+        rows = self._scan(condition.expr, ["id", "metadata", "kinds", "exact"])
+        assert filter is not None
+        lenient = not self._type_checks
+        self._delete_ids(
+            [row["id"] for row in rows if matches(filter, self._metadata(row), lenient=lenient)]
+        )
+
+    def _delete_ids(self, ids: list[str]) -> None:
+        for start in range(0, len(ids), self._batch_size):
+            batch = tuple(ids[start : start + self._batch_size])
+            self._call(
+                f"removing {len(batch)} entries",
+                self._client.delete,
+                self._collection,
+                **self._render(("id in ", Param(batch))),
+            )
+
+
+def _matrix(rows: list[Row]) -> npt.NDArray[np.float32]:
+    return np.asarray([row["vector"] for row in rows], dtype=np.float32).reshape(len(rows), -1)
