@@ -20,14 +20,11 @@ from ragloom.core import (
 )
 from ragloom.core.errors import UnsupportedFilterError
 from ragloom.core.filter_compiler import FilterCompiler
+from ragloom.core.filter_values import FilterValue
 from ragloom.core.filters import (
     ContainsString,
     IsEqualTo,
-    IsGreaterThan,
-    IsGreaterThanOrEqualTo,
     IsIn,
-    IsLessThan,
-    IsLessThanOrEqualTo,
     IsNotEqualTo,
     IsNotIn,
 )
@@ -44,6 +41,8 @@ from ragloom.core.stores.validation import (
     validate_ids,
 )
 
+_NAMES = {">": "gt", ">=": "ge", "<": "lt", "<=": "le"}
+
 
 class TextCompiler(FilterCompiler[str]):
     """A complete compiler to a prefix notation, to check dispatch and flattening."""
@@ -54,17 +53,8 @@ class TextCompiler(FilterCompiler[str]):
     def is_not_equal_to(self, filter: IsNotEqualTo) -> str:
         return f"ne({filter.key},{filter.value!r})"
 
-    def is_greater_than(self, filter: IsGreaterThan) -> str:
-        return f"gt({filter.key},{filter.value!r})"
-
-    def is_greater_than_or_equal_to(self, filter: IsGreaterThanOrEqualTo) -> str:
-        return f"ge({filter.key},{filter.value!r})"
-
-    def is_less_than(self, filter: IsLessThan) -> str:
-        return f"lt({filter.key},{filter.value!r})"
-
-    def is_less_than_or_equal_to(self, filter: IsLessThanOrEqualTo) -> str:
-        return f"le({filter.key},{filter.value!r})"
+    def order(self, key: str, operator: str, value: FilterValue) -> str:
+        return f"{_NAMES[operator]}({key},{value!r})"
 
     def is_in(self, filter: IsIn) -> str:
         return f"in({filter.key},{list(filter.values)!r})"

@@ -1,6 +1,7 @@
 """FilterCompiler: translate a :class:`~ragloom.core.Filter` tree into a backend's form.
 
-A store subclasses ``FilterCompiler[T]`` with one method per filter class (``T`` is what
+A store subclasses ``FilterCompiler[T]`` with one method per filter class (one, ``order``,
+for the four orderings) (``T`` is what
 the backend takes: an SQL fragment, a Milvus expression, a Qdrant ``Filter``, a numpy
 mask) and calls :meth:`FilterCompiler.compile`. Every method is abstract, so a compiler
 that forgets a class cannot be instantiated (it fails on first use, naming the
@@ -19,6 +20,7 @@ import abc
 from typing import Generic, TypeVar
 
 from ragloom.core.errors import UnsupportedFilterError
+from ragloom.core.filter_values import FilterValue
 from ragloom.core.filters import (
     And,
     ContainsString,
@@ -55,6 +57,10 @@ class FilterCompiler(abc.ABC, Generic[T]):
         if isinstance(filter, Not):
             return self.not_(self.compile(filter.expression))
         for cls in type(filter).__mro__:
+            operator = _ORDERINGS.get(cls)
+            if operator is not None:
+                assert isinstance(filter, _ORDERING_CLASSES)
+                return self.order(filter.key, operator, filter.value)
             method = _METHODS.get(cls)
             if method is not None:
                 result: T = getattr(self, method)(filter)
@@ -76,20 +82,10 @@ class FilterCompiler(abc.ABC, Generic[T]):
         """``key != value``; true when the key is missing."""
 
     @abc.abstractmethod
-    def is_greater_than(self, filter: IsGreaterThan) -> T:
-        """``key > value`` (number or str); false when the key is missing."""
-
-    @abc.abstractmethod
-    def is_greater_than_or_equal_to(self, filter: IsGreaterThanOrEqualTo) -> T:
-        """``key >= value`` (number or str); false when the key is missing."""
-
-    @abc.abstractmethod
-    def is_less_than(self, filter: IsLessThan) -> T:
-        """``key < value`` (number or str); false when the key is missing."""
-
-    @abc.abstractmethod
-    def is_less_than_or_equal_to(self, filter: IsLessThanOrEqualTo) -> T:
-        """``key <= value`` (number or str); false when the key is missing."""
+    def order(self, key: str, operator: str, value: FilterValue) -> T:
+        """``key <operator> value`` with ``operator`` one of ``>``, ``>=``, ``<``, ``<=``
+        (``IsGreaterThan`` ... ``IsLessThanOrEqualTo``); a number or a str value; false when
+        the key is missing."""
 
     @abc.abstractmethod
     def is_in(self, filter: IsIn) -> T:
@@ -119,11 +115,14 @@ class FilterCompiler(abc.ABC, Generic[T]):
 _METHODS: dict[type[Filter], str] = {
     IsEqualTo: "is_equal_to",
     IsNotEqualTo: "is_not_equal_to",
-    IsGreaterThan: "is_greater_than",
-    IsGreaterThanOrEqualTo: "is_greater_than_or_equal_to",
-    IsLessThan: "is_less_than",
-    IsLessThanOrEqualTo: "is_less_than_or_equal_to",
     IsIn: "is_in",
     IsNotIn: "is_not_in",
     ContainsString: "contains_string",
 }
+_ORDERINGS: dict[type[Filter], str] = {
+    IsGreaterThan: ">",
+    IsGreaterThanOrEqualTo: ">=",
+    IsLessThan: "<",
+    IsLessThanOrEqualTo: "<=",
+}
+_ORDERING_CLASSES = (IsGreaterThan, IsGreaterThanOrEqualTo, IsLessThan, IsLessThanOrEqualTo)

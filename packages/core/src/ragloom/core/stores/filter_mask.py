@@ -13,15 +13,12 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ragloom.core.filter_compiler import FilterCompiler
+from ragloom.core.filter_values import FilterValue
 from ragloom.core.filters import (
     ContainsString,
     Filter,
     IsEqualTo,
-    IsGreaterThan,
-    IsGreaterThanOrEqualTo,
     IsIn,
-    IsLessThan,
-    IsLessThanOrEqualTo,
     IsNotEqualTo,
     IsNotIn,
 )
@@ -51,17 +48,8 @@ class MaskCompiler(FilterCompiler[Mask]):
     def is_not_equal_to(self, filter: IsNotEqualTo) -> Mask:
         return self.not_(self.table.compare_mask(filter.key, "==", filter.value))
 
-    def is_greater_than(self, filter: IsGreaterThan) -> Mask:
-        return self.table.compare_mask(filter.key, ">", filter.value)
-
-    def is_greater_than_or_equal_to(self, filter: IsGreaterThanOrEqualTo) -> Mask:
-        return self.table.compare_mask(filter.key, ">=", filter.value)
-
-    def is_less_than(self, filter: IsLessThan) -> Mask:
-        return self.table.compare_mask(filter.key, "<", filter.value)
-
-    def is_less_than_or_equal_to(self, filter: IsLessThanOrEqualTo) -> Mask:
-        return self.table.compare_mask(filter.key, "<=", filter.value)
+    def order(self, key: str, operator: str, value: FilterValue) -> Mask:
+        return self.table.compare_mask(key, operator, value)
 
     def is_in(self, filter: IsIn) -> Mask:
         return self.table.in_mask(filter.key, filter.values)

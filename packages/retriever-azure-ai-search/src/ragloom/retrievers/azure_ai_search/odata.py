@@ -15,14 +15,11 @@ import uuid
 
 from ragloom.core.errors import InvalidFilterError
 from ragloom.core.filter_compiler import FilterCompiler
+from ragloom.core.filter_values import FilterValue
 from ragloom.core.filters import (
     ContainsString,
     IsEqualTo,
-    IsGreaterThan,
-    IsGreaterThanOrEqualTo,
     IsIn,
-    IsLessThan,
-    IsLessThanOrEqualTo,
     IsNotEqualTo,
     IsNotIn,
 )
@@ -68,17 +65,8 @@ class ODataFilterCompiler(FilterCompiler[str]):
     def is_not_equal_to(self, filter: IsNotEqualTo) -> str:
         return self._compare(filter.key, "ne", filter.value)
 
-    def is_greater_than(self, filter: IsGreaterThan) -> str:
-        return self._compare(filter.key, "gt", filter.value)
-
-    def is_greater_than_or_equal_to(self, filter: IsGreaterThanOrEqualTo) -> str:
-        return self._compare(filter.key, "ge", filter.value)
-
-    def is_less_than(self, filter: IsLessThan) -> str:
-        return self._compare(filter.key, "lt", filter.value)
-
-    def is_less_than_or_equal_to(self, filter: IsLessThanOrEqualTo) -> str:
-        return self._compare(filter.key, "le", filter.value)
+    def order(self, key: str, operator: str, value: FilterValue) -> str:
+        return self._compare(key, _ODATA_ORDERINGS[operator], value)
 
     def is_in(self, filter: IsIn) -> str:
         return "(" + " or ".join(self._compare(filter.key, "eq", v) for v in filter.values) + ")"
@@ -97,3 +85,6 @@ class ODataFilterCompiler(FilterCompiler[str]):
 
     def not_(self, operand: str) -> str:
         return f"not ({operand})"
+
+
+_ODATA_ORDERINGS = {">": "gt", ">=": "ge", "<": "lt", "<=": "le"}

@@ -124,9 +124,7 @@ class AzureAiSearchContentRetriever(ContentRetriever):
         check_min_score(min_score)
         self._check_min_score_mode(self.mode, min_score)
         ragloom_filter = resolve_dynamic(self.filter, query)
-        odata = (
-            None if ragloom_filter is None else ODataFilterCompiler().compile(ragloom_filter)
-        )
+        odata = None if ragloom_filter is None else ODataFilterCompiler().compile(ragloom_filter)
         options: dict[str, Any] = {
             "top": max_results,
             "filter": odata,

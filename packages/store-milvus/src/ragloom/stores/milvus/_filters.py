@@ -39,11 +39,7 @@ from ragloom.core.filters import (
     ContainsString,
     Filter,
     IsEqualTo,
-    IsGreaterThan,
-    IsGreaterThanOrEqualTo,
     IsIn,
-    IsLessThan,
-    IsLessThanOrEqualTo,
     IsNotEqualTo,
     IsNotIn,
     Not,
@@ -207,18 +203,6 @@ class MilvusFilterCompiler(FilterCompiler[Pair]):
     def is_not_equal_to(self, filter: IsNotEqualTo) -> Pair:
         positive, negative = self.equality(filter.key, filter.value)
         return negative, positive
-
-    def is_greater_than(self, filter: IsGreaterThan) -> Pair:
-        return self.order(filter.key, ">", filter.value)
-
-    def is_greater_than_or_equal_to(self, filter: IsGreaterThanOrEqualTo) -> Pair:
-        return self.order(filter.key, ">=", filter.value)
-
-    def is_less_than(self, filter: IsLessThan) -> Pair:
-        return self.order(filter.key, "<", filter.value)
-
-    def is_less_than_or_equal_to(self, filter: IsLessThanOrEqualTo) -> Pair:
-        return self.order(filter.key, "<=", filter.value)
 
     def is_in(self, filter: IsIn) -> Pair:
         return self.membership(filter.key, filter.values)

@@ -40,11 +40,7 @@ from ragloom.core.filters import (
     ContainsString,
     Filter,
     IsEqualTo,
-    IsGreaterThan,
-    IsGreaterThanOrEqualTo,
     IsIn,
-    IsLessThan,
-    IsLessThanOrEqualTo,
     IsNotEqualTo,
     IsNotIn,
 )
@@ -179,18 +175,6 @@ class _SqlCompiler(FilterCompiler[sql.Composable]):
 
     def is_not_equal_to(self, filter: IsNotEqualTo) -> sql.Composable:
         return self.not_(self.equal(filter.key, filter.value))
-
-    def is_greater_than(self, filter: IsGreaterThan) -> sql.Composable:
-        return self.order(filter.key, ">", filter.value)
-
-    def is_greater_than_or_equal_to(self, filter: IsGreaterThanOrEqualTo) -> sql.Composable:
-        return self.order(filter.key, ">=", filter.value)
-
-    def is_less_than(self, filter: IsLessThan) -> sql.Composable:
-        return self.order(filter.key, "<", filter.value)
-
-    def is_less_than_or_equal_to(self, filter: IsLessThanOrEqualTo) -> sql.Composable:
-        return self.order(filter.key, "<=", filter.value)
 
     def is_in(self, filter: IsIn) -> sql.Composable:
         return self.member(filter.key, filter.values)

@@ -34,11 +34,7 @@ from ragloom.core.filters import (
     ContainsString,
     Filter,
     IsEqualTo,
-    IsGreaterThan,
-    IsGreaterThanOrEqualTo,
     IsIn,
-    IsLessThan,
-    IsLessThanOrEqualTo,
     IsNotEqualTo,
     IsNotIn,
 )
@@ -190,11 +186,11 @@ class QdrantFilterCompiler(FilterCompiler[Native]):
         )
         return [models.FieldCondition(key=name, match=match) for name in names]
 
-    def _order(self, key: str, op: str, value: FilterValue) -> Native:
+    def order(self, key: str, operator: str, value: FilterValue) -> Native:
         kind = value_kind(value)
         self._check(key, kind, value)
         if kind == NUMBER:
-            return _leaf(_range(payload_field(NUMBER, key), op, value))
+            return _leaf(_range(payload_field(NUMBER, key), operator, value))
         # str order: Qdrant has none; "holds a str here" is the exact superset.
         name = payload_field(STR, key)
         return Native(
@@ -209,18 +205,6 @@ class QdrantFilterCompiler(FilterCompiler[Native]):
 
     def is_not_equal_to(self, filter: IsNotEqualTo) -> Native:
         return self.not_(_leaf(self._equal(filter.key, filter.value)))
-
-    def is_greater_than(self, filter: IsGreaterThan) -> Native:
-        return self._order(filter.key, ">", filter.value)
-
-    def is_greater_than_or_equal_to(self, filter: IsGreaterThanOrEqualTo) -> Native:
-        return self._order(filter.key, ">=", filter.value)
-
-    def is_less_than(self, filter: IsLessThan) -> Native:
-        return self._order(filter.key, "<", filter.value)
-
-    def is_less_than_or_equal_to(self, filter: IsLessThanOrEqualTo) -> Native:
-        return self._order(filter.key, "<=", filter.value)
 
     def is_in(self, filter: IsIn) -> Native:
         return _leaf(self._member(filter.key, filter.values))
