@@ -9,6 +9,7 @@ from pathlib import Path, PurePath
 from ragloom.core.document import ABSOLUTE_DIRECTORY_PATH, FILE_NAME, Document
 from ragloom.core.errors import DocumentLoadError, PluginError, RagloomError
 from ragloom.core.loaders.default_parser import default_document_parser
+from ragloom.core.loaders.guard import parse_source
 from ragloom.core.loaders.result import LoadedDocuments, LoadFailure
 from ragloom.core.parsers.base import DocumentParser
 
@@ -33,7 +34,7 @@ class FileSystemDocumentLoader:
             data = file.read_bytes()
         except OSError as exc:
             raise DocumentLoadError(f"{file}: cannot read: {exc.strerror or exc}") from exc
-        document = (parser or default_document_parser()).parse(data, source=str(file))
+        document = parse_source(parser or default_document_parser(), data, str(file))
         absolute = file.absolute()
         document.metadata[FILE_NAME] = absolute.name
         document.metadata[ABSOLUTE_DIRECTORY_PATH] = str(absolute.parent)
