@@ -66,8 +66,14 @@ def document_version(document: Document) -> str:
 
 
 def segment_id(document_id: str, index: int) -> str:
-    """The deterministic id (a UUID5 string) of segment ``index`` of a document."""
-    return str(uuid.uuid5(_ID_NAMESPACE, f"{document_id}#{index}"))
+    """The deterministic id (a UUID5 string) of segment ``index`` of a document.
+
+    Lone surrogates (an undecodable file name) are hashed as they are (``surrogatepass``),
+    so such names get ids of their own instead of failing the batch.
+    """
+    name = f"{document_id}#{index}".encode("utf-8", "surrogatepass")
+    digest = hashlib.sha1(_ID_NAMESPACE.bytes + name, usedforsecurity=False).digest()
+    return str(uuid.UUID(bytes=digest[:16], version=5))
 
 
 @dataclass(frozen=True, slots=True)
