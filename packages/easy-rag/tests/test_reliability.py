@@ -1,8 +1,13 @@
 """RagIndex.ingest keeps the good files when one file fails in any way."""
 
+import subprocess
+import sys
 from pathlib import Path
 
-from ragloom.core import EmbeddingStoreIngestor
+import pytest
+
+from ragloom.core import EmbeddingStoreIngestor, RagIndexError
+from ragloom.easy_rag import cli
 from ragloom.easy_rag.index import IngestReport, RagIndex
 from ragloom.testkit import FakeEmbeddingModel
 
@@ -25,3 +30,49 @@ def test_deeply_nested_html_fails_alone(tmp_path: Path) -> None:
     (failure,) = report.failures
     assert "deep.html" in str(failure.error)
     assert len(index.store) == 1
+
+
+def test_second_writer_gets_index_in_use(tmp_path: Path) -> None:
+    index_dir = tmp_path / "index"
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys, time\n"
+            "from ragloom.easy_rag.index import RagIndex\n"
+            f"with RagIndex.locked({str(index_dir)!r}):\n"
+            "    print('held', flush=True)\n"
+            "    sys.stdin.readline()\n",
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None
+        assert holder.stdout.readline() == "held\n"
+        with (
+            pytest.raises(RagIndexError, match="index in use"),
+            RagIndex.locked(index_dir, wait=0.2),
+        ):
+            pass
+    finally:
+        holder.communicate("\n", timeout=30)
+    with RagIndex.locked(index_dir, wait=0.2):  # released when the holder is done
+        pass
+
+
+def test_cli_ingest_holds_the_lock(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: list[bool] = []
+
+    def ingest_while_checking(*args: object, **kwargs: object) -> None:
+        try:
+            with RagIndex.locked(tmp_path / "index", wait=0):
+                seen.append(False)
+        except RagIndexError:
+            seen.append(True)
+
+    monkeypatch.setattr(cli, "_ingest_locked", ingest_while_checking)
+    (tmp_path / "docs").mkdir()
+    cli.main(["ingest", str(tmp_path / "docs"), "--index", str(tmp_path / "index")])
+    assert seen == [True]
