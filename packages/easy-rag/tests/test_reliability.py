@@ -76,3 +76,21 @@ def test_cli_ingest_holds_the_lock(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     (tmp_path / "docs").mkdir()
     cli.main(["ingest", str(tmp_path / "docs"), "--index", str(tmp_path / "index")])
     assert seen == [True]
+
+
+def test_symlinked_paths_do_not_duplicate(tmp_path: Path) -> None:
+    root = tmp_path / "docs"
+    root.mkdir()
+    (root / "a.txt").write_text("Volcanoes erupt lava and ash.", encoding="utf-8")
+    (root / "also_a.txt").symlink_to(root / "a.txt")
+    link = tmp_path / "link"
+    link.symlink_to(root, target_is_directory=True)
+    index = RagIndex.open_or_create(tmp_path / "index", "fake")
+    ingestor = EmbeddingStoreIngestor(index.mirrored, FakeEmbeddingModel())
+    first = index.ingest([root], ingestor)
+    second = index.ingest([link], ingestor)
+    assert len(first.added) == 1
+    assert second.unchanged == first.added
+    assert not second.added
+    assert not second.removed
+    assert len(index.store) == 1

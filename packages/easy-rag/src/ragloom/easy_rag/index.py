@@ -259,8 +259,14 @@ class RagIndex:
             selected = select_files(roots, include=include, exclude=exclude)
         except FileNotFoundError as exc:
             raise RagIndexError(str(exc)) from exc
-        own = _absolute(self.path)
-        files = [f for f in selected if not f.is_relative_to(own)]
+        # A file's identity is its resolved path: reached through a symlinked folder or
+        # under two names, it is still one file (one manifest entry, one set of segments).
+        own = _absolute(self.path).resolve()
+        named = {f.resolve(): f for f in reversed(selected)}  # resolved -> first name given
+        files = [
+            f for f in dict.fromkeys(f.resolve() for f in selected) if not f.is_relative_to(own)
+        ]
+        roots = [root.resolve() for root in roots]
         report = IngestReport()
         documents: list[tuple[str, str, Document]] = []
         for file in files:
@@ -270,8 +276,9 @@ class RagIndex:
             try:
                 digest = _sha256(file)
             except OSError as exc:
+                label = key if named[file] == file else f"{named[file]} -> {key}"
                 report.failures.append(
-                    LoadFailure(key, RagIndexError(f"{key}: cannot read: {exc}"))
+                    LoadFailure(key, RagIndexError(f"{label}: cannot read: {exc}"))
                 )
                 continue
             known = self.files.get(key)
