@@ -13,6 +13,7 @@ Runs on 127.0.0.1 in a daemon thread; every handler stops when the client goes a
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 import time
@@ -44,10 +45,8 @@ class Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         self.rfile.read(int(self.headers.get("content-length") or 0))
         mode = self.path.strip("/").split("/")[0]
-        try:
+        with contextlib.suppress(TimeoutError, BrokenPipeError, ConnectionResetError):
             getattr(self, f"mode_{mode}")()
-        except (TimeoutError, BrokenPipeError, ConnectionResetError):
-            pass
 
     def head(self, content_type: str, length: int | None = None) -> None:
         self.send_response(200)
