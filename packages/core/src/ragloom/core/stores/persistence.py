@@ -165,7 +165,12 @@ class DirectoryFormat:
         if directory.exists() and not directory.is_dir():
             raise self.error(f"{directory}: exists and is not a directory")
         manifest_path = directory / MANIFEST_NAME
-        if directory.is_dir() and not manifest_path.exists() and any(directory.iterdir()):
+        if (
+            directory.is_dir()
+            and not manifest_path.exists()
+            # another writer's first save in progress leaves only files of ours
+            and any(not self._ours.fullmatch(p.name) for p in directory.iterdir())
+        ):
             raise self.error(
                 f"{directory}: not empty and not a saved {self.noun}; refusing to write"
             )
