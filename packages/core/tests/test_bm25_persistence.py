@@ -110,7 +110,7 @@ def test_a_failed_save_keeps_the_old_index(tmp_path: Path, monkeypatch: pytest.M
         raise OSError("disk full")
 
     monkeypatch.setattr("ragloom.core.bm25.index.os.replace", crash)
-    with pytest.raises(OSError, match="disk full"):
+    with pytest.raises(BM25IndexError, match="disk full"):
         index.save(tmp_path)
     assert set(tmp_path.iterdir()) == before
     assert BM25Index.load(tmp_path).search("unsaved") == []

@@ -156,7 +156,7 @@ def test_a_crash_before_the_manifest_swap_leaves_the_old_store(
         raise OSError("simulated power loss")
 
     monkeypatch.setattr(os, "replace", crash)
-    with pytest.raises(OSError, match="power loss"):
+    with pytest.raises(EmbeddingStoreError, match="power loss"):
         new.save(tmp_path)
     monkeypatch.undo()
     assert sorted(p.name for p in tmp_path.iterdir()) == before

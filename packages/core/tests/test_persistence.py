@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from ragloom.core.errors import EmbeddingStoreError, InvalidMetadataError
+from ragloom.core.stores import persistence
 from ragloom.core.stores.metadata_table import MetadataTable
 from ragloom.core.stores.persistence import (
     MANIFEST_NAME,
@@ -81,7 +82,7 @@ def test_a_failed_manifest_swap_keeps_the_old_save(
         raise OSError("simulated power loss")
 
     monkeypatch.setattr(os, "replace", crash)
-    with pytest.raises(OSError, match="power loss"):
+    with pytest.raises(EmbeddingStoreError, match="power loss"):
         save(tmp_path, b"new")
     monkeypatch.undo()
     assert sorted(p.name for p in tmp_path.iterdir()) == before
@@ -274,3 +275,41 @@ def test_corrupt_records_raise_naming_the_file(tmp_path: Path, content: bytes) -
     with pytest.raises(EmbeddingStoreError) as error:
         FORMAT.read_records(path)
     assert str(path) in str(error.value)
+
+
+def test_a_slower_writer_never_deletes_a_newer_saves_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Writer A commits, writer B commits a newer save, then A cleans up: B's save loads."""
+    save(tmp_path, b"first")
+    real_fsync = persistence._fsync_directory
+    calls: list[Path] = []
+
+    def interleave(directory: Path) -> None:
+        real_fsync(directory)
+        calls.append(directory)
+        if len(calls) == 1:  # A has committed and not yet cleaned up: B saves now
+            save(tmp_path, b"newer")
+
+    monkeypatch.setattr(persistence, "_fsync_directory", interleave)
+    save(tmp_path, b"slower")
+    assert FORMAT.open(tmp_path).files["blob"].read_bytes() == b"newer"
+
+
+def test_orphans_are_removed_only_when_old(tmp_path: Path) -> None:
+    save(tmp_path, b"x")
+    young = tmp_path / f"blob-{uuid.uuid4().hex}.bin"
+    old = tmp_path / f"blob-{uuid.uuid4().hex}.bin"
+    young.write_bytes(b"a save in progress")
+    old.write_bytes(b"a crashed save")
+    os.utime(old, (0, 0))
+    save(tmp_path, b"y")
+    assert young.exists()
+    assert not old.exists()
+
+
+def test_an_os_error_while_saving_is_the_formats_error_naming_the_file(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    with pytest.raises(EmbeddingStoreError, match=r"cannot save test index"):
+        save(blocker / "sub", b"x")

@@ -3,6 +3,7 @@ import io
 import pytest
 
 from ragloom.core import DocumentParseError, EmptyDocumentError, TextDocumentParser
+from ragloom.core.parsers.text import detect_charset
 
 
 def test_utf8_and_stream() -> None:
@@ -52,3 +53,17 @@ def test_stream_name_is_used_as_source() -> None:
     stream.name = "stream.md"
     with pytest.raises(EmptyDocumentError, match=r"stream\.md"):
         TextDocumentParser().parse(stream)
+
+
+@pytest.mark.parametrize("charset", ["utf-16-le", "utf-16-be"])
+def test_utf16_without_bom_is_detected(charset: str) -> None:
+    text = "Plain ASCII notes\nsecond line\n" * 20
+    raw = text.encode(charset)  # no byte-order mark
+    assert detect_charset(raw, "notes.txt") == charset
+    assert TextDocumentParser().parse(raw, source="notes.txt").text.startswith("Plain ASCII")
+
+
+def test_binary_with_many_zero_bytes_is_still_binary() -> None:
+    raw = bytes(range(256)) * 16 + b"\x00\x01" * 2000
+    with pytest.raises(DocumentParseError, match="binary"):
+        detect_charset(raw, "blob.bin")

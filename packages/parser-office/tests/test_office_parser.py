@@ -20,6 +20,7 @@ from ragloom.core import (
     DocumentParseError,
     EmptyDocumentError,
     FileSystemDocumentLoader,
+    InvalidArgumentError,
     UnsupportedDocumentError,
     plugins,
 )
@@ -30,6 +31,7 @@ from ragloom.parsers.office import (
     WORD,
     EncryptedOfficeDocumentError,
     OfficeDocumentParser,
+    OfficeDocumentTooLargeError,
 )
 from ragloom.testkit import DocumentParserSuite, ParserSample
 
@@ -397,3 +399,31 @@ def test_directory_with_bad_files_ingests_the_good_ones(tmp_path: Path) -> None:
     assert isinstance(failed["zero.xlsx"], EmptyDocumentError)
     assert isinstance(failed["blank.docx"], EmptyDocumentError)
     assert all(name in str(error) for name, error in failed.items())
+
+
+def bomb(paragraphs: int) -> bytes:
+    """A DOCX whose document.xml repeats one paragraph: tiny zipped, huge unzipped."""
+    paragraph = "<w:p><w:r><w:t>" + "boom " * 20 + "</w:t></w:r></w:p>"
+    return rewrite(
+        make_docx(),
+        "word/document.xml",
+        lambda xml: xml.replace("<w:body>", "<w:body>" + paragraph * paragraphs, 1),
+    )
+
+
+def test_zip_bomb_is_refused_from_its_directory() -> None:
+    data = bomb(20_000)  # about 2.7 MB of XML in a few KB
+    assert len(data) < 100_000
+    parser = OfficeDocumentParser(max_bytes=1_000_000)
+    with pytest.raises(OfficeDocumentTooLargeError, match=r"bomb.docx: unzips to [\d,]+ bytes"):
+        parser.parse(data, source="bomb.docx")
+    with pytest.raises(OfficeDocumentTooLargeError, match="larger than max_bytes=1,000"):
+        OfficeDocumentParser(max_bytes=1_000).parse(data, source="bomb.docx")
+
+
+def test_text_longer_than_max_chars_is_refused() -> None:
+    with pytest.raises(OfficeDocumentTooLargeError, match="max_chars=1,000"):
+        OfficeDocumentParser(max_chars=1_000).parse(bomb(100), source="long.docx")
+    assert len(OfficeDocumentParser().parse(bomb(100)).text) > 1_000
+    with pytest.raises(InvalidArgumentError, match="max_chars"):
+        OfficeDocumentParser(max_chars=0)

@@ -11,6 +11,7 @@ def test_public_api() -> None:
             "EXCEL",
             "EncryptedOfficeDocumentError",
             "OfficeDocumentParser",
+            "OfficeDocumentTooLargeError",
             "POWERPOINT",
             "WORD",
         ],

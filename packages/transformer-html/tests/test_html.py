@@ -13,11 +13,13 @@ from ragloom.core import (
     DocumentTransformer,
     EmptyDocumentError,
     FileSystemDocumentLoader,
+    InvalidArgumentError,
     plugins,
 )
 from ragloom.core.parsers.dispatch import DispatchingDocumentParser
 from ragloom.testkit import DocumentParserSuite, ParserSample
 from ragloom.transformers.html import HtmlDocumentParser, HtmlToTextDocumentTransformer
+from ragloom.transformers.html.extract import nesting_depth
 
 PAGE = """<!DOCTYPE html>
 <html lang="en">
@@ -306,3 +308,25 @@ def test_directory_with_bad_files_ingests_the_good_ones(tmp_path: Path) -> None:
     assert set(failed) == {"empty.html", "scripts-only.html", "binary.html"}
     assert isinstance(failed["empty.html"], EmptyDocumentError)
     assert all(name in str(error) for name, error in failed.items())
+
+
+def test_deep_nesting_converts_without_recursion() -> None:
+    # Deeper than Python's recursion limit, within max_depth: converted iteratively.
+    html = "<body>" + "<span>" * 1000 + "deep" + "</span>" * 1000 + "<p>after</p>"
+    assert HtmlDocumentParser().parse(html.encode()).text == "deep\n\nafter"
+
+
+def test_nesting_beyond_max_depth_is_refused_naming_the_source() -> None:
+    html = ("<div>" * 50_000 + "x" + "</div>" * 50_000).encode()
+    with pytest.raises(DocumentParseError, match=r"deep\.html: .*max_depth=1024"):
+        HtmlDocumentParser().parse(html, source="deep.html")
+    assert HtmlDocumentParser(max_depth=60_000).parse(b"<div><div>x</div></div>").text == "x"
+    with pytest.raises(InvalidArgumentError, match="max_depth"):
+        HtmlDocumentParser(max_depth=0)
+
+
+def test_nesting_depth_ignores_void_implied_and_self_closed_tags() -> None:
+    flat = "<p>a<p>b<br><img src=x><li>c" * 3000 + "<svg>" + "<path d='M0'/>" * 3000 + "</svg>"
+    assert nesting_depth(flat, 1024) == 1
+    assert nesting_depth("<div><span>x</span><b>" * 2000, 10) == 11
+    assert nesting_depth("<a" + "b" * 200_000, 10) == 0  # unterminated tag: linear

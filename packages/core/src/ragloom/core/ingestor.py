@@ -66,8 +66,14 @@ def document_version(document: Document) -> str:
 
 
 def segment_id(document_id: str, index: int) -> str:
-    """The deterministic id (a UUID5 string) of segment ``index`` of a document."""
-    return str(uuid.uuid5(_ID_NAMESPACE, f"{document_id}#{index}"))
+    """The deterministic id (a UUID5 string) of segment ``index`` of a document.
+
+    Lone surrogates (an undecodable file name) are hashed as they are (``surrogatepass``),
+    so such names get ids of their own instead of failing the batch.
+    """
+    name = f"{document_id}#{index}".encode("utf-8", "surrogatepass")
+    digest = hashlib.sha1(_ID_NAMESPACE.bytes + name, usedforsecurity=False).digest()
+    return str(uuid.UUID(bytes=digest[:16], version=5))
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,33 +146,25 @@ class EmbeddingStoreIngestor:
     def ingest(self, documents: Document | Iterable[Document]) -> IngestionResult:
         """Ingest one or many documents; see the module docstring for re-runs and edits."""
         docs = [documents] if isinstance(documents, Document) else list(documents)
-        plans: list[tuple[str, list[TextSegment]]] = []
+        plans: list[tuple[str, list[TextSegment] | RagloomError]] = []
         for document in docs:
             identity = document_identity(document)
-            version = document_version(document)
-            if self.document_transformer is not None:
-                transformed = self.document_transformer.transform(document)
-                if transformed is None:
-                    plans.append((identity, []))
-                    continue
-                document = transformed
-            segments = self.document_splitter.split(document)
-            if self.text_segment_transformer is not None:
-                segments = self.text_segment_transformer.transform_all(segments)
-            for segment in segments:
-                segment.metadata[DOCUMENT_ID] = identity
-                segment.metadata[DOCUMENT_VERSION] = version
-            plans.append((identity, segments))
+            try:
+                plans.append((identity, self._segments(document, identity)))
+            except RagloomError as exc:
+                plans.append((identity, exc))
+            except Exception as exc:
+                plans.append((identity, RagloomError(f"{identity}: {type(exc).__name__}: {exc}")))
 
         usage: TokenUsage | None = None
         outcomes: list[DocumentOutcome] = []
-        total = sum(len(segments) for _, segments in plans)
+        total = sum(len(segments) for _, segments in plans if isinstance(segments, list))
         done = 0
-        pending: list[tuple[str, list[TextSegment]]] = []
+        pending: list[tuple[str, list[TextSegment] | RagloomError]] = []
         pending_size = 0
         for identity, segments in plans:
             pending.append((identity, segments))
-            pending_size += len(segments)
+            pending_size += len(segments) if isinstance(segments, list) else 0
             if pending_size >= self.batch_size:
                 usage, done = self._flush(pending, outcomes, usage, done, total)
                 pending, pending_size = [], 0
@@ -174,16 +172,32 @@ class EmbeddingStoreIngestor:
             usage, done = self._flush(pending, outcomes, usage, done, total)
         return IngestionResult(usage, outcomes)
 
+    def _segments(self, document: Document, identity: str) -> list[TextSegment]:
+        """Transform and split one document; its segments carry identity and version."""
+        version = document_version(document)
+        if self.document_transformer is not None:
+            transformed = self.document_transformer.transform(document)
+            if transformed is None:
+                return []
+            document = transformed
+        segments = self.document_splitter.split(document)
+        if self.text_segment_transformer is not None:
+            segments = self.text_segment_transformer.transform_all(segments)
+        for segment in segments:
+            segment.metadata[DOCUMENT_ID] = identity
+            segment.metadata[DOCUMENT_VERSION] = version
+        return segments
+
     def _flush(
         self,
-        pending: Sequence[tuple[str, list[TextSegment]]],
+        pending: Sequence[tuple[str, list[TextSegment] | RagloomError]],
         outcomes: list[DocumentOutcome],
         usage: TokenUsage | None,
         done: int,
         total: int,
     ) -> tuple[TokenUsage | None, int]:
         """Embed the segments of whole documents, then write each document atomically."""
-        segments = [segment for _, segs in pending for segment in segs]
+        segments = [s for _, segs in pending if isinstance(segs, list) for s in segs]
         embeddings: list[Embedding] = []
         for start in range(0, len(segments), self.batch_size):
             batch = segments[start : start + self.batch_size]
@@ -200,6 +214,9 @@ class EmbeddingStoreIngestor:
                 self.on_progress(done, total)
         position = 0
         for identity, segs in pending:
+            if not isinstance(segs, list):
+                outcomes.append(DocumentOutcome(identity, error=segs))
+                continue
             vectors = embeddings[position : position + len(segs)]
             position += len(segs)
             outcomes.append(self._write(identity, segs, vectors))

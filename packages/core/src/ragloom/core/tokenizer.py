@@ -16,7 +16,8 @@ typing, so core never imports ``tokenizers``.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import re
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 
@@ -78,12 +79,53 @@ class HuggingFaceTokenizer:
         return self.count_tokens_batch([text])[0]
 
     def count_tokens_batch(self, texts: Sequence[str]) -> list[int]:
-        """Token counts of ``texts``, encoded in one (parallel) call."""
-        encodings = self._encode_batch(list(texts), add_special_tokens=False)
-        if encodings and hasattr(encodings[0], "__len__"):  # no copy of the ids
-            return [len(encoding) for encoding in encodings]
-        return [len(encoding.ids) for encoding in encodings]
+        """Token counts of ``texts``, encoded in (parallel) calls of about 1 MB each.
 
+        An encoding costs far more memory than its text (ids, offsets, masks per token),
+        so a huge batch, or one 50 MB line, is encoded a bounded slice at a time; a long
+        text is cut at whitespace when tokens never span it (the counts add up exactly).
+        """
+        counts = [0] * len(texts)
+        group: list[str] = []
+        owners: list[int] = []
+        size = 0
+        for owner, text in enumerate(texts):
+            for piece in self._pieces(text):
+                group.append(piece)
+                owners.append(owner)
+                size += len(piece)
+                if size >= _BATCH_CHARS:
+                    self._count_into(counts, group, owners)
+                    group, owners, size = [], [], 0
+        if group:
+            self._count_into(counts, group, owners)
+        return counts
+
+    def _count_into(self, counts: list[int], group: list[str], owners: list[int]) -> None:
+        encodings = self._encode_batch(group, add_special_tokens=False)
+        sized = bool(encodings) and hasattr(encodings[0], "__len__")  # no copy of the ids
+        for owner, encoding in zip(owners, encodings, strict=True):
+            counts[owner] += len(encoding) if sized else len(encoding.ids)
+
+    def _pieces(self, text: str) -> Iterator[str]:
+        """``text``, or when long and tokens never span whitespace, slices of it cut
+        just after whitespace (a word is never cut)."""
+        if len(text) <= _PIECE_CHARS or not self.splits_on_whitespace:
+            yield text
+            return
+        start = 0
+        while len(text) - start > _PIECE_CHARS:
+            cut = _NEXT_SPACE.search(text, start + _PIECE_CHARS)
+            if cut is None:
+                break
+            yield text[start : cut.end()]
+            start = cut.end()
+        yield text[start:]
+
+
+_BATCH_CHARS = 1 << 20  # characters encoded per call
+_PIECE_CHARS = 1 << 16  # longer texts are cut at whitespace (when counts are additive)
+_NEXT_SPACE = re.compile(r"\s")
 
 # Pre-tokenizers that cut at whitespace and drop it, and normalizers that never join
 # words (BERT's removes control characters; splitters check texts for those).

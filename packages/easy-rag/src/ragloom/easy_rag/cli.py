@@ -36,7 +36,7 @@ from ragloom.core import (
 from ragloom.core.content import SCORE
 from ragloom.easy_rag.assistant import create_assistant
 from ragloom.easy_rag.extractive import describe_source
-from ragloom.easy_rag.index import RagIndex
+from ragloom.easy_rag.index import IngestReport, RagIndex
 from ragloom.easy_rag.plugin_status import format_status, plugin_status
 
 EXIT_PARTIAL, EXIT_USAGE, EXIT_INDEX, EXIT_EMPTY, EXIT_IO = 1, 2, 3, 4, 5
@@ -84,12 +84,8 @@ def _check_index_argument(path: str) -> None:
         )
 
 
-def cmd_ingest(args: argparse.Namespace) -> int:
-    _check_index_argument(args.index)
-    for path in args.paths:
-        if not os.path.exists(path):
-            raise UsageError(f"{path}: no such file or directory; give files or folders to ingest")
-    model = _model()
+def _ingest_locked(args: argparse.Namespace, model: EmbeddingModel) -> IngestReport | None:
+    """Open, ingest and save the index (under its lock); ``None`` when nothing to ingest."""
     index = RagIndex.open_or_create(args.index, _model_name(model))
     from tqdm import tqdm
 
@@ -113,8 +109,21 @@ def cmd_ingest(args: argparse.Namespace) -> int:
             "unsupported files are skipped; see --glob/--exclude)",
             file=sys.stderr,
         )
-        return EXIT_EMPTY
+        return None
     index.save()
+    return report
+
+
+def cmd_ingest(args: argparse.Namespace) -> int:
+    _check_index_argument(args.index)
+    for path in args.paths:
+        if not os.path.exists(path):
+            raise UsageError(f"{path}: no such file or directory; give files or folders to ingest")
+    model = _model()
+    with RagIndex.locked(args.index):  # a second writer waits, then "index in use"
+        report = _ingest_locked(args, model)
+    if report is None:
+        return EXIT_EMPTY
     if args.json:
         print(json.dumps(report.to_dict(), indent=2))
     else:

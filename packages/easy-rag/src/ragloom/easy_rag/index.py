@@ -14,10 +14,12 @@ import contextlib
 import hashlib
 import json
 import os
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from filelock import FileLock, Timeout
 
 from ragloom.core import (
     BM25Index,
@@ -45,6 +47,9 @@ VERSION = 1
 MANIFEST = "files.json"
 STORE = "store"
 KEYWORDS = "keywords"
+LOCK = ".lock"
+DEFAULT_LOCK_WAIT = 10.0
+"""Seconds a writer waits for another writer of the same index before giving up."""
 # The parser distribution for a file type; any other type: ragloom-parser-auto.
 READER_PACKAGES = {
     ".pdf": "ragloom-parser-pdf",
@@ -191,6 +196,28 @@ class RagIndex:
         keywords = BM25Index.load(keywords_path) if keywords_path.is_dir() else BM25Index()
         return cls(directory, store, keywords, dict(manifest["files"]), str(manifest["model"]))
 
+    @staticmethod
+    @contextlib.contextmanager
+    def locked(path: str | os.PathLike[str], *, wait: float = DEFAULT_LOCK_WAIT) -> Iterator[None]:
+        """Hold the index's writer lock (``.lock`` in its directory) for a whole
+        open-ingest-save cycle, so two writers never lose each other's work: the second
+        waits up to ``wait`` seconds, then gets :class:`RagIndexError` ("index in use").
+        The operating system releases the lock when its process dies."""
+        directory = Path(path)
+        directory.mkdir(parents=True, exist_ok=True)
+        lock = FileLock(directory / LOCK, timeout=wait)
+        try:
+            lock.acquire()
+        except Timeout as exc:
+            raise RagIndexError(
+                f"{directory}: index in use by another ragloom process (waited {wait:g} s "
+                f"for {directory / LOCK}); retry when it has finished"
+            ) from exc
+        try:
+            yield
+        finally:
+            lock.release()
+
     @classmethod
     def create(cls, path: str | os.PathLike[str], model: str) -> RagIndex:
         """An empty index at ``path`` (written by :meth:`save`)."""
@@ -232,8 +259,14 @@ class RagIndex:
             selected = select_files(roots, include=include, exclude=exclude)
         except FileNotFoundError as exc:
             raise RagIndexError(str(exc)) from exc
-        own = _absolute(self.path)
-        files = [f for f in selected if not f.is_relative_to(own)]
+        # A file's identity is its resolved path: reached through a symlinked folder or
+        # under two names, it is still one file (one manifest entry, one set of segments).
+        own = _absolute(self.path).resolve()
+        named = {f.resolve(): f for f in reversed(selected)}  # resolved -> first name given
+        files = [
+            f for f in dict.fromkeys(f.resolve() for f in selected) if not f.is_relative_to(own)
+        ]
+        roots = [root.resolve() for root in roots]
         report = IngestReport()
         documents: list[tuple[str, str, Document]] = []
         for file in files:
@@ -243,8 +276,9 @@ class RagIndex:
             try:
                 digest = _sha256(file)
             except OSError as exc:
+                label = key if named[file] == file else f"{named[file]} -> {key}"
                 report.failures.append(
-                    LoadFailure(key, RagIndexError(f"{key}: cannot read: {exc}"))
+                    LoadFailure(key, RagIndexError(f"{label}: cannot read: {exc}"))
                 )
                 continue
             known = self.files.get(key)

@@ -10,6 +10,7 @@ an async client is bound to the event loop that first used it). Retried: HTTP 40
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import email.utils
 import json
 import math
@@ -44,6 +45,9 @@ from ragloom.core.errors import InvalidArgumentError, InvalidArgumentTypeError
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 DEFAULT_TIMEOUT = 120.0
+DEFAULT_MAX_RESPONSE_BYTES = 100 * 1024 * 1024
+"""The largest answer body read (a server sending more gets an error, not all your RAM)."""
+_DROPPED_HEADERS = frozenset({"content-encoding", "content-length", "transfer-encoding"})
 _MAX_CONNECT_TIMEOUT = 10.0
 _EXCERPT = 300
 
@@ -181,7 +185,17 @@ class ApiClient:
         headers: Mapping[str, str] | None,
         http_client: httpx.Client | None,
         async_http_client: httpx.AsyncClient | None,
+        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
     ) -> None:
+        if (
+            isinstance(max_response_bytes, bool)
+            or not isinstance(max_response_bytes, int)
+            or max_response_bytes <= 0
+        ):
+            raise InvalidArgumentError(
+                f"max_response_bytes must be a positive int, got {max_response_bytes!r}"
+            )
+        self.max_response_bytes = max_response_bytes
         self.base_url = base_url
         self.model_name = model_name
         self.subject = subject
@@ -254,7 +268,7 @@ class ApiClient:
         while True:
             request = self._request(client, path, payload, "application/json")
             try:
-                response = client.send(request)
+                response = self.read_whole(client.send(request, stream=True))
             except httpx.TransportError as exc:
                 if retries < self.retry.max_retries:
                     self.retry.sleep(self.retry.backoff(retries))
@@ -276,7 +290,10 @@ class ApiClient:
             while True:
                 request = self._request(client, path, payload, "application/json")
                 try:
-                    response = await client.send(request)
+                    async with asyncio.timeout(self.deadline()):
+                        response = await self.aread_whole(await client.send(request, stream=True))
+                except TimeoutError as exc:
+                    raise self.deadline_error(str(request.url)) from exc
                 except httpx.TransportError as exc:
                     if retries < self.retry.max_retries:
                         await self.retry.async_sleep(self.retry.backoff(retries))
@@ -312,12 +329,8 @@ class ApiClient:
                 raise self.transport_error(exc, request, retries + 1) from exc
             if response.is_success:
                 break
-            try:
-                response.read()
-            except httpx.HTTPError:
-                pass  # the status is what matters; the body is only for the message
-            finally:
-                response.close()
+            with contextlib.suppress(httpx.HTTPError, OpenAiError):  # the status matters most
+                response = self.read_whole(response)
             delay, note = self._retry_delay(response, retries)
             if delay is None:
                 raise self.status_error(response, retries + 1, note)
@@ -346,11 +359,10 @@ class ApiClient:
                 if response.is_success:
                     break
                 try:
-                    await response.aread()
-                except httpx.HTTPError:
-                    pass
-                finally:
-                    await response.aclose()
+                    async with asyncio.timeout(self.deadline()):
+                        response = await self.aread_whole(response)
+                except (httpx.HTTPError, OpenAiError, TimeoutError):
+                    pass  # the status is what matters; the body is only for the message
                 delay, note = self._retry_delay(response, retries)
                 if delay is None:
                     raise self.status_error(response, retries + 1, note)
@@ -360,6 +372,77 @@ class ApiClient:
                 yield response
             finally:
                 await response.aclose()
+
+    # -- bounded reading ---------------------------------------------------------------
+
+    def deadline(self) -> float:
+        """Seconds one attempt may take as a whole (the per-read ``timeout``; 120 s default)."""
+        return float(self.timeout.read or DEFAULT_TIMEOUT)
+
+    def check_size(self, response: httpx.Response, size: int) -> None:
+        if size > self.max_response_bytes:
+            url = str(response.request.url)
+            raise self.error(
+                OpenAiResponseError,
+                f"{url} answered with more than max_response_bytes={self.max_response_bytes:,} "
+                "bytes; refusing to read it all",
+                url,
+                response.status_code,
+            )
+
+    def _whole(self, response: httpx.Response, chunks: list[bytes]) -> httpx.Response:
+        """A read response holding ``chunks`` (already decoded) as its body."""
+        headers = [(k, v) for k, v in response.headers.multi_items() if k not in _DROPPED_HEADERS]
+        return httpx.Response(
+            response.status_code,
+            headers=headers,
+            content=b"".join(chunks),
+            request=response.request,
+        )
+
+    def read_whole(self, response: httpx.Response) -> httpx.Response:
+        """Read a streamed response's body within the deadline and ``max_response_bytes``.
+
+        httpx's timeout bounds each read, so a server dripping a byte at a time could hold
+        a call forever; the deadline bounds the attempt as a whole.
+        """
+        deadline = time.monotonic() + self.deadline()
+        chunks: list[bytes] = []
+        size = 0
+        try:
+            self.check_size(response, int(response.headers.get("content-length") or 0))
+            for chunk in response.iter_bytes():
+                size += len(chunk)
+                self.check_size(response, size)
+                chunks.append(chunk)
+                if time.monotonic() > deadline:
+                    raise self.deadline_error(str(response.request.url))
+        finally:
+            response.close()
+        return self._whole(response, chunks)
+
+    async def aread_whole(self, response: httpx.Response) -> httpx.Response:
+        """:meth:`read_whole` for asyncio (the caller bounds the time)."""
+        chunks: list[bytes] = []
+        size = 0
+        try:
+            self.check_size(response, int(response.headers.get("content-length") or 0))
+            async for chunk in response.aiter_bytes():
+                size += len(chunk)
+                self.check_size(response, size)
+                chunks.append(chunk)
+        finally:
+            await response.aclose()
+        return self._whole(response, chunks)
+
+    def deadline_error(self, url: str) -> OpenAiError:
+        """The error for an answer not complete within the deadline."""
+        return self.error(
+            OpenAiTimeoutError,
+            f"no complete answer from {url} within the timeout of {self.deadline():g} s "
+            "(the server is sending too slowly); raise timeout= for slow models or use stream()",
+            url,
+        )
 
     # -- retries -----------------------------------------------------------------------
 
@@ -405,7 +488,7 @@ class ApiClient:
         """The JSON body of a successful response; OpenAiResponseError when it is not JSON."""
         try:
             return json.loads(response.content)
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as exc:
             raise self.error(
                 OpenAiResponseError,
                 f"{response.request.url} answered HTTP {response.status_code} with a body that "
@@ -487,15 +570,19 @@ class ApiClient:
             OpenAiConnectionError, f"the connection to {url} failed{tried}: {reason}", url
         )
 
-    def stream_error(self, exc: httpx.TransportError, url: str, received: int) -> OpenAiError:
+    def stalled(self, url: str, received: int) -> OpenAiError:
+        """The error for a stream without content for longer than the timeout."""
+        return self.error(
+            OpenAiTimeoutError,
+            f"the stream from {url} stalled for more than {self.deadline():g} s after "
+            f"{received} partial texts (keep-alive comments do not count)",
+            url,
+        )
+
+    def stream_error(self, exc: httpx.HTTPError, url: str, received: int) -> OpenAiError:
         """The error for a stream that broke off after ``received`` partial texts."""
         if isinstance(exc, httpx.TimeoutException):
-            return self.error(
-                OpenAiTimeoutError,
-                f"the stream from {url} stalled for more than {self.timeout.read} s after "
-                f"{received} partial texts",
-                url,
-            )
+            return self.stalled(url, received)
         return self.error(
             OpenAiConnectionError,
             f"the stream from {url} broke off after {received} partial texts: "

@@ -6,8 +6,10 @@ Ollama (``http://localhost:11434/v1``), the llama.cpp server, LM Studio, ...
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
+import time
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from typing import Any
 
@@ -15,6 +17,7 @@ import httpx
 
 from ragloom.chat_models.openai._http import (
     DEFAULT_BASE_URL,
+    DEFAULT_MAX_RESPONSE_BYTES,
     DEFAULT_TIMEOUT,
     ApiClient,
     ApiModel,
@@ -94,8 +97,11 @@ class OpenAiChatModel(ApiModel, ChatModel):
     for every call; ``None`` leaves them to the server. ``extra_body`` adds fields to
     every request (e.g. ``{"top_k": 20}`` for vLLM).
 
-    ``timeout`` is the seconds to wait for the server (at most 10 of them to connect);
-    for a streamed answer it bounds each pause between chunks. Failed calls (HTTP 408,
+    ``timeout`` (120 s) bounds each attempt as a whole (at most 10 s of it to connect):
+    a server dripping its answer a byte at a time cannot hold a call longer; for a
+    streamed answer it bounds each pause between chunks of content (SSE keep-alive
+    comments do not extend it). Answers larger than ``max_response_bytes`` (100 MiB)
+    raise instead of being read whole. Failed calls (HTTP 408,
     409, 429, 5xx, refused or dropped connections, timeouts) are retried ``max_retries``
     times with exponential backoff and jitter, honouring ``Retry-After``; pass a
     :class:`RetryPolicy` for finer control. ``organization`` sets the
@@ -132,6 +138,7 @@ class OpenAiChatModel(ApiModel, ChatModel):
         stream_usage: bool = True,
         http_client: httpx.Client | None = None,
         async_http_client: httpx.AsyncClient | None = None,
+        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
     ) -> None:
         if not isinstance(model_name, str) or not model_name.strip():
             raise InvalidArgumentError(f"model_name must be a non-empty str, got {model_name!r}")
@@ -171,6 +178,7 @@ class OpenAiChatModel(ApiModel, ChatModel):
             headers=headers,
             http_client=http_client,
             async_http_client=async_http_client,
+            max_response_bytes=max_response_bytes,
         )
 
     @classmethod
@@ -247,20 +255,26 @@ class OpenAiChatModel(ApiModel, ChatModel):
             with self._api.stream(_PATH, payload) as response:
                 url = str(response.request.url)
                 if _is_json(response):  # a server that ignores "stream": true
-                    response.read()
-                    yield from _whole(self._completion(self._api.decode(response)))
+                    try:
+                        whole = self._api.read_whole(response)
+                    except httpx.HTTPError as exc:
+                        raise self._api.stream_error(exc, url, 0) from exc
+                    yield from _whole(self._completion(self._api.decode(whole)))
                     return
                 state = _StreamState(self._api, url)
                 decoder = SseDecoder()
                 lines = response.iter_lines()
+                watch = _StallWatch(self._api, response, url)
                 while not state.done:
                     try:
                         line = next(lines, None)
-                    except httpx.TransportError as exc:
+                    except httpx.HTTPError as exc:
                         raise self._api.stream_error(exc, url, state.received) from exc
                     event = decoder.feed(line) if line is not None else decoder.end()
                     if event is not None and (text := state.add(event)):
+                        watch.progress()
                         yield text
+                    watch.check(state.received)
                     if line is None:
                         break
                 yield state.finish()
@@ -275,21 +289,33 @@ class OpenAiChatModel(ApiModel, ChatModel):
             async with self._api.astream(_PATH, payload) as response:
                 url = str(response.request.url)
                 if _is_json(response):
-                    await response.aread()
-                    for item in _whole(self._completion(self._api.decode(response))):
+                    try:
+                        async with asyncio.timeout(self._api.deadline()):
+                            whole = await self._api.aread_whole(response)
+                    except TimeoutError as exc:
+                        raise self._api.deadline_error(url) from exc
+                    except httpx.HTTPError as exc:
+                        raise self._api.stream_error(exc, url, 0) from exc
+                    for item in _whole(self._completion(self._api.decode(whole))):
                         yield item
                     return
                 state = _StreamState(self._api, url)
                 decoder = SseDecoder()
                 lines = response.aiter_lines()
+                watch = _StallWatch(self._api, response, url)
                 while not state.done:
                     try:
-                        line = await anext(lines, None)
-                    except httpx.TransportError as exc:
+                        async with asyncio.timeout(watch.remaining()):
+                            line = await anext(lines, None)
+                    except TimeoutError as exc:
+                        raise self._api.stalled(url, state.received) from exc
+                    except httpx.HTTPError as exc:
                         raise self._api.stream_error(exc, url, state.received) from exc
                     event = decoder.feed(line) if line is not None else decoder.end()
                     if event is not None and (text := state.add(event)):
+                        watch.progress()
                         yield text
+                    watch.check(state.received)
                     if line is None:
                         break
                 yield state.finish()
@@ -358,6 +384,30 @@ class OpenAiChatModel(ApiModel, ChatModel):
         )
 
 
+class _StallWatch:
+    """Bounds a stream's pauses: at most ``timeout`` seconds without content (keep-alive
+    comments and empty events do not count), and at most ``max_response_bytes`` in all."""
+
+    __slots__ = ("_api", "_last", "_response", "_url")
+
+    def __init__(self, api: ApiClient, response: httpx.Response, url: str) -> None:
+        self._api = api
+        self._response = response
+        self._url = url
+        self._last = time.monotonic()
+
+    def progress(self) -> None:
+        self._last = time.monotonic()
+
+    def remaining(self) -> float:
+        return max(self._api.deadline() - (time.monotonic() - self._last), 0.0)
+
+    def check(self, received: int) -> None:
+        if time.monotonic() - self._last > self._api.deadline():
+            raise self._api.stalled(self._url, received)
+        self._api.check_size(self._response, self._response.num_bytes_downloaded)
+
+
 class _StreamState:
     """Collects a streamed answer from its events (one per chat-completion chunk)."""
 
@@ -382,7 +432,7 @@ class _StreamState:
             return ""
         try:
             chunk = json.loads(data)
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:
             raise self._api.error(
                 OpenAiResponseError,
                 f"the stream from {self._url} sent an event that is not JSON: {_clip(data)!r}",

@@ -66,7 +66,12 @@ from ragloom.core.stores.persistence import (
     SavedDirectory,
     write_records,
 )
-from ragloom.core.stores.validation import generate_ids, validate_ids
+from ragloom.core.stores.validation import (
+    check_segment,
+    check_segment_text,
+    generate_ids,
+    validate_ids,
+)
 
 __all__ = ["BM25Index", "BM25IndexError", "BM25Match"]
 
@@ -631,9 +636,11 @@ def _split_segments(
     metadata: list[dict[str, MetadataValue]] = []
     for position, segment in enumerate(segments):
         if isinstance(segment, TextSegment):
+            check_segment(segment, position, error=BM25IndexError)
             texts.append(segment.text)
             metadata.append(segment.metadata.to_dict())
         elif isinstance(segment, str):
+            check_segment_text(segment, f"text of segment {position}", error=BM25IndexError)
             texts.append(segment)
             metadata.append({})
         else:

@@ -9,16 +9,30 @@ from pathlib import Path, PurePath
 from ragloom.core.document import ABSOLUTE_DIRECTORY_PATH, FILE_NAME, Document
 from ragloom.core.errors import DocumentLoadError, PluginError, RagloomError
 from ragloom.core.loaders.default_parser import default_document_parser
+from ragloom.core.loaders.guard import parse_source
 from ragloom.core.loaders.result import LoadedDocuments, LoadFailure
 from ragloom.core.parsers.base import DocumentParser
 
 logger = logging.getLogger(__name__)
 
 
+def _readable(name: str) -> str:
+    """``name`` as valid Unicode: bytes of a non-UTF-8 file name (decoded by Python as lone
+    surrogates, which no store can hold) are written as ``\\xff`` escapes."""
+    if name.isascii():
+        return name
+    try:
+        raw = name.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:  # a surrogate Python's file-name decoding did not make
+        raw = name.encode("utf-8", "surrogatepass")
+    return raw.decode("utf-8", "backslashreplace")
+
+
 class FileSystemDocumentLoader:
     """Loads files with a :class:`DocumentParser` (the discovered default when omitted).
 
-    Every document gets the metadata ``file_name`` and ``absolute_directory_path``.
+    Every document gets the metadata ``file_name`` and ``absolute_directory_path`` (bytes
+    of a file name that is not UTF-8 appear as ``\\xff`` escapes).
     """
 
     @staticmethod
@@ -33,10 +47,10 @@ class FileSystemDocumentLoader:
             data = file.read_bytes()
         except OSError as exc:
             raise DocumentLoadError(f"{file}: cannot read: {exc.strerror or exc}") from exc
-        document = (parser or default_document_parser()).parse(data, source=str(file))
+        document = parse_source(parser or default_document_parser(), data, str(file))
         absolute = file.absolute()
-        document.metadata[FILE_NAME] = absolute.name
-        document.metadata[ABSOLUTE_DIRECTORY_PATH] = str(absolute.parent)
+        document.metadata[FILE_NAME] = _readable(absolute.name)
+        document.metadata[ABSOLUTE_DIRECTORY_PATH] = _readable(str(absolute.parent))
         return document
 
     @staticmethod

@@ -14,6 +14,7 @@ from pathlib import PurePosixPath
 from ragloom.core.document import FILE_NAME, Document
 from ragloom.core.errors import DocumentLoadError, PluginError, RagloomError
 from ragloom.core.loaders.default_parser import default_document_parser
+from ragloom.core.loaders.guard import parse_source
 from ragloom.core.loaders.result import LoadedDocuments, LoadFailure
 from ragloom.core.parsers.base import DocumentParser
 
@@ -60,7 +61,7 @@ class PackageResourceDocumentLoader:
             data = node.read_bytes()
         except OSError as exc:
             raise DocumentLoadError(f"{source}: cannot read: {exc}") from exc
-        document = (parser or default_document_parser()).parse(data, source=source)
+        document = parse_source(parser or default_document_parser(), data, source)
         document.metadata[PACKAGE] = package
         document.metadata[RESOURCE] = resource
         document.metadata[FILE_NAME] = node.name

@@ -9,6 +9,7 @@ from urllib.parse import urlparse
 from ragloom.core.document import URL, Document
 from ragloom.core.errors import DocumentLoadError
 from ragloom.core.loaders.default_parser import default_document_parser
+from ragloom.core.loaders.guard import parse_source
 from ragloom.core.parsers.base import DocumentParser
 
 DEFAULT_TIMEOUT = 30.0
@@ -45,6 +46,6 @@ class UrlDocumentLoader:
             raise DocumentLoadError(f"{url}: cannot fetch: {exc.reason}") from exc
         except TimeoutError as exc:
             raise DocumentLoadError(f"{url}: timed out after {timeout} s") from exc
-        document = (parser or default_document_parser(charset)).parse(body, source=url)
+        document = parse_source(parser or default_document_parser(charset), body, url)
         document.metadata[URL] = url
         return document

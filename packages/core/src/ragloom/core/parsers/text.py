@@ -62,6 +62,9 @@ def detect_charset(raw: bytes, name: str = "<bytes>") -> str:
     for bom, charset in _BOMS:
         if raw.startswith(bom):
             return charset
+    utf16 = _utf16_without_bom(raw)
+    if utf16 is not None:
+        return utf16
     try:
         raw.decode("utf-8")
     except UnicodeDecodeError:
@@ -70,12 +73,33 @@ def detect_charset(raw: bytes, name: str = "<bytes>") -> str:
         if _looks_binary(raw):
             raise DocumentParseError(f"{name}: looks like binary data, not text")
         return "utf-8"
-    sample = raw[:4096]
-    if len(sample) >= 4 and sample.count(0) * 3 >= len(sample):
-        return "utf-16-le" if sample[1::2].count(0) > sample[0::2].count(0) else "utf-16-be"
     if _looks_binary(raw):
         raise DocumentParseError(f"{name}: looks like binary data, not text")
     return "cp1252"
+
+
+def _utf16_without_bom(raw: bytes) -> str | None:
+    """UTF-16 without a byte-order mark, recognised by its zero bytes: mostly-Latin text has
+    a zero in (nearly) every high byte and almost none in the low bytes, and the sample
+    decodes to text without control characters. (NUL bytes are valid UTF-8, so this runs
+    before the UTF-8 check.)"""
+    sample = raw[: 4096 & ~1] if len(raw) > 4096 else raw[: len(raw) & ~1]
+    half = len(sample) // 2
+    if half < 2:
+        return None
+    even, odd = sample[0::2].count(0), sample[1::2].count(0)
+    if odd * 10 >= half * 4 and even * 20 <= half:
+        charset = "utf-16-le"
+    elif even * 10 >= half * 4 and odd * 20 <= half:
+        charset = "utf-16-be"
+    else:
+        return None
+    try:
+        text = sample.decode(charset)
+    except UnicodeDecodeError:
+        return None
+    controls = sum(1 for c in text if c < " " and c not in "\t\n\r\f")
+    return charset if controls * 100 <= len(text) else None
 
 
 def _looks_binary(raw: bytes) -> bool:

@@ -11,7 +11,9 @@ What the layout guarantees:
 - Atomic replace. Data files get fresh names on every save, each is fsynced, and
   ``manifest.json`` (which names them) is written to a temporary file, fsynced and moved
   into place last with ``os.replace``: a crash or an error at any point leaves the old
-  or the new save readable, never a mix. Files of older saves are deleted afterwards.
+  or the new save readable, never a mix. Afterwards a save deletes only the files of the
+  manifest it replaced (never those of a newer save by another process) and leftovers
+  of crashed saves older than an hour.
 - Versioned manifest. ``load`` refuses another format's directory and any version it
   does not know, instead of guessing.
 - Checksums. The manifest records each data file's SHA-256; :meth:`DirectoryFormat.open`
@@ -35,6 +37,7 @@ import json
 import math
 import os
 import re
+import time
 import uuid
 import zipfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -61,6 +64,8 @@ __all__ = [
 ]
 
 MANIFEST_NAME = "manifest.json"
+ORPHAN_AGE = 3600.0
+"""Seconds after which a data file no manifest names counts as a crashed save's leftover."""
 
 _RECORD_BLOCK = 8192
 _PLAIN_TYPES = frozenset({str, int, float, bool})
@@ -160,32 +165,71 @@ class DirectoryFormat:
         if directory.exists() and not directory.is_dir():
             raise self.error(f"{directory}: exists and is not a directory")
         manifest_path = directory / MANIFEST_NAME
-        if directory.is_dir() and not manifest_path.exists() and any(directory.iterdir()):
+        if (
+            directory.is_dir()
+            and not manifest_path.exists()
+            # another writer's first save in progress leaves only files of ours
+            and any(not self._ours.fullmatch(p.name) for p in directory.iterdir())
+        ):
             raise self.error(
                 f"{directory}: not empty and not a saved {self.noun}; refusing to write"
             )
-        directory.mkdir(parents=True, exist_ok=True)
-        files = DataFiles(directory, self.suffixes)
-        committed = False
         try:
-            header = write(files)
-            manifest = {"format": self.name, "version": self.version, **header}
-            manifest["files"] = files.entries
-            text = json.dumps(manifest, indent=2).encode()
-            temporary = f"{MANIFEST_NAME}.{files.token}.tmp"
-            files.create(temporary, lambda f: f.write(text))
-            os.replace(directory / temporary, manifest_path)
-            committed = True
-            _fsync_directory(directory)
-        except BaseException:
-            if not committed:
-                files.discard()
-            raise
-        current = {entry["name"] for entry in files.entries.values()}
-        for stale in directory.iterdir():
-            if stale.name not in current and self._ours.fullmatch(stale.name):
+            directory.mkdir(parents=True, exist_ok=True)
+            files = DataFiles(directory, self.suffixes)
+            committed = False
+            try:
+                header = write(files)
+                manifest = {"format": self.name, "version": self.version, **header}
+                manifest["files"] = files.entries
+                text = json.dumps(manifest, indent=2).encode()
+                temporary = f"{MANIFEST_NAME}.{files.token}.tmp"
+                files.create(temporary, lambda f: f.write(text))
+                superseded = self._named_by(manifest_path)
+                os.replace(directory / temporary, manifest_path)
+                committed = True
+                _fsync_directory(directory)
+            except BaseException:
+                if not committed:
+                    files.discard()
+                raise
+        except OSError as exc:
+            at = exc.filename or directory
+            raise self.error(f"{at}: cannot save {self.noun} ({exc.strerror or exc})") from exc
+        self._clean(directory, superseded, {entry["name"] for entry in files.entries.values()})
+
+    def _named_by(self, manifest_path: Path) -> set[str]:
+        """The data files the manifest at ``manifest_path`` names (none if unreadable)."""
+        try:
+            entries = json.loads(manifest_path.read_bytes()).get("files", {})
+            return {
+                entry["name"]
+                for entry in entries.values()
+                if isinstance(entry.get("name"), str) and self._ours.fullmatch(entry["name"])
+            }
+        except (OSError, ValueError, AttributeError, TypeError, KeyError):
+            return set()
+
+    def _clean(self, directory: Path, superseded: set[str], current: set[str]) -> None:
+        """Delete what this save superseded, and leftovers of crashed saves.
+
+        Writer-safe: another process saving the same directory at the same time may have
+        committed a newer manifest since; its files are never superseded by this save,
+        and files not named by any manifest are removed only once they are an hour old
+        (a save in progress writes its files within seconds of naming them).
+        """
+        for name in superseded - current:
+            with contextlib.suppress(OSError):
+                (directory / name).unlink()
+        live = self._named_by(directory / MANIFEST_NAME) | current
+        cutoff = time.time() - ORPHAN_AGE
+        with contextlib.suppress(OSError):
+            for stale in directory.iterdir():
+                if stale.name in live or not self._ours.fullmatch(stale.name):
+                    continue
                 with contextlib.suppress(OSError):
-                    stale.unlink()
+                    if stale.stat().st_mtime < cutoff:
+                        stale.unlink()
 
     # ------------------------------------------------------------------ loading
 

@@ -26,6 +26,8 @@ __all__ = [
     "check_filter",
     "check_max_results",
     "check_min_score",
+    "check_segment",
+    "check_segment_text",
     "embedding_dimension",
     "generate_ids",
     "split_segments",
@@ -62,6 +64,33 @@ def validate_ids(
     return id_list
 
 
+def check_segment_text(
+    text: str, what: str, *, error: type[RagloomError] = EmbeddingStoreError
+) -> None:
+    """Refuse text no store can persist: a lone surrogate (e.g. from an undecodable file
+    name) is not Unicode, so UTF-8 files and databases cannot hold it. Every store applies
+    this to segment texts, metadata keys and string values, so all refuse the same writes."""
+    if text.isascii():
+        return
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise error(
+            f"{what} {text!r} is not valid Unicode (lone surrogate at {exc.start})"
+        ) from exc
+
+
+def check_segment(
+    segment: TextSegment, position: int, *, error: type[RagloomError] = EmbeddingStoreError
+) -> None:
+    """:func:`check_segment_text` on the text, metadata keys and string values of one segment."""
+    check_segment_text(segment.text, f"text of segment {position}", error=error)
+    for key, value in segment.metadata.items():
+        check_segment_text(key, f"segment {position}: metadata key", error=error)
+        if isinstance(value, str):
+            check_segment_text(value, f"segment {position}: metadata {key!r} value", error=error)
+
+
 def split_segments(
     segments: Sequence[TextSegment] | None,
     count: int,
@@ -79,9 +108,10 @@ def split_segments(
         raise error(f"got {given} segments for {count} embeddings")
     texts: list[str | None] = []
     metadata: list[dict[str, MetadataValue]] = []
-    for segment in segments:
+    for position, segment in enumerate(segments):
         if not isinstance(segment, TextSegment):
             raise error(f"expected TextSegment, got {type(segment).__name__}")
+        check_segment(segment, position, error=error)
         texts.append(segment.text)
         metadata.append(segment.metadata.to_dict())
     return texts, metadata

@@ -6,6 +6,14 @@ from ragloom.parsers.office.parser import (
     WORD,
     EncryptedOfficeDocumentError,
     OfficeDocumentParser,
+    OfficeDocumentTooLargeError,
 )
 
-__all__ = ["EXCEL", "POWERPOINT", "WORD", "EncryptedOfficeDocumentError", "OfficeDocumentParser"]
+__all__ = [
+    "EXCEL",
+    "POWERPOINT",
+    "WORD",
+    "EncryptedOfficeDocumentError",
+    "OfficeDocumentParser",
+    "OfficeDocumentTooLargeError",
+]

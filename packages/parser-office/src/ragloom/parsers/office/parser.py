@@ -13,6 +13,7 @@ from ragloom.core.errors import (
     DocumentParseError,
     EmptyDocumentError,
     EncryptedDocumentError,
+    InvalidArgumentError,
     UnsupportedDocumentError,
 )
 from ragloom.core.metadata import Metadata
@@ -62,6 +63,13 @@ class EncryptedOfficeDocumentError(EncryptedDocumentError):
     """The Office file is password-protected (an encrypted OOXML package)."""
 
 
+class OfficeDocumentTooLargeError(DocumentParseError):
+    """The file, its unzipped content or its text exceeds ``max_bytes`` / ``max_chars``."""
+
+
+MiB = 1024 * 1024
+
+
 class OfficeDocumentParser:
     """Parses Office Open XML files: Word, Excel and PowerPoint, told apart by content.
 
@@ -80,16 +88,33 @@ class OfficeDocumentParser:
     plus ``sheet_count`` or ``slide_count``. Legacy binary files (.doc, .xls, .ppt) raise
     :class:`UnsupportedDocumentError` pointing at ``ragloom-parser-auto``; password-protected
     files :class:`EncryptedOfficeDocumentError`; files without text :class:`EmptyDocumentError`.
+
+    Limits (as in ``ragloom-parser-auto``), each raising :class:`OfficeDocumentTooLargeError`
+    before the work is done: ``max_bytes`` (100 MiB) bounds the file *and* the declared
+    unzipped size of its parts (a zip bomb is refused from its directory, unread);
+    ``max_chars`` (10 million) bounds the text.
     """
 
     extensions: ClassVar[tuple[str, ...]] = (".docx", ".xlsx", ".xlsm", ".pptx")
     media_types: ClassVar[tuple[str, ...]] = (WORD, EXCEL, POWERPOINT)
 
+    def __init__(self, *, max_bytes: int = 100 * MiB, max_chars: int = 10_000_000) -> None:
+        for what, value in (("max_bytes", max_bytes), ("max_chars", max_chars)):
+            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+                raise InvalidArgumentError(f"{what} must be a positive integer, got {value!r}")
+        self.max_bytes = max_bytes
+        self.max_chars = max_chars
+
     def parse(self, data: bytes | BinaryIO, *, source: str | None = None) -> Document:
         """Parse an Office Open XML file; errors name ``source``."""
-        raw = read_all(data)
         name = source_name(data, source)
-        kind = _kind(raw, name)
+        raw = read_all(data)
+        if len(raw) > self.max_bytes:
+            raise OfficeDocumentTooLargeError(
+                f"{name}: larger than max_bytes={self.max_bytes:,}; raise the limit with "
+                "OfficeDocumentParser(max_bytes=...) to parse it"
+            )
+        kind = _kind(raw, name, self.max_bytes)
         try:
             if kind == WORD:
                 text, metadata = _word(raw)
@@ -105,13 +130,18 @@ class OfficeDocumentParser:
             raise DocumentParseError(
                 f"{name}: corrupt Office file ({type(exc).__name__}: {exc})"
             ) from exc
+        if len(text) > self.max_chars:
+            raise OfficeDocumentTooLargeError(
+                f"{name}: its text is longer than max_chars={self.max_chars:,}; raise the limit "
+                "with OfficeDocumentParser(max_chars=...)"
+            )
         if not text.strip():
             raise EmptyDocumentError(f"{name}: Office document has no text")
         metadata["content_type"] = kind
         return Document(text, metadata)
 
 
-def _kind(raw: bytes, name: str) -> str:
+def _kind(raw: bytes, name: str, max_bytes: int) -> str:
     if not raw.strip():
         raise EmptyDocumentError(f"{name}: empty file, not an Office document")
     if raw.startswith(_OLE_MAGIC):
@@ -130,9 +160,17 @@ def _kind(raw: bytes, name: str) -> str:
         raise DocumentParseError(f"{name}: not an Office Open XML file (.docx, .xlsx, .pptx)")
     try:
         with zipfile.ZipFile(io.BytesIO(raw)) as archive:
-            names = set(archive.namelist())
+            infos = archive.infolist()
     except zipfile.BadZipFile as exc:
         raise DocumentParseError(f"{name}: corrupt or truncated Office file: {exc}") from exc
+    # zipfile never inflates a part beyond its declared size, so the sum bounds the work.
+    unzipped = sum(info.file_size for info in infos)
+    if unzipped > max_bytes:
+        raise OfficeDocumentTooLargeError(
+            f"{name}: unzips to {unzipped:,} bytes, more than max_bytes={max_bytes:,} (a zip "
+            "bomb?); raise the limit with OfficeDocumentParser(max_bytes=...) to parse it"
+        )
+    names = {info.filename for info in infos}
     if "word/document.xml" in names:
         return WORD
     if "xl/workbook.xml" in names:

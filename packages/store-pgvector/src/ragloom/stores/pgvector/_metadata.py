@@ -40,6 +40,7 @@ from typing import Any
 
 from ragloom.core.errors import EmbeddingStoreError
 from ragloom.core.metadata import MetadataValue
+from ragloom.core.stores.validation import check_segment_text
 
 STR, NUMBER, BOOL, UUID = "s", "n", "b", "u"
 _FLOAT_LIMIT = 2.0**53
@@ -144,11 +145,7 @@ def check_text(text: str, what: str) -> None:
         raise EmbeddingStoreError(
             f"{what} {text!r} contains a NUL character, which PostgreSQL text cannot hold"
         )
-    if not text.isascii():
-        try:
-            text.encode("utf-8")
-        except UnicodeEncodeError as exc:
-            raise EmbeddingStoreError(f"{what} {text!r} is not valid Unicode ({exc})") from exc
+    check_segment_text(text, what)
 
 
 def _decode_special(value: dict[str, Any]) -> MetadataValue:

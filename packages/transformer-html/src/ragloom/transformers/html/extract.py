@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 from urllib.parse import urljoin, urlsplit
 
@@ -77,6 +78,18 @@ BLOCKS = frozenset(
 )
 LISTS = frozenset({"ul", "ol", "menu"})
 CELLS = frozenset({"td", "th"})
+# Elements that never hold children, or whose end tag the parser implies: not nesting.
+_FLAT = frozenset(
+    {
+        "area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "param",
+        "source", "track", "wbr", "p", "li", "dt", "dd", "option", "optgroup", "tr", "td",
+        "th", "thead", "tbody", "tfoot", "rb", "rt", "rp", "colgroup", "caption", "html",
+        "head", "body",
+    }
+)  # fmt: skip
+# A start or end tag; possessive quantifiers keep an unterminated tag linear.
+_TAG = re.compile(r"<(/?)([A-Za-z][A-Za-z0-9:-]*+)([^<>]*+)>")
+DEFAULT_MAX_DEPTH = 1024
 _SPACE = re.compile(r"[ \t\n\r\f\u200b]+")
 _BLANK_LINES = re.compile(r"\n{3,}")
 _TRAILING = re.compile(r"[ \t]+\n")
@@ -143,6 +156,29 @@ class _Writer:
         return _BLANK_LINES.sub("\n\n", text).strip()
 
 
+def nesting_depth(html: str, limit: int) -> int:
+    """How deep the elements of ``html`` nest, estimated from its tags in linear time.
+
+    Stops counting once ``limit`` is exceeded (returns ``limit + 1``). Void elements,
+    elements whose end tag is implied (``p``, ``li``, ``td``...) and self-closed tags
+    (``<path/>``) do not nest.
+    """
+    depth = deepest = 0
+    for match in _TAG.finditer(html):
+        closing, name, rest = match.groups()
+        if rest.endswith("/") or name.lower() in _FLAT:
+            continue
+        if closing:
+            depth = max(depth - 1, 0)
+            continue
+        depth += 1
+        if depth > deepest:
+            deepest = depth
+            if deepest > limit:
+                break
+    return deepest
+
+
 def render(node: LexborNode, *, base: str | None, include_links: bool) -> str:
     """The readable text of ``node`` and its descendants."""
     writer = _Writer(base, include_links)
@@ -151,13 +187,27 @@ def render(node: LexborNode, *, base: str | None, include_links: bool) -> str:
 
 
 def _walk(node: LexborNode, w: _Writer, *, pre: bool) -> None:
-    for child in node.iter(include_text=True):
+    """Write the descendants of ``node`` in document order.
+
+    Iterative (an explicit stack of child iterators), so documents nested deeper than
+    Python's recursion limit convert in time linear in their size.
+    """
+    stack: list[tuple[Iterator[LexborNode], bool, Callable[[], None] | None]] = [
+        (node.iter(include_text=True), pre, None)
+    ]
+    while stack:
+        children, in_pre, _ = stack[-1]
+        child = next(children, None)
+        if child is None:
+            leave = stack.pop()[2]
+            if leave is not None:
+                leave()
+            continue
         tag = child.tag
         if tag == "-text":
             raw = child.text_content or ""
-            if pre:
-                lines = raw.split("\n")
-                for i, line in enumerate(lines):
+            if in_pre:
+                for i, line in enumerate(raw.split("\n")):
                     if i:
                         w.line_break()
                     w.text(line)
@@ -166,32 +216,42 @@ def _walk(node: LexborNode, w: _Writer, *, pre: bool) -> None:
             continue
         if tag is None or tag in SKIPPED or "hidden" in child.attributes:
             continue
-        _element(child, tag, w, pre=pre)
+        entered = _enter(child, tag, w, in_pre)
+        if entered is not None:
+            stack.append((child.iter(include_text=True), *entered))
 
 
-def _element(node: LexborNode, tag: str, w: _Writer, *, pre: bool) -> None:
+def _enter(
+    node: LexborNode, tag: str, w: _Writer, pre: bool
+) -> tuple[bool, Callable[[], None] | None] | None:
+    """Open ``node``: what to write before its children; returns whether its children are
+    preformatted and what to write after them (``None``: its children are not visited)."""
     if tag == "br":
         w.line_break()
-        return
+        return None
     if tag == "hr":
         w.request(2)
-        return
+        return None
     if tag in CELLS:
         if w.started and not w.breaks:  # not the row's first cell
             w.text("|")
             w.space = True
-        _walk(node, w, pre=pre)
-        w.space = True
-        return
+
+        def leave_cell() -> None:
+            w.space = True
+
+        return pre, leave_cell
     if tag in LISTS:
         nested = bool(w.lists)
         w.request(1 if nested else 2)
         start = _int(node.attributes.get("start"), 1)
         w.lists.append([1 if tag == "ol" else 0, start])
-        _walk(node, w, pre=pre)
-        w.lists.pop()
-        w.request(1 if nested else 2)
-        return
+
+        def leave_list() -> None:
+            w.lists.pop()
+            w.request(1 if nested else 2)
+
+        return pre, leave_list
     if tag == "li":
         w.request(1)
         depth = max(len(w.lists) - 1, 0)
@@ -201,33 +261,35 @@ def _element(node: LexborNode, tag: str, w: _Writer, *, pre: bool) -> None:
         else:
             bullet = "- "
         w.prefix = "  " * depth + bullet
-        _walk(node, w, pre=pre)
-        w.prefix = ""
-        w.request(1)
-        return
+        return pre, _end_item(w)
     if tag == "dd":
         w.request(1)
         w.prefix = "  "
-        _walk(node, w, pre=pre)
-        w.prefix = ""
-        w.request(1)
-        return
+        return pre, _end_item(w)
     if tag in PARAGRAPHS:
         w.request(2)
-        _walk(node, w, pre=pre or tag == "pre")
-        w.request(2)
-        return
+        return pre or tag == "pre", lambda: w.request(2)
     if tag in BLOCKS:
         w.request(1)
-        _walk(node, w, pre=pre)
-        w.request(1)
-        return
-    _walk(node, w, pre=pre)
+        return pre, lambda: w.request(1)
     if tag == "a" and w.include_links:
         url = _link(node.attributes.get("href"), w.base)
         if url:
-            w.space = True
-            w.text(f"<{url}>")
+
+            def leave_link() -> None:
+                w.space = True
+                w.text(f"<{url}>")
+
+            return pre, leave_link
+    return pre, None
+
+
+def _end_item(w: _Writer) -> Callable[[], None]:
+    def leave() -> None:
+        w.prefix = ""
+        w.request(1)
+
+    return leave
 
 
 def _link(href: str | None, base: str | None) -> str | None:

@@ -9,16 +9,18 @@ from typing import BinaryIO, ClassVar
 
 from selectolax.lexbor import LexborHTMLParser, SelectolaxError
 
-from ragloom.core.document import URL, Document
+from ragloom.core.document import FILE_NAME, URL, Document
 from ragloom.core.errors import DocumentParseError, EmptyDocumentError, InvalidArgumentError
 from ragloom.core.metadata import Metadata
 from ragloom.core.parsers.base import read_all, source_name
 from ragloom.core.parsers.text import check_charset, detect_charset
 from ragloom.core.transformers import DocumentTransformer
 from ragloom.transformers.html.extract import (
+    DEFAULT_MAX_DEPTH,
     base_url,
     is_http_url,
     is_rendered,
+    nesting_depth,
     node_text,
     render,
 )
@@ -56,6 +58,10 @@ class HtmlToTextDocumentTransformer(DocumentTransformer):
     whitespace. ``script``, ``style``, ``noscript``, ``template`` and the ``<head>`` never
     reach the text, nor do elements with the ``hidden`` attribute. The input metadata is
     kept (copied).
+
+    ``max_depth`` (default 1024) bounds how deep elements may nest: deeper documents
+    are refused with :class:`DocumentParseError` before parsing (the HTML parser's
+    cost grows with tags x depth; browsers flatten below a few hundred levels).
     """
 
     def __init__(
@@ -63,7 +69,12 @@ class HtmlToTextDocumentTransformer(DocumentTransformer):
         css_selector: str | None = None,
         metadata_css_selectors: Mapping[str, str] | None = None,
         include_links: bool = False,
+        *,
+        max_depth: int = DEFAULT_MAX_DEPTH,
     ) -> None:
+        if isinstance(max_depth, bool) or not isinstance(max_depth, int) or max_depth < 1:
+            raise InvalidArgumentError(f"max_depth: a positive integer, got {max_depth!r}")
+        self.max_depth = max_depth
         self.css_selector = (
             _check_selector(css_selector, "css_selector") if css_selector is not None else None
         )
@@ -77,9 +88,19 @@ class HtmlToTextDocumentTransformer(DocumentTransformer):
         """A new Document with the text (and selected metadata) of ``document``'s HTML."""
         url = document.metadata.get(URL)
         metadata = document.metadata.copy()
-        tree = LexborHTMLParser(document.text)
+        name = str(metadata.get(FILE_NAME) or url or "<document>")
+        tree = self._parse_tree(document.text, name)
         text = self._convert(tree, str(url) if is_http_url(url) else None, metadata)
         return Document(text, metadata)
+
+    def _parse_tree(self, html: str, name: str) -> LexborHTMLParser:
+        depth = nesting_depth(html, self.max_depth)
+        if depth > self.max_depth:
+            raise DocumentParseError(
+                f"{name}: HTML elements nest more than {self.max_depth} levels deep "
+                f"(max_depth={self.max_depth})"
+            )
+        return LexborHTMLParser(html)
 
     def _convert(self, tree: LexborHTMLParser, url: str | None, metadata: Metadata) -> str:
         base = base_url(tree, url) if self.include_links else None
@@ -120,15 +141,16 @@ class HtmlDocumentParser(HtmlToTextDocumentTransformer):
         include_links: bool = False,
         *,
         charset: str | None = None,
+        max_depth: int = DEFAULT_MAX_DEPTH,
     ) -> None:
-        super().__init__(css_selector, metadata_css_selectors, include_links)
+        super().__init__(css_selector, metadata_css_selectors, include_links, max_depth=max_depth)
         self.charset = None if charset is None else check_charset(charset)
 
     def parse(self, data: bytes | BinaryIO, *, source: str | None = None) -> Document:
         """Decode and convert the HTML in ``data``; errors name ``source``."""
         raw = read_all(data)
         name = source_name(data, source)
-        tree = LexborHTMLParser(decode_html(raw, name, self.charset))
+        tree = self._parse_tree(decode_html(raw, name, self.charset), name)
         metadata = Metadata()
         title = tree.css_first("title")
         if title is not None and (title_text := node_text(title)):

@@ -1,0 +1,123 @@
+"""The reliability suite's fixtures (every test here gets the marker ``reliability``).
+
+A hostile HTTP server for client tests: each path misbehaves one way.
+
+``/drip/...``     a valid JSON answer, one byte every 0.2 s
+``/stall/...``    headers, then nothing
+``/huge/...``     a JSON body of 200 MB (streamed, never held in memory)
+``/nested/...``   valid JSON nested 100,000 levels deep
+``/keepalive/...``  an SSE stream of keep-alive comments only, one every 0.2 s
+``/cut/...``      an SSE stream cut off mid-event
+Runs on 127.0.0.1 in a daemon thread; every handler stops when the client goes away.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+ANSWER = json.dumps(
+    {
+        "id": "x",
+        "object": "chat.completion",
+        "model": "m",
+        "choices": [
+            {"index": 0, "message": {"role": "assistant", "content": "hi"}, "finish_reason": "stop"}
+        ],
+    }
+).encode()
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args: object) -> None:  # quiet
+        pass
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("content-length") or 0))
+        mode = self.path.strip("/").split("/")[0]
+        with contextlib.suppress(TimeoutError, BrokenPipeError, ConnectionResetError):
+            getattr(self, f"mode_{mode}")()
+
+    def head(self, content_type: str, length: int | None = None) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", content_type)
+        if length is not None:
+            self.send_header("Content-Length", str(length))
+        else:
+            self.send_header("Connection", "close")
+        self.end_headers()
+        self.wfile.flush()
+
+    def mode_drip(self) -> None:
+        self.head("application/json", len(ANSWER))
+        for byte in ANSWER:
+            self.wfile.write(bytes([byte]))
+            self.wfile.flush()
+            time.sleep(0.2)
+
+    def mode_stall(self) -> None:
+        self.head("application/json", len(ANSWER))
+        time.sleep(30)
+
+    def mode_huge(self) -> None:
+        size = 200 * 1024 * 1024
+        self.head("application/json", size)
+        block = b" " * 65536
+        for _ in range(size // len(block)):
+            self.wfile.write(block)
+
+    def mode_nested(self) -> None:
+        body = b"[" * 100_000 + b"]" * 100_000
+        self.head("application/json", len(body))
+        self.wfile.write(body)
+
+    def mode_keepalive(self) -> None:
+        self.head("text/event-stream")
+        for _ in range(300):
+            self.wfile.write(b": keep-alive\n\n")
+            self.wfile.flush()
+            time.sleep(0.2)
+
+    def mode_cut(self) -> None:
+        self.head("text/event-stream")
+        chunk = {"choices": [{"index": 0, "delta": {"content": "partial"}}]}
+        self.wfile.write(b"data: " + json.dumps(chunk).encode() + b"\n\n")
+        self.wfile.write(b'data: {"choices": [{"ind')
+        self.wfile.flush()
+
+
+@contextmanager
+def hostile_server() -> Iterator[str]:
+    """The base URL of a running hostile server (``.../<mode>/v1``: append a mode)."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    here = Path(__file__).parent
+    for item in items:
+        if Path(str(item.fspath)).is_relative_to(here):
+            item.add_marker(pytest.mark.reliability)
+
+
+@pytest.fixture(scope="module")
+def hostile() -> Iterator[str]:
+    with hostile_server() as url:
+        yield url
