@@ -2,6 +2,7 @@
 
 from ragloom.core.bm25.analyzer import (
     ENGLISH_STOPWORDS,
+    LUCENE_STOPWORDS,
     Analyzer,
     StandardAnalyzer,
     analyze,
@@ -12,6 +13,7 @@ from ragloom.core.bm25.scoring import BM25Parameters, BM25Variant
 
 __all__ = [
     "ENGLISH_STOPWORDS",
+    "LUCENE_STOPWORDS",
     "Analyzer",
     "BM25Index",
     "BM25IndexError",

@@ -31,7 +31,7 @@ def build_retriever(
     *,
     embedding_model: EmbeddingModel | None = None,
     max_results: int = 100,
-    stemmer: str | None = None,
+    stemmer: str | None = "english",
 ) -> ContentRetriever:
     """A retriever over the whole documents of ``dataset``: BM25 (``keyword``), the
     embedding model in an in-memory store (``dense``; default: the discovered default
@@ -72,13 +72,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="retriever(s) to evaluate; repeatable (default: keyword)",
     )
     parser.add_argument("--max-results", type=int, default=100, help="contents per query")
-    parser.add_argument("--stemmer", help="Snowball language for BM25 (needs PyStemmer)")
+    parser.add_argument(
+        "--stemmer",
+        default="english",
+        help="Snowball language of the BM25 analyzer (default english; none: no stemming)",
+    )
     parser.add_argument("--json", action="store_true", help="print JSON reports")
     args = parser.parse_args(argv)
     dataset = load_beir(args.data, args.split)
     for mode in args.mode or ["keyword"]:
         retriever = build_retriever(
-            dataset, mode, max_results=args.max_results, stemmer=args.stemmer
+            dataset,
+            mode,
+            max_results=args.max_results,
+            stemmer=None if args.stemmer == "none" else args.stemmer,
         )
         report = evaluate(retriever, dataset)
         print(report.to_json() if args.json else f"[{mode}] {report.format()}")
