@@ -33,7 +33,11 @@ from ragloom.core import (
     plugins,
 )
 from ragloom.easy_rag.assistant import create_assistant
-from ragloom.easy_rag.defaults import default_hybrid_retriever, hybrid_candidates
+from ragloom.easy_rag.defaults import (
+    HYBRID_CANDIDATES,
+    default_hybrid_retriever,
+    hybrid_candidates,
+)
 from ragloom.easy_rag.extractive import describe_source
 from ragloom.easy_rag.index import RagIndex
 
@@ -327,7 +331,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     evaluation = commands.add_parser(
         "eval",
-        help="recall@k, MRR@10, nDCG@10 of dense/keyword/hybrid retrieval on BEIR-layout data",
+        help="recall@k, MRR@10, nDCG@10 of Easy RAG's retrieval (or others) on BEIR-layout "
+        "data",
         add_help=False,
     )
     evaluation.add_argument("args", nargs=argparse.REMAINDER, help="see `ragloom eval --help`")
@@ -338,18 +343,21 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+#: `ragloom eval` evaluates what Easy RAG does by default: the default splitter's
+#: segments, hybrid retrieval with weighted fusion and its candidates per leg.
+EVAL_DEFAULTS = {
+    "mode": ["hybrid"],
+    "fusion": ["weighted"],
+    "segments": True,
+    "candidates": HYBRID_CANDIDATES,
+}
+
+
 def _evaluate(arguments: list[str]) -> int:
-    """``ragloom eval``: core's evaluation command (its own parser, --help included)."""
-    from ragloom.core.evaluation.beir import EvaluationDataError
+    """``ragloom eval``: core's evaluation command with Easy RAG's defaults."""
     from ragloom.core.evaluation.cli import main as evaluation_main
 
-    try:
-        return evaluation_main(arguments)
-    except EvaluationDataError as exc:
-        raise UsageError(
-            f"{exc}; `ragloom eval DIR` needs a BEIR-layout data set: DIR/corpus.jsonl, "
-            "DIR/queries.jsonl and DIR/qrels/test.tsv"
-        ) from exc
+    return evaluation_main(arguments, prog="ragloom eval", defaults=EVAL_DEFAULTS)
 
 
 def _run(arguments: list[str]) -> int:
