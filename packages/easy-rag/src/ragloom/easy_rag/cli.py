@@ -331,8 +331,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     evaluation = commands.add_parser(
         "eval",
-        help="recall@k, MRR@10, nDCG@10 of Easy RAG's retrieval (or others) on BEIR-layout "
-        "data",
+        help="recall@k, MRR@10, nDCG@10 of Easy RAG's retrieval (or others) on BEIR-layout data",
         add_help=False,
     )
     evaluation.add_argument("args", nargs=argparse.REMAINDER, help="see `ragloom eval --help`")

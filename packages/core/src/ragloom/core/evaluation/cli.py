@@ -274,8 +274,7 @@ def _parser(prog: str, defaults: Mapping[str, Any]) -> argparse.ArgumentParser:
         "--max-results",
         type=int,
         default=100,
-        help="contents per query (default 100, at least 10); recall@k is reported for "
-        "k up to this",
+        help="contents per query (default 100, at least 10); recall@k is reported for k up to this",
     )
     parser.add_argument(
         "--candidates",
