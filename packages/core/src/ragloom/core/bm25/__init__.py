@@ -8,6 +8,7 @@ from ragloom.core.bm25.analyzer import (
     analyze,
     snowball_stemmer,
 )
+from ragloom.core.bm25.feedback import RM3
 from ragloom.core.bm25.index import BM25Index, BM25IndexError, BM25Match
 from ragloom.core.bm25.scoring import BM25Parameters, BM25Variant
 
@@ -20,6 +21,7 @@ __all__ = [
     "BM25Match",
     "BM25Parameters",
     "BM25Variant",
+    "RM3",
     "StandardAnalyzer",
     "analyze",
     "snowball_stemmer",
