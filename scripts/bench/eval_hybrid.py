@@ -30,8 +30,8 @@ def main() -> None:
     dataset = load_beir(sys.argv[1] if len(sys.argv) > 1 else DEFAULT)
     model = AllMiniLmL6V2QuantizedEmbeddingModel()
     dense = build_retriever(dataset, "dense", embedding_model=model)
-    keyword = build_retriever(dataset, "keyword")
-    stemmed = build_retriever(dataset, "keyword", stemmer="english")
+    keyword = build_retriever(dataset, "keyword", stemmer=None)
+    stemmed = build_retriever(dataset, "keyword")  # the default analyzer stems English
     retrievers = {
         "dense (MiniLM)": dense,
         "keyword (BM25)": keyword,

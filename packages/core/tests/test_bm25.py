@@ -13,6 +13,7 @@ from rank_bm25 import BM25Okapi, BM25Plus
 from ragloom.core import Document, Query, TextSegment, metadata_key
 from ragloom.core.bm25 import (
     ENGLISH_STOPWORDS,
+    LUCENE_STOPWORDS,
     Analyzer,
     BM25Index,
     BM25IndexError,
@@ -301,8 +302,28 @@ def test_concurrent_adds_and_searches() -> None:
 
 
 def test_standard_analyzer() -> None:
-    analyzer = StandardAnalyzer()
+    analyzer = StandardAnalyzer()  # English stemming, 179 stopwords, terms of 2+ characters
     assert isinstance(analyzer, Analyzer)
+    assert analyzer.analyze("The King's rooks, and THE knight's file!") == [
+        "king",
+        "rook",
+        "knight",
+        "file",
+    ]
+    assert analyzer.analyze("Don't parse v1.2.3 or example.com; error E-4012.") == [
+        "pars",
+        "v1.2.3",
+        "example.com",
+        "error",
+        "4012",
+    ]
+    assert analyzer.analyze("Über straße café naïve") == ["über", "straße", "café", "naïv"]
+    assert {"the", "about", "don't", "yourselves"} <= ENGLISH_STOPWORDS
+    assert len(ENGLISH_STOPWORDS) == 179
+
+
+def test_earlier_default_analyzer() -> None:
+    analyzer = StandardAnalyzer(stopwords=LUCENE_STOPWORDS, stemmer=None, min_length=1)
     assert analyzer.analyze("The King's rooks, and THE knight's file!") == [
         "king",
         "rooks",
@@ -319,8 +340,8 @@ def test_standard_analyzer() -> None:
         "4012",
     ]
     assert analyzer.analyze("Über straße café naïve") == ["über", "straße", "café", "naïve"]
-    assert "the" in ENGLISH_STOPWORDS
-    assert len(ENGLISH_STOPWORDS) == 33
+    assert "the" in LUCENE_STOPWORDS
+    assert len(LUCENE_STOPWORDS) == 33
 
 
 def test_stemming_and_custom_stopwords() -> None:

@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 from ragloom.core import TextSegment, metadata_key
-from ragloom.core.bm25 import BM25Index, BM25IndexError, StandardAnalyzer
+from ragloom.core.bm25 import LUCENE_STOPWORDS, BM25Index, BM25IndexError, StandardAnalyzer
+from ragloom.core.bm25.analyzer import WORD_PATTERN
 
 
 def sample_index(**kwargs: object) -> BM25Index:
@@ -59,6 +60,27 @@ def test_round_trip_with_stemming_and_empty(tmp_path: Path) -> None:
     assert loaded.analyzer.normalize("x") is None  # type: ignore[attr-defined]
     BM25Index().save(tmp_path / "empty")
     assert len(BM25Index.load(tmp_path / "empty")) == 0
+
+
+def test_index_saved_with_the_earlier_default_loads_unchanged(tmp_path: Path) -> None:
+    """An index saved before stemming became the default keeps its analyzer: the manifest
+    names the configuration (no stemming, 33 stopwords, one-character terms kept)."""
+    earlier = {
+        "type": "standard",
+        "stopwords": sorted(LUCENE_STOPWORDS),
+        "stemmer": None,
+        "pattern": WORD_PATTERN,
+        "min_length": 1,
+    }
+    index = BM25Index(StandardAnalyzer.from_config(earlier))
+    index.add_all(["running fast", "runs x"], ids=["r", "s"])
+    index.save(tmp_path / "old")
+    manifest = json.loads((tmp_path / "old" / "manifest.json").read_text())
+    assert manifest["analyzer"] == earlier
+    loaded = BM25Index.load(tmp_path / "old")
+    assert loaded.analyzer.config() == earlier  # type: ignore[attr-defined]
+    assert [m.id for m in loaded.search("runs")] == ["s"]  # not stemmed: "running" differs
+    assert [m.id for m in loaded.search("x")] == ["s"]  # one-character terms kept
 
 
 class Upper:

@@ -195,3 +195,39 @@ class TestWeightedHybridContentRetriever(ContentRetrieverSuite):
             corpus, document_splitter=document_splitters.recursive(500), max_results=5
         )
         return HybridContentRetriever(dense, keyword, fusion="weighted", max_results=3)
+
+
+class Segments:
+    """A ContentRetriever returning fixed segments of named documents, with scores."""
+
+    def __init__(self, items: list[tuple[str, str | None, float]]) -> None:
+        self.contents = [
+            Content(TextSegment(text, {} if doc is None else {"doc": doc}), {"score": score})
+            for text, doc, score in items
+        ]
+
+    def retrieve(self, query: Query) -> list[Content]:
+        return list(self.contents)
+
+
+@pytest.mark.parametrize("fusion", ["rrf", "weighted"])
+def test_group_by_fuses_documents_by_their_best_segment(fusion: str) -> None:
+    # Document X is found through its first segment by dense and its second by keyword.
+    dense = Segments([("x1", "X", 0.9), ("y1", "Y", 0.8), ("x2", "X", 0.7), ("z", None, 0.1)])
+    keyword = Segments([("x2", "X", 9.0), ("y2", "Y", 3.0), ("w", "W", 1.0)])
+    apart = HybridContentRetriever(dense, keyword, fusion=fusion).retrieve(Query("q"))  # type: ignore[arg-type]
+    assert [c.text for c in apart][:2] == ["x2", "x1"]  # segment x2 is in both lists
+    grouped = HybridContentRetriever(dense, keyword, fusion=fusion, group_by="doc")  # type: ignore[arg-type]
+    fused = grouped.retrieve(Query("q"))
+    # one content per document (its best segment, dense list first); "z" has no document
+    assert [c.text for c in fused] == ["x1", "y1", "z", "w"]  # z, w tie: dense first
+    x = fused[0].metadata
+    assert (x[DENSE_RANK], x[KEYWORD_RANK]) == (1, 1)  # ranks among documents
+    assert (x[DENSE_SCORE], x[KEYWORD_SCORE]) == (0.9, 9.0)  # each leg's best segment
+    if fusion == "weighted":
+        assert fused[0].score == pytest.approx(1.0)  # first in both lists
+        assert fused[1].score == pytest.approx(0.5 * 0.875 + 0.5 * 0.25)
+    else:
+        assert fused[0].score == pytest.approx(2 / 61)
+    with pytest.raises(ValueError, match="group_by"):
+        HybridContentRetriever(dense, keyword, group_by="")

@@ -66,6 +66,19 @@ def test_no_plugin_without_fallback_is_an_error(site: Path) -> None:
         plugins.load_default("ragloom.nothing_installed_here")
 
 
+def test_install_hints_name_the_providing_distributions() -> None:
+    """A missing default names what provides it: scoring models are not in easy-rag."""
+    assert plugins.install_hint(plugins.SCORING_MODELS) == (
+        "install one (e.g. ragloom-scoring-cohere or ragloom-scoring-http)"
+    )
+    assert "ragloom-embedding-onnx" in plugins.install_hint(plugins.EMBEDDING_MODELS)
+    assert "ragloom-easy-rag" in plugins.install_hint(plugins.DOCUMENT_SPLITTERS)
+    with pytest.raises(PluginError) as error:
+        plugins.load_default("ragloom.nothing_installed_here")
+    assert "easy-rag" not in str(error.value)
+    assert "install a distribution that provides it" in str(error.value)
+
+
 def test_single_plugin_is_the_default(site: Path, text_file: Path) -> None:
     install_distribution(
         site, "ragloom-plugin-upper", "[ragloom.document_parsers]\nupper = {module}:UpperParser\n"

@@ -152,4 +152,11 @@ def test_eval_runs_on_a_beir_directory(capsys: pytest.CaptureFixture[str]) -> No
     data = Path(__file__).resolve().parents[2] / "core" / "tests" / "data" / "kestrel-support"
     code, out, _ = run(capsys, "eval", str(data), "--mode", "keyword", "--json")
     assert code == 0
-    assert '"ndcg@10"' in out
+    document = json.loads(out)
+    assert document["settings"]["segments"] is True  # Easy RAG's segments by default
+    assert [result["mode"] for result in document["results"]] == ["keyword"]
+    assert "ndcg@10" in document["results"][0]["metrics"]
+    code, out, _ = run(capsys, "eval", "--help")
+    assert code == 0
+    assert out.startswith("usage: ragloom eval ")
+    assert "(default: hybrid)" in " ".join(out.split())

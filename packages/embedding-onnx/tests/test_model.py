@@ -196,11 +196,27 @@ def test_generic_model_pooling_and_normalize_options() -> None:
         ({"max_length": 1}, "max_length"),
         ({"batch_size": 0}, "batch_size"),
         ({"intra_op_threads": 0}, "intra_op_threads"),
+        ({"inter_op_threads": 1.5}, "inter_op_threads"),
     ],
 )
 def test_bad_configuration_is_rejected(kwargs: dict[str, object], message: str) -> None:
     with pytest.raises(ValueError, match=message):
         OnnxEmbeddingModel(model_file(), tokenizer_file(), **kwargs)  # type: ignore[arg-type]
+
+
+def test_memory_and_thread_options_reach_the_session_and_keep_the_vectors() -> None:
+    texts = ["hello world", "a longer sentence about something else entirely"]
+    lean = AllMiniLmL6V2QuantizedEmbeddingModel(
+        enable_cpu_mem_arena=False, intra_op_threads=1, inter_op_threads=1
+    )
+    with pytest.raises(TypeError, match="enable_cpu_mem_arena"):
+        AllMiniLmL6V2QuantizedEmbeddingModel(enable_cpu_mem_arena="no")  # type: ignore[arg-type]
+    options = lean.load().session.get_session_options()
+    assert options.enable_cpu_mem_arena is False
+    assert (options.intra_op_num_threads, options.inter_op_num_threads) == (1, 1)
+    default = AllMiniLmL6V2QuantizedEmbeddingModel()
+    assert default.load().session.get_session_options().enable_cpu_mem_arena is True
+    np.testing.assert_allclose(matrix(lean, texts), matrix(default, texts), atol=1e-5)
 
 
 def test_bundled_model_limits_max_length_to_its_positions() -> None:

@@ -9,7 +9,7 @@ add up, while documents that share a text (boilerplate, a copied paragraph) stay
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from typing import Any
 
 from ragloom.core.content import Content
@@ -35,31 +35,47 @@ def content_key(content: Content) -> Hashable:
     )
 
 
+Key = Callable[[Content], Hashable]
+
+
 def fuse_reciprocal_ranks(
-    rankings: Sequence[Sequence[Content]], weights: Sequence[float], k: float = RRF_K
+    rankings: Sequence[Sequence[Content]],
+    weights: Sequence[float],
+    k: float = RRF_K,
+    *,
+    key: Key = content_key,
 ) -> list[tuple[Content, float]]:
     """``sum(weight / (k + rank))`` per content over ``rankings``, with the fused scores;
     best first, ties in order of first appearance. With weights of 1 the order is that of
-    :func:`reciprocal_rank_fusion`."""
+    :func:`reciprocal_rank_fusion`. ``key`` says which contents are the same (default
+    :func:`content_key`; e.g. a document id to fuse documents rather than segments)."""
     return _fuse(
         rankings,
         [
             [weight / (k + rank) for rank in range(1, len(ranking) + 1)]
             for ranking, weight in zip(rankings, weights, strict=True)
         ],
+        key,
     )
 
 
 def fuse_weighted_scores(
-    rankings: Sequence[Sequence[Content]], weights: Sequence[float]
+    rankings: Sequence[Sequence[Content]],
+    weights: Sequence[float],
+    *,
+    key: Key = content_key,
 ) -> list[tuple[Content, float]]:
-    """``sum(weight * min-max normalized score)`` per content (see the module docstring)."""
+    """``sum(weight * min-max normalized score)`` per content: a convex combination of
+    the lists' scores, each scaled to [0, 1] over the list (a list of one, or of equal
+    scores, gives 1; a list without scores uses ``1 - (rank - 1) / length``); a content
+    missing from a list gets 0 from it. ``key`` as for :func:`fuse_reciprocal_ranks`."""
     return _fuse(
         rankings,
         [
             [weight * value for value in _normalized(ranking)]
             for ranking, weight in zip(rankings, weights, strict=True)
         ],
+        key,
     )
 
 
@@ -77,14 +93,14 @@ def _normalized(ranking: Sequence[Content]) -> list[float]:
 
 
 def _fuse(
-    rankings: Sequence[Sequence[Content]], parts: Sequence[Sequence[float]]
+    rankings: Sequence[Sequence[Content]], parts: Sequence[Sequence[float]], key_of: Key
 ) -> list[tuple[Content, float]]:
     fused: dict[Hashable, list[Any]] = {}  # key -> [content, score]
     for ranking, values in zip(rankings, parts, strict=True):
         seen: set[Hashable] = set()
         for content, value in zip(ranking, values, strict=True):
-            key = content_key(content)
-            if key in seen:  # a list naming one segment twice counts its best rank only
+            key = key_of(content)
+            if key in seen:  # a list naming one entry twice counts its best rank only
                 continue
             seen.add(key)
             if key in fused:

@@ -25,6 +25,23 @@ EMBEDDING_MODELS = "ragloom.embedding_models"
 CHAT_MODELS = "ragloom.chat_models"
 SCORING_MODELS = "ragloom.scoring_models"
 
+#: The distributions that provide each group's default, named when none is installed.
+PROVIDERS = {
+    DOCUMENT_PARSERS: ("ragloom-parser-auto",),
+    DOCUMENT_SPLITTERS: ("ragloom-easy-rag",),
+    EMBEDDING_MODELS: ("ragloom-embedding-onnx",),
+    CHAT_MODELS: ("ragloom-chat-openai",),
+    SCORING_MODELS: ("ragloom-scoring-cohere", "ragloom-scoring-http"),
+}
+
+
+def install_hint(group: str) -> str:
+    """What to install for a default of ``group``: its known distributions, if any."""
+    known = PROVIDERS.get(group)
+    if not known:
+        return "install a distribution that provides it"
+    return "install one (e.g. " + " or ".join(known) + ")"
+
 
 def env_var(group: str) -> str:
     """The environment variable that picks a provider of ``group``.
@@ -94,7 +111,7 @@ def load_default(group: str, fallback: Callable[[], T] | None = None) -> Any:
         if fallback is not None:
             return fallback()
         raise PluginError(
-            f"no plugin installed in group {group!r}; install one (e.g. ragloom-easy-rag) "
+            f"no plugin installed in group {group!r}; {install_hint(group)} "
             "or pass the component explicitly"
         )
     listed = " and ".join(_describe(ep) for ep in found)

@@ -26,15 +26,18 @@ from ragloom.core import (
     EmbeddingModel,
     EmbeddingStoreContentRetriever,
     EmbeddingStoreIngestor,
-    HybridContentRetriever,
     Query,
     RagIndexError,
     RagloomError,
     parse_filter,
     plugins,
 )
-from ragloom.core.content import SCORE
 from ragloom.easy_rag.assistant import create_assistant
+from ragloom.easy_rag.defaults import (
+    HYBRID_CANDIDATES,
+    default_hybrid_retriever,
+    hybrid_candidates,
+)
 from ragloom.easy_rag.extractive import describe_source
 from ragloom.easy_rag.index import IngestReport, RagIndex
 from ragloom.easy_rag.plugin_status import format_status, plugin_status
@@ -42,7 +45,6 @@ from ragloom.easy_rag.plugin_status import format_status, plugin_status
 EXIT_PARTIAL, EXIT_USAGE, EXIT_INDEX, EXIT_EMPTY, EXIT_IO = 1, 2, 3, 4, 5
 EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_BROKEN_PIPE = 70, 130, 141
 DEFAULT_INDEX = ".ragloom-index"
-HYBRID_CANDIDATES = 50  # each leg's candidates in --mode hybrid (the docs advise 20-100)
 
 
 def _model() -> EmbeddingModel:
@@ -138,33 +140,24 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     return EXIT_PARTIAL if report.failures else 0
 
 
-RRF = "rrf_score"
 #: The score each --mode shows (and --min-score compares against).
 SCALES = {
-    "hybrid": "fused rank score, 0-1: 1 = first in both dense and keyword results",
+    "hybrid": "fused score, 0-1: 1 = first in both dense and keyword results",
     "dense": "cosine relevance, 0-1",
     "keyword": "BM25, unbounded (higher is better; --min-score not accepted)",
 }
 
 
 @dataclass
-class ScaledHybridRetriever:
-    """RRF scores divided by the best possible one (first in both lists), so 0-1.
+class MinScoreRetriever:
+    """The contents of ``retriever`` scoring at least ``min_score``."""
 
-    Keeps the contents scoring at least ``min_score`` on that scale; the raw fused score
-    stays in the metadata as ``rrf_score``.
-    """
-
-    hybrid: HybridContentRetriever
+    retriever: ContentRetriever
     min_score: float = 0.0
 
     def retrieve(self, query: Query) -> list[Content]:
-        best = sum(self.hybrid.weights) / (self.hybrid.k + 1)
-        scaled = (
-            Content(c.text_segment, {**c.metadata, SCORE: (c.score or 0.0) / best, RRF: c.score})
-            for c in self.hybrid.retrieve(query)
-        )
-        return [c for c in scaled if (c.score or 0.0) >= self.min_score]
+        contents = self.retriever.retrieve(query)
+        return [c for c in contents if (c.score or 0.0) >= self.min_score]
 
 
 def _check_min_score(args: argparse.Namespace) -> None:
@@ -178,7 +171,7 @@ def _check_min_score(args: argparse.Namespace) -> None:
 
 
 def _retriever(args: argparse.Namespace) -> ContentRetriever:
-    """The retriever of ``--mode``: dense, keyword (BM25) or hybrid (RRF of both)."""
+    """The retriever of ``--mode``: dense, keyword (BM25) or hybrid (both fused)."""
     _check_min_score(args)
     _check_index_argument(args.index)
     index = RagIndex.open(args.index)
@@ -191,14 +184,12 @@ def _retriever(args: argparse.Namespace) -> ContentRetriever:
             index.store, _model(), max_results=args.k, min_score=args.min_score, filter=filter
         )
     # each leg returns enough candidates for fusion to reorder (fusion cannot find more)
-    candidates = max(args.k, HYBRID_CANDIDATES)
+    candidates = hybrid_candidates(args.k)
     keyword = BM25ContentRetriever(index.keywords, max_results=candidates, filter=filter)
     dense = EmbeddingStoreContentRetriever(
         index.store, _model(), max_results=candidates, filter=filter
     )
-    return ScaledHybridRetriever(
-        HybridContentRetriever(dense, keyword, max_results=args.k), args.min_score
-    )
+    return MinScoreRetriever(default_hybrid_retriever(dense, keyword, args.k), args.min_score)
 
 
 def cmd_query(args: argparse.Namespace) -> int:
@@ -322,13 +313,13 @@ def build_parser() -> argparse.ArgumentParser:
             "--mode",
             choices=("hybrid", "dense", "keyword"),
             default="hybrid",
-            help="retrieval: hybrid (default; RRF of dense and BM25), dense or keyword",
+            help="retrieval: hybrid (default; dense and BM25 fused), dense or keyword",
         )
         sub.add_argument(
             "--min-score",
             type=float,
             default=0.0,
-            help="drop passages scoring less, 0-1 (hybrid: fused rank score, 1 = first in "
+            help="drop passages scoring less, 0-1 (hybrid: fused score, 1 = first in "
             "both lists; dense: cosine relevance; refused in keyword mode)",
         )
         sub.add_argument("--filter", help="metadata filter, e.g. \"file_name == 'faq.md'\"")
@@ -337,7 +328,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     evaluation = commands.add_parser(
         "eval",
-        help="recall@k, MRR@10, nDCG@10 of dense/keyword/hybrid retrieval on BEIR-layout data",
+        help="recall@k, MRR@10, nDCG@10 of Easy RAG's retrieval (or others) on BEIR-layout data",
         add_help=False,
     )
     evaluation.add_argument("args", nargs=argparse.REMAINDER, help="see `ragloom eval --help`")
@@ -353,18 +344,21 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+#: `ragloom eval` evaluates what Easy RAG does by default: the default splitter's
+#: segments, hybrid retrieval with weighted fusion and its candidates per leg.
+EVAL_DEFAULTS = {
+    "mode": ["hybrid"],
+    "fusion": ["weighted"],
+    "segments": True,
+    "candidates": HYBRID_CANDIDATES,
+}
+
+
 def _evaluate(arguments: list[str]) -> int:
-    """``ragloom eval``: core's evaluation command (its own parser, --help included)."""
-    from ragloom.core.evaluation.beir import EvaluationDataError
+    """``ragloom eval``: core's evaluation command with Easy RAG's defaults."""
     from ragloom.core.evaluation.cli import main as evaluation_main
 
-    try:
-        return evaluation_main(arguments)
-    except EvaluationDataError as exc:
-        raise UsageError(
-            f"{exc}; `ragloom eval DIR` needs a BEIR-layout data set: DIR/corpus.jsonl, "
-            "DIR/queries.jsonl and DIR/qrels/test.tsv"
-        ) from exc
+    return evaluation_main(arguments, prog="ragloom eval", defaults=EVAL_DEFAULTS)
 
 
 def _run(arguments: list[str]) -> int:

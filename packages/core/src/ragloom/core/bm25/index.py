@@ -51,7 +51,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ragloom.core.bm25 import postings as csr
-from ragloom.core.bm25.analyzer import Analyzer, StandardAnalyzer
+from ragloom.core.bm25.analyzer import Analyzer, StandardAnalyzer, analyze
 from ragloom.core.bm25.scoring import BM25Parameters, BM25Variant, robertson_idf
 from ragloom.core.document import TextSegment
 from ragloom.core.errors import BM25IndexError, InvalidArgumentTypeError
@@ -288,7 +288,7 @@ class BM25Index(TombstonedRows):
 
     def search(
         self,
-        query: str,
+        query: str | Mapping[str, float],
         *,
         max_results: int = 10,
         min_score: float | None = None,
@@ -296,28 +296,55 @@ class BM25Index(TombstonedRows):
     ) -> list[BM25Match]:
         """The best ``max_results`` segments holding a query term, best first.
 
-        ``min_score`` drops weaker matches; ``filter`` restricts the candidates by metadata.
+        ``query`` is a text (analyzed like the documents; a term given twice counts twice)
+        or a mapping of index terms, as :meth:`terms` gives them, to weights > 0 (each
+        term's BM25 contribution is multiplied by its weight; for expanded queries such
+        as pseudo-relevance feedback). ``min_score`` drops weaker matches; ``filter``
+        restricts the candidates by metadata.
         """
-        if not isinstance(query, str):
-            raise BM25IndexError(f"query must be a str, got {type(query).__name__}")
+        tokens: list[str] = []
+        weighted: dict[str, float] | None = None
+        if isinstance(query, str):
+            tokens = self.analyzer.tokenize(query)
+        elif isinstance(query, Mapping):
+            weighted = _check_weights(query)
+        else:
+            raise BM25IndexError(
+                f"query must be a str or a mapping of terms to weights, got {type(query).__name__}"
+            )
         if type(max_results) is not int or max_results < 1:
             raise BM25IndexError(f"max_results must be a positive int, got {max_results!r}")
         if filter is not None and not isinstance(filter, Filter):
             raise BM25IndexError(f"filter must be a ragloom Filter, got {type(filter).__name__}")
-        tokens = self.analyzer.tokenize(query)
         with self._lock:
-            rows, scores = self._top_k(tokens, max_results, min_score, filter)
+            if weighted is None:
+                found = [self._term_ids.peek(token) for token in tokens]
+                terms, query_tf = _distinct([t for t in found if t is not None and t >= 0])
+            else:
+                known = [(self._vocabulary.get(term), w) for term, w in weighted.items()]
+                pairs = [(term, w) for term, w in known if term is not None]
+                terms = [term for term, _ in pairs]
+                query_tf = np.array([w for _, w in pairs], dtype=np.float64)
+            rows, scores = self._top_k(terms, query_tf, max_results, min_score, filter)
             return [
                 BM25Match(self._ids[row], score, self._segment(row))
                 for row, score in zip(rows.tolist(), scores.tolist(), strict=True)
             ]
 
+    def terms(self, text: str) -> list[str]:
+        """The index terms of ``text`` under this index's analyzer, in order."""
+        return analyze(self.analyzer, text)
+
     def _top_k(
-        self, tokens: list[str], k: int, min_score: float | None, filter: Filter | None
+        self,
+        terms: list[int],
+        query_tf: Floats,
+        k: int,
+        min_score: float | None,
+        filter: Filter | None,
     ) -> tuple[Ints, Floats]:
+        """The best ``k`` rows for distinct ``terms`` weighted by ``query_tf``, and scores."""
         nothing = np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64)
-        found = [self._term_ids.peek(token) for token in tokens]
-        terms, query_tf = _distinct([t for t in found if t is not None and t >= 0])
         if not terms or self._size == self._dead:
             return nothing
         stats = self._current_stats()
@@ -326,7 +353,7 @@ class BM25Index(TombstonedRows):
             return nothing
         ends = np.cumsum(counts).tolist()
         for repeat, start, end in zip(query_tf.tolist(), [0, *ends[:-1]], ends, strict=True):
-            if repeat != 1:  # a term given twice counts twice
+            if repeat != 1:  # a term given twice counts twice; weights scale likewise
                 contributions[start:end] *= repeat
         weights = query_tf * stats.idf[terms]
         base = self.parameters.tfc_absent() * float(weights.sum())  # every document gets it
@@ -619,6 +646,20 @@ def _npz_bytes(arrays: Mapping[str, npt.NDArray[Any]]) -> bytes:
     buffer = io.BytesIO()
     np.savez(buffer, allow_pickle=False, **arrays)
     return buffer.getvalue()
+
+
+def _check_weights(query: Mapping[str, float]) -> dict[str, float]:
+    """The term weights of a weighted query, checked: str terms, finite numbers > 0."""
+    weights: dict[str, float] = {}
+    for term, weight in query.items():
+        if not isinstance(term, str):
+            raise BM25IndexError(f"query terms must be str, got {type(term).__name__}")
+        if isinstance(weight, bool) or not isinstance(weight, int | float):
+            raise BM25IndexError(f"the weight of {term!r} must be a number, got {weight!r}")
+        if not (math.isfinite(weight) and weight > 0):
+            raise BM25IndexError(f"the weight of {term!r} must be finite and > 0, got {weight!r}")
+        weights[term] = float(weight)
+    return weights
 
 
 def _distinct(term_ids: list[int]) -> tuple[list[int], Floats]:

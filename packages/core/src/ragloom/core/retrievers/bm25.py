@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from ragloom.core.bm25.analyzer import Analyzer
+from ragloom.core.bm25.feedback import RM3
 from ragloom.core.bm25.index import BM25Index
 from ragloom.core.bm25.scoring import BM25Variant
 from ragloom.core.content import SCORE, SEGMENT_ID, Content
@@ -27,6 +28,9 @@ class BM25ContentRetriever:
     :class:`Query`, as for the embedding-store retriever. ``min_score`` is in raw BM25 units
     (unbounded, corpus-dependent); ``None`` keeps every segment that holds a query term.
     Each :class:`Content` carries ``score`` and ``segment_id`` in its metadata.
+    ``expansion=RM3()`` expands each query with the words of its first hits (pseudo-
+    relevance feedback, see :mod:`ragloom.core.bm25.feedback`): better for keyword
+    retrieval alone, not inside a hybrid.
     """
 
     def __init__(
@@ -37,12 +41,18 @@ class BM25ContentRetriever:
         min_score: Dynamic[float | None] = None,
         filter: Dynamic[Filter | None] = None,
         display_name: str = "bm25",
+        expansion: RM3 | None = None,
     ) -> None:
         if not isinstance(index, BM25Index):
             raise InvalidArgumentTypeError(f"index must be a BM25Index, got {type(index).__name__}")
         if not callable(max_results) and (type(max_results) is not int or max_results < 1):
             raise InvalidArgumentError(f"max_results must be a positive int, got {max_results!r}")
+        if expansion is not None and not isinstance(expansion, RM3):
+            raise InvalidArgumentTypeError(
+                f"expansion must be an RM3 or None, got {type(expansion).__name__}"
+            )
         self.index = index
+        self.expansion = expansion
         self.max_results = max_results
         self.min_score = min_score
         self.filter = filter
@@ -61,6 +71,7 @@ class BM25ContentRetriever:
         max_results: Dynamic[int] = 3,
         min_score: Dynamic[float | None] = None,
         filter: Dynamic[Filter | None] = None,
+        expansion: RM3 | None = None,
     ) -> BM25ContentRetriever:
         """Index ``documents`` (split by ``document_splitter``, else whole) and retrieve them."""
         segments: list[TextSegment] = []
@@ -71,15 +82,26 @@ class BM25ContentRetriever:
                 segments.extend(document_splitter.split(document))
         index = BM25Index(analyzer, k1=k1, b=b, variant=variant)
         index.add_all(segments)
-        return cls(index, max_results=max_results, min_score=min_score, filter=filter)
+        return cls(
+            index, max_results=max_results, min_score=min_score, filter=filter, expansion=expansion
+        )
 
     def retrieve(self, query: Query) -> list[Content]:
         """The best-scoring segments holding a query term, best first."""
+        filter = resolve_dynamic(self.filter, query)
+        search: str | dict[str, float] = query.text
+        if self.expansion is not None:
+            first = self.index.search(
+                query.text, max_results=self.expansion.documents, filter=filter
+            )
+            search = self.expansion.expand(self.index, query.text, first)
+            if not search:
+                return []
         matches = self.index.search(
-            query.text,
+            search,
             max_results=resolve_dynamic(self.max_results, query),
             min_score=resolve_dynamic(self.min_score, query),
-            filter=resolve_dynamic(self.filter, query),
+            filter=filter,
         )
         return [Content(m.segment, {SCORE: m.score, SEGMENT_ID: m.id}) for m in matches]
 

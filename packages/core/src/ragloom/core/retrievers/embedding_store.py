@@ -7,9 +7,11 @@ from typing import cast
 from ragloom.core import plugins
 from ragloom.core.content import EMBEDDING_ID, SCORE, Content
 from ragloom.core.embedding import EmbeddingModel
+from ragloom.core.errors import InvalidArgumentTypeError
 from ragloom.core.filters import Filter
 from ragloom.core.query import Query
 from ragloom.core.retrievers.dynamic import Dynamic, resolve_dynamic
+from ragloom.core.retrievers.rocchio import Rocchio
 from ragloom.core.stores.base import EmbeddingSearchRequest, EmbeddingStore
 
 
@@ -20,6 +22,9 @@ class EmbeddingStoreContentRetriever:
     :class:`Query` (e.g. a filter built from ``query.metadata.chat_memory_id`` to restrict
     a user to their own documents). Each :class:`Content` carries the match's ``score``
     and ``embedding_id`` in its metadata; matches stored without a segment are skipped.
+    ``feedback=Rocchio()`` searches twice, the second time with the query vector moved
+    towards its first hits (pseudo-relevance feedback; see
+    :mod:`ragloom.core.retrievers.rocchio`).
     """
 
     def __init__(
@@ -31,7 +36,13 @@ class EmbeddingStoreContentRetriever:
         min_score: Dynamic[float] = 0.0,
         filter: Dynamic[Filter | None] = None,
         display_name: str = "default",
+        feedback: Rocchio | None = None,
     ) -> None:
+        if feedback is not None and not isinstance(feedback, Rocchio):
+            raise InvalidArgumentTypeError(
+                f"feedback must be a Rocchio or None, got {type(feedback).__name__}"
+            )
+        self.feedback = feedback
         self.embedding_store = embedding_store
         self.embedding_model = embedding_model or cast(
             EmbeddingModel, plugins.load_default(plugins.EMBEDDING_MODELS)
@@ -56,11 +67,18 @@ class EmbeddingStoreContentRetriever:
     def retrieve(self, query: Query) -> list[Content]:
         """The most similar stored segments, best first."""
         embedding = self.embedding_model.embed(query.text).embedding
+        filter = resolve_dynamic(self.filter, query)
+        if self.feedback is not None:
+            first = EmbeddingSearchRequest(
+                embedding, max_results=self.feedback.documents, filter=filter
+            )
+            hits = self.embedding_store.search(first).matches
+            embedding = self.feedback.update(embedding, [hit.embedding for hit in hits])
         request = EmbeddingSearchRequest(
             embedding,
             max_results=resolve_dynamic(self.max_results, query),
             min_score=resolve_dynamic(self.min_score, query),
-            filter=resolve_dynamic(self.filter, query),
+            filter=filter,
         )
         return [
             Content(

@@ -12,17 +12,28 @@ fusions are offered:
   without scores uses ``1 - (rank - 1) / length``). A content missing from a list gets 0
   from it.
 
-A content found by both retrievers is recognized by its text, so any two
-:class:`ContentRetriever` s combine, whatever ids and metadata they attach. Fused contents carry
+A content found by both retrievers is recognized by its segment (text and source
+metadata, see :func:`~ragloom.core.fusion.content_key`), so any two
+:class:`ContentRetriever` s over the same documents combine, whatever ids they attach.
+With ``group_by`` (a metadata key naming each segment's document, e.g. ``document_id``
+as the ingestor sets it) contents are documents instead: each list keeps a document's
+best segment only (max aggregation) and the fused list has one content per document,
+so a document found through one segment by dense search and through another by keyword
+search adds up both. Fused contents carry
 ``score`` (the fused score) and, per component, ``dense_score``/``keyword_score`` and
 ``dense_rank``/``keyword_rank`` (absent when that component did not find it), besides the
 components' own metadata (e.g. ``embedding_id``, ``segment_id``). Give the components a
 larger ``max_results`` than the fused list needs: fusion can only reorder what they return.
+
+Measured on CISI (``docs/evaluation.md``): weighted fusion beat RRF by +0.01 to +0.02
+nDCG@10, and grouping split documents by document another +0.005; summing a document's
+segments instead of taking the best one lost 0.05 to 0.13 (long documents win), so
+only the maximum is offered.
 """
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Hashable, Sequence
 from typing import Any, Literal, get_args
 
 from ragloom.core.content import SCORE, Content
@@ -53,6 +64,8 @@ class HybridContentRetriever:
     """Runs ``dense`` and ``keyword`` for each query and fuses their lists (see the module
     docstring). ``weights`` are (dense, keyword): default (1, 1) for ``"rrf"`` and
     (0.5, 0.5) for ``"weighted"``. ``max_results`` cuts the fused list (``None``: keep all).
+    ``group_by`` names the segment metadata key of the document, to fuse documents
+    (their best segments) rather than segments; segments without it stay apart.
     """
 
     def __init__(
@@ -64,6 +77,7 @@ class HybridContentRetriever:
         k: float = 60,
         weights: tuple[float, float] | None = None,
         max_results: int | None = None,
+        group_by: str | None = None,
     ) -> None:
         for name, retriever in (("dense", dense), ("keyword", keyword)):
             if not isinstance(retriever, ContentRetriever):
@@ -86,29 +100,55 @@ class HybridContentRetriever:
             raise InvalidArgumentError(
                 f"max_results must be a positive int or None, got {max_results!r}"
             )
+        if group_by is not None and (not isinstance(group_by, str) or not group_by):
+            raise InvalidArgumentError(
+                f"group_by must be a metadata key (a non-empty str) or None, got {group_by!r}"
+            )
         self.dense = dense
         self.keyword = keyword
         self.fusion = fusion
         self.k = float(k)
         self.weights = (float(weights[0]), float(weights[1]))
         self.max_results = max_results
+        self.group_by = group_by
+
+    def _key(self, content: Content) -> Hashable:
+        """What makes two contents the same: their document (``group_by``) or segment."""
+        if self.group_by is not None:
+            value = content.text_segment.metadata.get(self.group_by)
+            if value is not None:
+                return ("document", type(value), value)
+        return content_key(content)
+
+    def _best_per_key(self, ranking: Sequence[Content]) -> list[Content]:
+        """``ranking`` (best first) with each entry's first, best content only."""
+        seen: set[Hashable] = set()
+        kept = []
+        for content in ranking:
+            key = self._key(content)
+            if key not in seen:
+                seen.add(key)
+                kept.append(content)
+        return kept
 
     def retrieve(self, query: Query) -> list[Content]:
         """The fused contents of both retrievers for ``query``, best first."""
         rankings = [self.dense.retrieve(query), self.keyword.retrieve(query)]
+        if self.group_by is not None:  # max aggregation: a document's best segment
+            rankings = [self._best_per_key(ranking) for ranking in rankings]
         if self.fusion == "rrf":
-            fused = fuse_reciprocal_ranks(rankings, self.weights, self.k)
+            fused = fuse_reciprocal_ranks(rankings, self.weights, self.k, key=self._key)
         else:
-            fused = fuse_weighted_scores(rankings, self.weights)
+            fused = fuse_weighted_scores(rankings, self.weights, key=self._key)
         if self.max_results is not None:
             fused = fused[: self.max_results]
         found: list[dict[Hashable, tuple[int, Content]]] = [{} for _ in rankings]
         for ranking, positions in zip(rankings, found, strict=True):
             for rank, content in enumerate(ranking, start=1):
-                positions.setdefault(content_key(content), (rank, content))
+                positions.setdefault(self._key(content), (rank, content))
         results = []
         for content, score in fused:
-            key = content_key(content)
+            key = self._key(content)
             metadata: dict[str, Any] = {}
             components: dict[str, Any] = {}
             for positions, (score_key, rank_key) in zip(found, _COMPONENTS, strict=True):
@@ -123,5 +163,5 @@ class HybridContentRetriever:
     def __repr__(self) -> str:
         return (
             f"HybridContentRetriever({self.dense!r}, {self.keyword!r}, fusion={self.fusion!r}, "
-            f"k={self.k:g}, weights={self.weights})"
+            f"k={self.k:g}, weights={self.weights}, group_by={self.group_by!r})"
         )

@@ -41,6 +41,8 @@ class AllMiniLmL6V2QuantizedEmbeddingModel(OnnxEmbeddingModel):
         max_length: int = DEFAULT_MAX_LENGTH,
         batch_size: int = 32,
         intra_op_threads: int | None = None,
+        inter_op_threads: int | None = None,
+        enable_cpu_mem_arena: bool = True,
         strict: bool = False,
     ) -> None:
         if type(max_length) is int and max_length > MAX_POSITIONS:
@@ -55,6 +57,8 @@ class AllMiniLmL6V2QuantizedEmbeddingModel(OnnxEmbeddingModel):
             max_length=max_length,
             batch_size=batch_size,
             intra_op_threads=intra_op_threads,
+            inter_op_threads=inter_op_threads,
+            enable_cpu_mem_arena=enable_cpu_mem_arena,
             strict=strict,
         )
 

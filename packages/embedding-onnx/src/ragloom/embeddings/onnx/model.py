@@ -104,8 +104,12 @@ class OnnxEmbeddingModel(EmbeddingModel):
 
     The onnxruntime session is created on first use (or by :meth:`load`), once, and is
     shared by concurrent ``embed_all`` calls from several threads.
-    ``intra_op_threads`` sets onnxruntime's thread count (``None``: its default, one
-    per physical core).
+    ``intra_op_threads`` sets onnxruntime's thread count within an operator and
+    ``inter_op_threads`` across operators (``None``: onnxruntime's default, one per
+    physical core). ``enable_cpu_mem_arena=False`` turns off onnxruntime's CPU memory
+    arena, which keeps the largest batches' buffers for reuse: embedding then holds less
+    memory (measured on CISI's 1,460 abstracts: peak RSS 1.17 instead of 1.58 GiB) for
+    about 6% more time (see the README).
     """
 
     def __init__(
@@ -118,6 +122,8 @@ class OnnxEmbeddingModel(EmbeddingModel):
         max_length: int = 256,
         batch_size: int = 32,
         intra_op_threads: int | None = None,
+        inter_op_threads: int | None = None,
+        enable_cpu_mem_arena: bool = True,
         strict: bool = False,
         output_name: str | None = None,
         providers: Sequence[str] | None = None,
@@ -128,11 +134,15 @@ class OnnxEmbeddingModel(EmbeddingModel):
             raise InvalidArgumentError(f"max_length must be an int >= 2, got {max_length!r}")
         if type(batch_size) is not int or batch_size < 1:
             raise InvalidArgumentError(f"batch_size must be an int >= 1, got {batch_size!r}")
-        if intra_op_threads is not None and (
-            type(intra_op_threads) is not int or intra_op_threads < 1
+        for name, threads in (
+            ("intra_op_threads", intra_op_threads),
+            ("inter_op_threads", inter_op_threads),
         ):
-            raise InvalidArgumentError(
-                f"intra_op_threads must be None or an int >= 1, got {intra_op_threads!r}"
+            if threads is not None and (type(threads) is not int or threads < 1):
+                raise InvalidArgumentError(f"{name} must be None or an int >= 1, got {threads!r}")
+        if not isinstance(enable_cpu_mem_arena, bool):
+            raise InvalidArgumentTypeError(
+                f"enable_cpu_mem_arena must be a bool, got {enable_cpu_mem_arena!r}"
             )
         self._model_path = Path(model_path)
         if not self._model_path.is_file():
@@ -152,6 +162,8 @@ class OnnxEmbeddingModel(EmbeddingModel):
         self._max_length = max_length
         self._batch_size = batch_size
         self._intra_op_threads = intra_op_threads
+        self._inter_op_threads = inter_op_threads
+        self._enable_cpu_mem_arena = enable_cpu_mem_arena
         self._strict = strict
         self._output_name = output_name
         self._providers = list(providers) if providers is not None else ["CPUExecutionProvider"]
@@ -234,6 +246,9 @@ class OnnxEmbeddingModel(EmbeddingModel):
         options = onnxruntime.SessionOptions()
         if self._intra_op_threads is not None:
             options.intra_op_num_threads = self._intra_op_threads
+        if self._inter_op_threads is not None:
+            options.inter_op_num_threads = self._inter_op_threads
+        options.enable_cpu_mem_arena = self._enable_cpu_mem_arena
         try:
             session = onnxruntime.InferenceSession(
                 str(self._model_path), options, providers=self._providers
