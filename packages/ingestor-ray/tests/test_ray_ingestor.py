@@ -42,7 +42,7 @@ ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("ray_cluster")]
 
 DIMENSION = 64
-WORDS = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu".split()
+WORDS = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta", "iota", "kappa", "lambda", "mu"]
 
 
 def corpus(count: int = 30) -> list[Document]:
@@ -193,3 +193,60 @@ def test_bad_settings_are_rejected() -> None:
     with pytest.raises(InvalidArgumentError, match="concurrency"):
         RayIngestor(lambda: InMemoryEmbeddingStore(), concurrency=0)
     assert RayIngestor(lambda: InMemoryEmbeddingStore()).ingest([]).outcomes == []
+
+
+class SlowModel(FakeEmbeddingModel):
+    """FakeEmbeddingModel that takes a while per batch, so a run can be killed mid-way."""
+
+    def embed_all(self, texts: Sequence[str | TextSegment]) -> EmbeddingResult:
+        time.sleep(0.15)
+        return super().embed_all(texts)
+
+
+def record_pid(directory: str) -> None:
+    """on_actor_start hook: each (re)started actor leaves its process id in ``directory``."""
+    Path(directory, str(os.getpid())).touch()
+
+
+def test_actor_killed_mid_run_job_finishes_with_core_state(
+    pg_dsn: str, table_name: str, tmp_path: Path
+) -> None:
+    documents = corpus()
+    pids = tmp_path / "pids"
+    pids.mkdir()
+    killed: list[tuple[int, float]] = []
+
+    def kill_first_actor_after_first_write() -> None:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            started = sorted(pids.iterdir())
+            try:
+                written = len(table_rows(pg_dsn, table_name))
+            except psycopg.errors.UndefinedTable:
+                written = 0
+            if started and written:
+                pid = int(started[0].name)
+                os.kill(pid, signal.SIGKILL)
+                killed.append((pid, time.monotonic()))
+                return
+            time.sleep(0.05)
+
+    killer = threading.Thread(target=kill_first_actor_after_first_write)
+    killer.start()
+    result = ray_ingestor(
+        pg_dsn,
+        table_name,
+        embedding_model_factory=functools.partial(SlowModel, DIMENSION),
+        on_actor_start=functools.partial(record_pid, str(pids)),
+        max_retries=3,
+    ).ingest(documents)
+    finished = time.monotonic()
+    killer.join()
+
+    assert killed, "no actor was killed"
+    assert killed[0][1] < finished, "the kill came after the run"
+    assert len(list(pids.iterdir())) >= 3  # two actors, then a restarted one
+    assert result.failures == []
+    expected_result, expected = reference(documents)
+    assert result.ids == expected_result.ids
+    assert_same_content(table_rows(pg_dsn, table_name), expected)
