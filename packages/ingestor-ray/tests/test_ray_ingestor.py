@@ -42,7 +42,7 @@ ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("ray_cluster")]
 
 DIMENSION = 64
-WORDS = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta", "iota", "kappa", "lambda", "mu"]
+WORDS = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu".split()  # noqa: SIM905
 
 
 def corpus(count: int = 30) -> list[Document]:
@@ -83,9 +83,7 @@ def reference(documents: Sequence[Document]) -> tuple[IngestionResult, dict[str,
         store, FakeEmbeddingModel(DIMENSION), document_splitter=splitter(), batch_size=16
     ).ingest(documents)
     entries = json.loads(store.to_json())["entries"]
-    return result, {
-        e["id"]: (e["text"], e["metadata"], np.array(e["embedding"])) for e in entries
-    }
+    return result, {e["id"]: (e["text"], e["metadata"], np.array(e["embedding"])) for e in entries}
 
 
 def assert_same_content(actual: dict[str, Any], expected: dict[str, Any]) -> None:
@@ -168,7 +166,9 @@ def test_poison_documents_and_bad_files_are_reported_others_written(
     inputs: list[Any] = [*documents, str(good_file), tmp_path / "missing.txt"]
 
     result = ray_ingestor(
-        pg_dsn, table_name, embedding_model_factory=PoisonModel,
+        pg_dsn,
+        table_name,
+        embedding_model_factory=PoisonModel,
         document_parser=TextDocumentParser(),
     ).ingest(inputs)
 
@@ -177,9 +177,9 @@ def test_poison_documents_and_bad_files_are_reported_others_written(
     assert "cannot embed poison" in failed["bad"]
     assert "missing.txt" in failed[f"file:{tmp_path / 'missing.txt'}"]
     good_docs = [d for d in documents if d.metadata.get("document_id") != "bad"]
-    loaded = Document(good_file.read_text(), {
-        "file_name": "good.txt", "absolute_directory_path": str(tmp_path)
-    })
+    loaded = Document(
+        good_file.read_text(), {"file_name": "good.txt", "absolute_directory_path": str(tmp_path)}
+    )
     _, expected = reference([*good_docs, loaded])
     assert_same_content(table_rows(pg_dsn, table_name), expected)
     assert result.ids == list(expected_ids_in_order(result))
@@ -249,4 +249,28 @@ def test_actor_killed_mid_run_job_finishes_with_core_state(
     assert result.failures == []
     expected_result, expected = reference(documents)
     assert result.ids == expected_result.ids
+    assert_same_content(table_rows(pg_dsn, table_name), expected)
+
+
+def test_default_onnx_model_loaded_in_actor_gives_core_vectors(
+    pg_dsn: str, table_name: str
+) -> None:
+    """No model factory: each actor loads the installed default (embedding-onnx) once."""
+    documents = corpus(6)
+    result = RayIngestor(
+        functools.partial(PgVectorEmbeddingStore, pg_dsn, table_name, dimension=384, pool_size=1),
+        document_splitter=splitter(),
+        concurrency=1,
+        num_cpus=0.5,
+        split_num_cpus=0.5,
+    ).ingest(documents)
+
+    store = InMemoryEmbeddingStore()
+    expected_result = EmbeddingStoreIngestor(store, document_splitter=splitter()).ingest(documents)
+    assert result.ids == expected_result.ids
+    assert result.token_usage == expected_result.token_usage
+    expected = {
+        e["id"]: (e["text"], e["metadata"], np.array(e["embedding"]))
+        for e in json.loads(store.to_json())["entries"]
+    }
     assert_same_content(table_rows(pg_dsn, table_name), expected)
