@@ -27,7 +27,7 @@ from psycopg import sql
 from ragloom.core import document_splitters
 from ragloom.core.document import Document, TextSegment
 from ragloom.core.embedding import EmbeddingModel, EmbeddingResult
-from ragloom.core.errors import InvalidArgumentError
+from ragloom.core.errors import InvalidArgumentError, RagloomError
 from ragloom.core.ingestor import EmbeddingStoreIngestor, IngestionResult
 from ragloom.core.parsers.text import TextDocumentParser
 from ragloom.core.stores.in_memory import InMemoryEmbeddingStore
@@ -274,3 +274,18 @@ def test_default_onnx_model_loaded_in_actor_gives_core_vectors(
         for e in json.loads(store.to_json())["entries"]
     }
     assert_same_content(table_rows(pg_dsn, table_name), expected)
+
+
+def test_store_factory_failing_in_workers_raises_a_ragloom_error(
+    pg_dsn: str, table_name: str
+) -> None:
+    """No dimension for a missing table: the store cannot be built in the actor."""
+    ingestor = RayIngestor(
+        functools.partial(PgVectorEmbeddingStore, pg_dsn, table_name),
+        functools.partial(FakeEmbeddingModel, DIMENSION),
+        document_splitter=splitter(),
+        num_cpus=0.5,
+        split_num_cpus=0.5,
+    )
+    with pytest.raises(RagloomError, match=f"{table_name} does not exist"):
+        ingestor.ingest(corpus(2))

@@ -286,13 +286,20 @@ class RayIngestor:
         """Stream the outcomes back, report progress, and order them as the input."""
         by_position: dict[int, DocumentOutcome] = {}
         usage: TokenUsage | None = None
-        for row in dataset.iter_rows():
-            outcome, batch_usage = pickle.loads(row["outcome"])
-            by_position[int(row["position"])] = outcome
-            if batch_usage is not None:
-                usage = batch_usage + usage
-            if self.on_progress is not None:
-                self.on_progress(len(by_position), total)
+        try:
+            for row in dataset.iter_rows():
+                outcome, batch_usage = pickle.loads(row["outcome"])
+                by_position[int(row["position"])] = outcome
+                if batch_usage is not None:
+                    usage = batch_usage + usage
+                if self.on_progress is not None:
+                    self.on_progress(len(by_position), total)
+        except ray.exceptions.RayError as exc:
+            # A factory that fails in the workers, or a worker lost beyond max_retries:
+            # documents already written stay written; a re-run completes the rest.
+            if isinstance(exc, RagloomError):  # a RayTaskError wrapping a ragloom error
+                raise
+            raise RagloomError(f"Ray ingestion failed: {exc}") from exc
         missing = [i for i in range(total) if i not in by_position]
         if missing:
             raise RagloomError(f"Ray returned no outcome for input positions {missing[:10]}")
