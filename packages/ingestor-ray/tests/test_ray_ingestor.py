@@ -97,11 +97,11 @@ def assert_same_content(actual: dict[str, Any], expected: dict[str, Any]) -> Non
 
 def ray_ingestor(dsn: str, table: str, **options: Any) -> RayIngestor:
     options.setdefault("embedding_model_factory", functools.partial(FakeEmbeddingModel, DIMENSION))
+    options.setdefault("documents_per_batch", 4)
     return RayIngestor(
         pg_store(dsn, table),
         document_splitter=splitter(),
         batch_size=16,
-        documents_per_batch=4,
         concurrency=2,
         num_cpus=0.5,
         split_num_cpus=0.5,
@@ -156,8 +156,9 @@ class PoisonModel(EmbeddingModel):
         return self.inner.embed_all(texts)
 
 
+@pytest.mark.parametrize("documents_per_batch", [1, 4])
 def test_poison_documents_and_bad_files_are_reported_others_written(
-    pg_dsn: str, table_name: str, tmp_path: Path
+    pg_dsn: str, table_name: str, tmp_path: Path, documents_per_batch: int
 ) -> None:
     good_file = tmp_path / "good.txt"
     good_file.write_text("a file that is fine. it has two sentences.", encoding="utf-8")
@@ -169,6 +170,7 @@ def test_poison_documents_and_bad_files_are_reported_others_written(
         pg_dsn,
         table_name,
         embedding_model_factory=PoisonModel,
+        documents_per_batch=documents_per_batch,
         document_parser=TextDocumentParser(),
     ).ingest(inputs)
 

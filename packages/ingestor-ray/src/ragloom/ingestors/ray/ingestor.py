@@ -115,9 +115,9 @@ class _Writer(EmbeddingStoreIngestor):
         try:
             usage, _ = self._flush(plans, outcomes, None, 0, total)
             return outcomes, usage
-        except Exception:
+        except Exception as exc:
             if len(plans) == 1:
-                raise
+                return [DocumentOutcome(plans[0][0], error=_error(plans[0][0], exc))], None
         outcomes, usage = [], None
         for identity, plan in plans:
             try:
