@@ -1,0 +1,15 @@
+"""Scale-out ingestion on Ray Data with core's EmbeddingStoreIngestor semantics."""
+
+from ragloom.ingestors.ray.ingestor import (
+    EmbeddingModelFactory,
+    EmbeddingStoreFactory,
+    RayIngestor,
+    default_embedding_model,
+)
+
+__all__ = [
+    "EmbeddingModelFactory",
+    "EmbeddingStoreFactory",
+    "RayIngestor",
+    "default_embedding_model",
+]

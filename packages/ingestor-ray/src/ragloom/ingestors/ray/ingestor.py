@@ -1,0 +1,306 @@
+"""RayIngestor: core's EmbeddingStoreIngestor semantics, scaled out on Ray Data.
+
+Pipeline: documents (or file paths) -> a Ray dataset -> load/parse, transform and split
+in Ray tasks -> embed and write in a pool of actors, each of which builds its embedding
+model and its store once (from factories) and reuses them for every batch.
+
+The segments, ids, versions and writes are core's: the split stage and the writer stage
+are thin subclasses of :class:`~ragloom.core.ingestor.EmbeddingStoreIngestor` calling its
+own steps, so a store filled here equals one filled by the single-process ingestor
+(same ids from ``segment_id(document_identity(doc), index)``, same vectors), and a
+re-run after a failure or a killed worker converges to the same state: writes overwrite
+by id, then stale versions are removed, per document.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from typing import Any, cast
+
+import numpy as np
+import ray
+
+from ragloom.core import plugins
+from ragloom.core.document import Document, TextSegment
+from ragloom.core.embedding import EmbeddingModel, TokenUsage
+from ragloom.core.errors import InvalidArgumentError, PluginError, RagloomError
+from ragloom.core.ingestor import (
+    DocumentOutcome,
+    EmbeddingStoreIngestor,
+    IngestionResult,
+    ProgressCallback,
+    document_identity,
+)
+from ragloom.core.loaders.file_system import FileSystemDocumentLoader
+from ragloom.core.parsers.base import DocumentParser
+from ragloom.core.splitters.base import DocumentSplitter
+from ragloom.core.stores.base import EmbeddingStore
+from ragloom.core.transformers import DocumentTransformer, TextSegmentTransformer
+
+EmbeddingModelFactory = Callable[[], EmbeddingModel]
+"""Builds the embedding model inside an actor (called once per actor)."""
+EmbeddingStoreFactory = Callable[[], EmbeddingStore]
+"""Builds the store inside an actor; its client must work from a worker process."""
+
+Plan = tuple[str, list[TextSegment] | RagloomError]
+"""A document's identity and its segments, or why it could not be split."""
+
+
+def default_embedding_model() -> EmbeddingModel:
+    """The installed default embedding model (core's plugin loader; e.g. embedding-onnx)."""
+    return cast(EmbeddingModel, plugins.load_default(plugins.EMBEDDING_MODELS))
+
+
+def _error(identity: str, exc: BaseException) -> RagloomError:
+    """A picklable ragloom error naming the document (as core's ingestor words it)."""
+    if isinstance(exc, RagloomError):
+        return exc
+    return RagloomError(f"{identity}: {type(exc).__name__}: {exc}")
+
+
+class _Splitter(EmbeddingStoreIngestor):
+    """Core's transform-and-split step, without a store or a model (runs in Ray tasks)."""
+
+    def __init__(
+        self,
+        splitter: DocumentSplitter | None,
+        document_transformer: DocumentTransformer | None,
+        text_segment_transformer: TextSegmentTransformer | None,
+        parser: DocumentParser | None,
+    ) -> None:
+        self.document_splitter = splitter or cast(
+            DocumentSplitter, plugins.load_default(plugins.DOCUMENT_SPLITTERS)
+        )
+        self.document_transformer = document_transformer
+        self.text_segment_transformer = text_segment_transformer
+        self.parser = parser
+
+    def plan(self, item: Document | str) -> Plan:
+        """Load ``item`` if it is a path, then split it; a failure is the document's."""
+        if isinstance(item, str):
+            path = item
+            try:
+                item = FileSystemDocumentLoader.load_document(path, self.parser)
+            except PluginError:
+                raise  # a broken installation, not a bad file
+            except Exception as exc:
+                return f"file:{Path(path).absolute()}", _error(path, exc)
+        identity = document_identity(item)
+        try:
+            return identity, self._segments(item, identity)
+        except Exception as exc:
+            return identity, _error(identity, exc)
+
+
+class _Writer(EmbeddingStoreIngestor):
+    """Core's embed-and-write step over pre-split documents (runs in an actor)."""
+
+    def __init__(self, store: EmbeddingStore, model: EmbeddingModel, batch_size: int) -> None:
+        self.embedding_store = store
+        self.embedding_model = model
+        self.batch_size = batch_size
+        self.on_progress = None
+
+    def write(self, plans: Sequence[Plan]) -> tuple[list[DocumentOutcome], TokenUsage | None]:
+        """Embed and write ``plans``; when the batch fails, isolate the poison documents.
+
+        A batch whose embedding raises is retried one document at a time, so the
+        documents that fail are reported (each once) and the others are written.
+        """
+        total = sum(len(p) for _, p in plans if isinstance(p, list))
+        outcomes: list[DocumentOutcome] = []
+        try:
+            usage, _ = self._flush(plans, outcomes, None, 0, total)
+            return outcomes, usage
+        except Exception as exc:
+            if len(plans) == 1:
+                return [DocumentOutcome(plans[0][0], error=_error(plans[0][0], exc))], None
+        outcomes, usage = [], None
+        for identity, plan in plans:
+            try:
+                usage, _ = self._flush([(identity, plan)], outcomes, usage, 0, total)
+            except Exception as exc:
+                outcomes.append(DocumentOutcome(identity, error=_error(identity, exc)))
+        return outcomes, usage
+
+
+def _pack(values: Iterable[object]) -> np.ndarray[Any, np.dtype[np.object_]]:
+    """A column of pickled Python objects (Ray Data stores them as Arrow binary)."""
+    items = [pickle.dumps(v, protocol=pickle.HIGHEST_PROTOCOL) for v in values]
+    column = np.empty(len(items), dtype=object)
+    column[:] = items
+    return column
+
+
+class _SplitStage:
+    """The Ray task function: rows of pickled inputs -> rows of pickled plans."""
+
+    def __init__(self, splitter: _Splitter) -> None:
+        self.splitter = splitter
+
+    def __call__(self, batch: dict[str, np.ndarray[Any, Any]]) -> dict[str, np.ndarray[Any, Any]]:
+        plans = [self.splitter.plan(pickle.loads(raw)) for raw in batch["item"]]
+        return {"position": batch["position"], "plan": _pack(plans)}
+
+
+class _EmbedStage:
+    """The Ray actor: builds the model and the store once, then embeds and writes batches."""
+
+    def __init__(
+        self,
+        model_factory: EmbeddingModelFactory,
+        store_factory: EmbeddingStoreFactory,
+        batch_size: int,
+        on_start: Callable[[], None] | None,
+    ) -> None:
+        if on_start is not None:
+            on_start()
+        self.writer = _Writer(store_factory(), model_factory(), batch_size)
+
+    def __call__(self, batch: dict[str, np.ndarray[Any, Any]]) -> dict[str, np.ndarray[Any, Any]]:
+        plans: list[Plan] = [pickle.loads(raw) for raw in batch["plan"]]
+        outcomes, usage = self.writer.write(plans)
+        usages: list[TokenUsage | None] = [usage] + [None] * (len(outcomes) - 1)
+        return {"position": batch["position"], "outcome": _pack(zip(outcomes, usages, strict=True))}
+
+
+class RayIngestor:
+    """Ingests documents on a Ray cluster with the single-process ingestor's results.
+
+    ``store_factory`` and ``embedding_model_factory`` are called inside each actor (they
+    are pickled to the workers, so use module-level functions or picklable callables);
+    the model factory defaults to the installed default model (embedding-onnx). The
+    splitter and transformers are pickled as they are; ``None`` means the installed
+    default splitter. ``concurrency`` actors embed and write,
+    each with ``num_cpus`` CPUs; ``documents_per_batch`` documents go to an actor at a
+    time (embedded in chunks of ``batch_size`` segments). An actor killed mid-batch is
+    restarted and its batch redone (at most ``max_retries`` times); a document whose
+    loading, splitting or embedding raises is reported in ``failures`` and not retried.
+    """
+
+    def __init__(
+        self,
+        store_factory: EmbeddingStoreFactory,
+        embedding_model_factory: EmbeddingModelFactory | None = None,
+        *,
+        document_splitter: DocumentSplitter | None = None,
+        document_transformer: DocumentTransformer | None = None,
+        text_segment_transformer: TextSegmentTransformer | None = None,
+        document_parser: DocumentParser | None = None,
+        batch_size: int = 64,
+        documents_per_batch: int = 32,
+        concurrency: int = 1,
+        num_cpus: float = 1.0,
+        split_num_cpus: float = 1.0,
+        max_retries: int = 3,
+        on_progress: ProgressCallback | None = None,
+        on_actor_start: Callable[[], None] | None = None,
+    ) -> None:
+        for name, value in (
+            ("batch_size", batch_size),
+            ("documents_per_batch", documents_per_batch),
+            ("concurrency", concurrency),
+        ):
+            if type(value) is not int or value < 1:
+                raise InvalidArgumentError(f"{name} must be an int >= 1, got {value!r}")
+        if type(max_retries) is not int or max_retries < 0:
+            raise InvalidArgumentError(f"max_retries must be an int >= 0, got {max_retries!r}")
+        if not (num_cpus > 0 and split_num_cpus > 0):
+            raise InvalidArgumentError(
+                f"num_cpus and split_num_cpus must be > 0, got {num_cpus!r}, {split_num_cpus!r}"
+            )
+        self.store_factory = store_factory
+        self.embedding_model_factory = embedding_model_factory or default_embedding_model
+        self.document_splitter = document_splitter
+        self.document_transformer = document_transformer
+        self.text_segment_transformer = text_segment_transformer
+        self.document_parser = document_parser
+        self.batch_size = batch_size
+        self.documents_per_batch = documents_per_batch
+        self.concurrency = concurrency
+        self.num_cpus = num_cpus
+        self.split_num_cpus = split_num_cpus
+        self.max_retries = max_retries
+        self.on_progress = on_progress
+        self.on_actor_start = on_actor_start
+
+    def ingest(
+        self, documents: Document | Iterable[Document | str | os.PathLike[str]]
+    ) -> IngestionResult:
+        """Ingest documents and/or file paths; the result lists them in input order.
+
+        Uses the connected Ray cluster (``ray.init`` is called with defaults when none
+        is). Progress, when asked, is reported as ``on_progress(documents_done, total)``.
+        """
+        items: list[Document | str] = (
+            [documents]
+            if isinstance(documents, Document)
+            else [d if isinstance(d, Document) else os.fspath(d) for d in documents]
+        )
+        for item in items:
+            if not isinstance(item, Document | str):
+                raise InvalidArgumentError(
+                    f"expected Documents or file paths, got {type(item).__name__}"
+                )
+        if not items:
+            return IngestionResult(None, [])
+        if not ray.is_initialized():
+            ray.init()
+        splitter = _Splitter(
+            self.document_splitter,
+            self.document_transformer,
+            self.text_segment_transformer,
+            self.document_parser,
+        )
+        dataset = ray.data.from_items(
+            [{"position": i, "item": pickle.dumps(item)} for i, item in enumerate(items)],
+            override_num_blocks=max(1, min(len(items), self.concurrency * 4)),
+        )
+        split = dataset.map_batches(
+            _SplitStage(splitter),  # an instance, not a class: runs as stateless tasks
+            batch_size=self.documents_per_batch,
+            batch_format="numpy",
+            num_cpus=self.split_num_cpus,
+        )
+        embedded = split.map_batches(
+            _EmbedStage,
+            fn_constructor_args=(
+                self.embedding_model_factory,
+                self.store_factory,
+                self.batch_size,
+                self.on_actor_start,
+            ),
+            batch_size=self.documents_per_batch,
+            batch_format="numpy",
+            num_cpus=self.num_cpus,
+            concurrency=self.concurrency,
+            max_restarts=self.max_retries,
+            max_task_retries=self.max_retries,
+        )
+        return self._collect(embedded, len(items))
+
+    def _collect(self, dataset: Any, total: int) -> IngestionResult:
+        """Stream the outcomes back, report progress, and order them as the input."""
+        by_position: dict[int, DocumentOutcome] = {}
+        usage: TokenUsage | None = None
+        try:
+            for row in dataset.iter_rows():
+                outcome, batch_usage = pickle.loads(row["outcome"])
+                by_position[int(row["position"])] = outcome
+                if batch_usage is not None:
+                    usage = batch_usage + usage
+                if self.on_progress is not None:
+                    self.on_progress(len(by_position), total)
+        except ray.exceptions.RayError as exc:
+            # A factory that fails in the workers, or a worker lost beyond max_retries:
+            # documents already written stay written; a re-run completes the rest.
+            if isinstance(exc, RagloomError):  # a RayTaskError wrapping a ragloom error
+                raise
+            raise RagloomError(f"Ray ingestion failed: {exc}") from exc
+        missing = [i for i in range(total) if i not in by_position]
+        if missing:
+            raise RagloomError(f"Ray returned no outcome for input positions {missing[:10]}")
+        return IngestionResult(usage, [by_position[i] for i in range(total)])

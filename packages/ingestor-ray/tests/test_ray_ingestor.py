@@ -1,0 +1,293 @@
+"""RayIngestor on a local Ray cluster, writing from its workers into the real pgvector.
+
+The reference is core's single-process EmbeddingStoreIngestor with the same model and
+splitter, into the in-memory store: the pgvector table must hold the same ids, texts,
+metadata and vectors (to 1e-6).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import signal
+import sys
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import psycopg
+import pytest
+import ray
+from psycopg import sql
+
+from ragloom.core import document_splitters
+from ragloom.core.document import Document, TextSegment
+from ragloom.core.embedding import EmbeddingModel, EmbeddingResult
+from ragloom.core.errors import InvalidArgumentError, RagloomError
+from ragloom.core.ingestor import EmbeddingStoreIngestor, IngestionResult
+from ragloom.core.parsers.text import TextDocumentParser
+from ragloom.core.stores.in_memory import InMemoryEmbeddingStore
+from ragloom.ingestors.ray import RayIngestor
+from ragloom.stores.pgvector import PgVectorEmbeddingStore
+from ragloom.testkit import FakeEmbeddingModel
+
+# This module's helpers travel to the Ray workers by value (pytest's importlib mode
+# gives it a name the workers cannot import).
+ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
+
+pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("ray_cluster")]
+
+DIMENSION = 64
+WORDS = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu".split()  # noqa: SIM905
+
+
+def corpus(count: int = 30) -> list[Document]:
+    """Short documents of 1-4 segments; every third one with an explicit document_id."""
+    documents = []
+    for i in range(count):
+        sentences = [
+            " ".join(WORDS[(i + j + k) % len(WORDS)] for k in range(6)) + f" number {i}."
+            for j in range(1 + i % 7)
+        ]
+        metadata = {"document_id": f"doc-{i}"} if i % 3 == 0 else {"url": f"https://x.test/{i}"}
+        documents.append(Document(" ".join(sentences), metadata))
+    return documents
+
+
+def splitter() -> Any:
+    return document_splitters.recursive(120, 0)
+
+
+def pg_store(dsn: str, table: str) -> functools.partial[PgVectorEmbeddingStore]:
+    return functools.partial(PgVectorEmbeddingStore, dsn, table, dimension=DIMENSION, pool_size=2)
+
+
+def table_rows(dsn: str, table: str) -> dict[str, tuple[str, dict[str, Any], np.ndarray]]:
+    with psycopg.connect(dsn) as conn:
+        rows = conn.execute(
+            sql.SQL("SELECT id, text, metadata, embedding::text FROM {}").format(
+                sql.Identifier(table)
+            )
+        ).fetchall()
+    return {r[0]: (r[1], r[2], np.array(json.loads(r[3]))) for r in rows}
+
+
+def reference(documents: Sequence[Document]) -> tuple[IngestionResult, dict[str, Any]]:
+    """What core's single-process ingestor writes for ``documents``."""
+    store = InMemoryEmbeddingStore()
+    result = EmbeddingStoreIngestor(
+        store, FakeEmbeddingModel(DIMENSION), document_splitter=splitter(), batch_size=16
+    ).ingest(documents)
+    entries = json.loads(store.to_json())["entries"]
+    return result, {e["id"]: (e["text"], e["metadata"], np.array(e["embedding"])) for e in entries}
+
+
+def assert_same_content(actual: dict[str, Any], expected: dict[str, Any]) -> None:
+    assert sorted(actual) == sorted(expected)
+    for key, (text, metadata, vector) in expected.items():
+        got_text, got_metadata, got_vector = actual[key]
+        assert got_text == text
+        assert got_metadata == metadata
+        np.testing.assert_allclose(got_vector, vector, atol=1e-6)
+
+
+def ray_ingestor(dsn: str, table: str, **options: Any) -> RayIngestor:
+    options.setdefault("embedding_model_factory", functools.partial(FakeEmbeddingModel, DIMENSION))
+    options.setdefault("documents_per_batch", 4)
+    return RayIngestor(
+        pg_store(dsn, table),
+        document_splitter=splitter(),
+        batch_size=16,
+        concurrency=2,
+        num_cpus=0.5,
+        split_num_cpus=0.5,
+        **options,
+    )
+
+
+def test_same_store_content_and_result_as_core_ingestor(pg_dsn: str, table_name: str) -> None:
+    documents = corpus()
+    expected_result, expected = reference(documents)
+    progress: list[tuple[int, int]] = []
+
+    result = ray_ingestor(pg_dsn, table_name, on_progress=lambda d, t: progress.append((d, t)))
+    actual_result = result.ingest(documents)
+
+    assert actual_result.ids == expected_result.ids
+    assert actual_result.token_usage == expected_result.token_usage
+    assert actual_result.failures == []
+    assert [o.document_id for o in actual_result.outcomes] == [
+        o.document_id for o in expected_result.outcomes
+    ]
+    assert_same_content(table_rows(pg_dsn, table_name), expected)
+    assert progress[-1] == (30, 30)
+    assert len(progress) == 30
+
+
+def test_rerun_and_edit_converge_to_core_state(pg_dsn: str, table_name: str) -> None:
+    documents = corpus()
+    ingestor = ray_ingestor(pg_dsn, table_name)
+    ingestor.ingest(documents)
+    ingestor.ingest(documents)  # a re-run: no duplicates
+    edited = [*documents[:-1], Document("a short new text.", documents[-1].metadata)]
+    ingestor.ingest(edited)  # an edit: the old version's extra segments go away
+
+    _, expected = reference(edited)
+    assert_same_content(table_rows(pg_dsn, table_name), expected)
+
+
+class PoisonModel(EmbeddingModel):
+    """FakeEmbeddingModel, but any batch holding the word 'poison' raises."""
+
+    def __init__(self) -> None:
+        self.inner = FakeEmbeddingModel(DIMENSION)
+
+    @property
+    def dimension(self) -> int:
+        return DIMENSION
+
+    def embed_all(self, texts: Sequence[str | TextSegment]) -> EmbeddingResult:
+        if any("poison" in (t if isinstance(t, str) else t.text) for t in texts):
+            raise ValueError("cannot embed poison")
+        return self.inner.embed_all(texts)
+
+
+@pytest.mark.parametrize("documents_per_batch", [1, 4])
+def test_poison_documents_and_bad_files_are_reported_others_written(
+    pg_dsn: str, table_name: str, tmp_path: Path, documents_per_batch: int
+) -> None:
+    good_file = tmp_path / "good.txt"
+    good_file.write_text("a file that is fine. it has two sentences.", encoding="utf-8")
+    documents = corpus(12)
+    documents[5] = Document("this one is poison for the model.", {"document_id": "bad"})
+    inputs: list[Any] = [*documents, str(good_file), tmp_path / "missing.txt"]
+
+    result = ray_ingestor(
+        pg_dsn,
+        table_name,
+        embedding_model_factory=PoisonModel,
+        documents_per_batch=documents_per_batch,
+        document_parser=TextDocumentParser(),
+    ).ingest(inputs)
+
+    failed = {o.document_id: str(o.error) for o in result.failures}
+    assert set(failed) == {"bad", f"file:{tmp_path / 'missing.txt'}"}
+    assert "cannot embed poison" in failed["bad"]
+    assert "missing.txt" in failed[f"file:{tmp_path / 'missing.txt'}"]
+    good_docs = [d for d in documents if d.metadata.get("document_id") != "bad"]
+    loaded = Document(
+        good_file.read_text(), {"file_name": "good.txt", "absolute_directory_path": str(tmp_path)}
+    )
+    _, expected = reference([*good_docs, loaded])
+    assert_same_content(table_rows(pg_dsn, table_name), expected)
+    assert result.ids == list(expected_ids_in_order(result))
+
+
+def expected_ids_in_order(result: IngestionResult) -> list[str]:
+    return [i for o in result.outcomes if o.error is None for i in o.segment_ids]
+
+
+def test_bad_settings_are_rejected() -> None:
+    with pytest.raises(InvalidArgumentError, match="concurrency"):
+        RayIngestor(lambda: InMemoryEmbeddingStore(), concurrency=0)
+    assert RayIngestor(lambda: InMemoryEmbeddingStore()).ingest([]).outcomes == []
+
+
+class SlowModel(FakeEmbeddingModel):
+    """FakeEmbeddingModel that takes a while per batch, so a run can be killed mid-way."""
+
+    def embed_all(self, texts: Sequence[str | TextSegment]) -> EmbeddingResult:
+        time.sleep(0.15)
+        return super().embed_all(texts)
+
+
+def record_pid(directory: str) -> None:
+    """on_actor_start hook: each (re)started actor leaves its process id in ``directory``."""
+    Path(directory, str(os.getpid())).touch()
+
+
+def test_actor_killed_mid_run_job_finishes_with_core_state(
+    pg_dsn: str, table_name: str, tmp_path: Path
+) -> None:
+    documents = corpus()
+    pids = tmp_path / "pids"
+    pids.mkdir()
+    killed: list[tuple[int, float]] = []
+
+    def kill_first_actor_after_first_write() -> None:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            started = sorted(pids.iterdir())
+            try:
+                written = len(table_rows(pg_dsn, table_name))
+            except psycopg.errors.UndefinedTable:
+                written = 0
+            if started and written:
+                pid = int(started[0].name)
+                os.kill(pid, signal.SIGKILL)
+                killed.append((pid, time.monotonic()))
+                return
+            time.sleep(0.05)
+
+    killer = threading.Thread(target=kill_first_actor_after_first_write)
+    killer.start()
+    result = ray_ingestor(
+        pg_dsn,
+        table_name,
+        embedding_model_factory=functools.partial(SlowModel, DIMENSION),
+        on_actor_start=functools.partial(record_pid, str(pids)),
+        max_retries=3,
+    ).ingest(documents)
+    finished = time.monotonic()
+    killer.join()
+
+    assert killed, "no actor was killed"
+    assert killed[0][1] < finished, "the kill came after the run"
+    assert len(list(pids.iterdir())) >= 3  # two actors, then a restarted one
+    assert result.failures == []
+    expected_result, expected = reference(documents)
+    assert result.ids == expected_result.ids
+    assert_same_content(table_rows(pg_dsn, table_name), expected)
+
+
+def test_default_onnx_model_loaded_in_actor_gives_core_vectors(
+    pg_dsn: str, table_name: str
+) -> None:
+    """No model factory: each actor loads the installed default (embedding-onnx) once."""
+    documents = corpus(6)
+    result = RayIngestor(
+        functools.partial(PgVectorEmbeddingStore, pg_dsn, table_name, dimension=384, pool_size=1),
+        document_splitter=splitter(),
+        concurrency=1,
+        num_cpus=0.5,
+        split_num_cpus=0.5,
+    ).ingest(documents)
+
+    store = InMemoryEmbeddingStore()
+    expected_result = EmbeddingStoreIngestor(store, document_splitter=splitter()).ingest(documents)
+    assert result.ids == expected_result.ids
+    assert result.token_usage == expected_result.token_usage
+    expected = {
+        e["id"]: (e["text"], e["metadata"], np.array(e["embedding"]))
+        for e in json.loads(store.to_json())["entries"]
+    }
+    assert_same_content(table_rows(pg_dsn, table_name), expected)
+
+
+def test_store_factory_failing_in_workers_raises_a_ragloom_error(
+    pg_dsn: str, table_name: str
+) -> None:
+    """No dimension for a missing table: the store cannot be built in the actor."""
+    ingestor = RayIngestor(
+        functools.partial(PgVectorEmbeddingStore, pg_dsn, table_name),
+        functools.partial(FakeEmbeddingModel, DIMENSION),
+        document_splitter=splitter(),
+        num_cpus=0.5,
+        split_num_cpus=0.5,
+    )
+    with pytest.raises(RagloomError, match=f"{table_name} does not exist"):
+        ingestor.ingest(corpus(2))
