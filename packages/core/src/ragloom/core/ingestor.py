@@ -150,7 +150,7 @@ class EmbeddingStoreIngestor:
         for document in docs:
             identity = document_identity(document)
             try:
-                plans.append((identity, self._segments(document, identity)))
+                plans.append((identity, self.split_document(document, identity)))
             except RagloomError as exc:
                 plans.append((identity, exc))
             except Exception as exc:
@@ -166,14 +166,17 @@ class EmbeddingStoreIngestor:
             pending.append((identity, segments))
             pending_size += len(segments) if isinstance(segments, list) else 0
             if pending_size >= self.batch_size:
-                usage, done = self._flush(pending, outcomes, usage, done, total)
+                usage, done = self.write_documents(pending, outcomes, usage, done, total)
                 pending, pending_size = [], 0
         if pending:
-            usage, done = self._flush(pending, outcomes, usage, done, total)
+            usage, done = self.write_documents(pending, outcomes, usage, done, total)
         return IngestionResult(usage, outcomes)
 
-    def _segments(self, document: Document, identity: str) -> list[TextSegment]:
-        """Transform and split one document; its segments carry identity and version."""
+    def split_document(self, document: Document, identity: str) -> list[TextSegment]:
+        """Transform and split one document; its segments carry identity and version.
+
+        Public for ingestors that distribute the work (ragloom-ingestor-ray): splitting in
+        one worker and :meth:`write_documents` in another gives this ingestor's result."""
         version = document_version(document)
         if self.document_transformer is not None:
             transformed = self.document_transformer.transform(document)
@@ -188,7 +191,7 @@ class EmbeddingStoreIngestor:
             segment.metadata[DOCUMENT_VERSION] = version
         return segments
 
-    def _flush(
+    def write_documents(
         self,
         pending: Sequence[tuple[str, list[TextSegment] | RagloomError]],
         outcomes: list[DocumentOutcome],
@@ -196,7 +199,9 @@ class EmbeddingStoreIngestor:
         done: int,
         total: int,
     ) -> tuple[TokenUsage | None, int]:
-        """Embed the segments of whole documents, then write each document atomically."""
+        """Embed the segments of whole documents, then write each document atomically;
+        ``pending`` pairs each document identity with :meth:`split_document`'s segments
+        (or its error), outcomes are appended, and ``(usage, done)`` is returned."""
         segments = [s for _, segs in pending if isinstance(segs, list) for s in segs]
         embeddings: list[Embedding] = []
         for start in range(0, len(segments), self.batch_size):

@@ -90,7 +90,7 @@ class _Splitter(EmbeddingStoreIngestor):
                 return f"file:{Path(path).absolute()}", _error(path, exc)
         identity = document_identity(item)
         try:
-            return identity, self._segments(item, identity)
+            return identity, self.split_document(item, identity)
         except Exception as exc:
             return identity, _error(identity, exc)
 
@@ -113,7 +113,7 @@ class _Writer(EmbeddingStoreIngestor):
         total = sum(len(p) for _, p in plans if isinstance(p, list))
         outcomes: list[DocumentOutcome] = []
         try:
-            usage, _ = self._flush(plans, outcomes, None, 0, total)
+            usage, _ = self.write_documents(plans, outcomes, None, 0, total)
             return outcomes, usage
         except Exception as exc:
             if len(plans) == 1:
@@ -121,7 +121,7 @@ class _Writer(EmbeddingStoreIngestor):
         outcomes, usage = [], None
         for identity, plan in plans:
             try:
-                usage, _ = self._flush([(identity, plan)], outcomes, usage, 0, total)
+                usage, _ = self.write_documents([(identity, plan)], outcomes, usage, 0, total)
             except Exception as exc:
                 outcomes.append(DocumentOutcome(identity, error=_error(identity, exc)))
         return outcomes, usage
