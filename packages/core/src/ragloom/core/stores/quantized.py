@@ -310,8 +310,12 @@ class BinaryIndex(QuantizedIndex):
         for start in range(0, count, _HAMMING_BLOCK):
             stop = min(start + _HAMMING_BLOCK, count)
             codes = self._codes[start:stop] if rows is None else self._codes[rows[start:stop]]
-            differing = np.bitwise_xor(codes, query)
-            _popcount(differing).sum(axis=1, dtype=np.uint16, out=distances[start:stop])
+            counts = _popcount(np.bitwise_xor(codes, query))
+            # Column by column: numpy reduces a short inner axis slowly.
+            out = distances[start:stop]
+            np.copyto(out, counts[:, 0])
+            for word in range(1, self._width):
+                out += counts[:, word]
         return distances
 
     def _top(self, scores: npt.NDArray[Any], wanted: int) -> Positions:
