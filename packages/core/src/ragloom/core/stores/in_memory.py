@@ -16,6 +16,12 @@ insertion order. Filters are evaluated as one vectorized mask over the metadata 
 A zero vector has cosine 0 with everything (score 0.5); other norms must lie within
 [1e-30, 1e30], where that float32 error bound holds.
 
+Quantized search. ``index="int8"`` or ``"binary"`` (or :class:`IndexOptions`) keeps
+compact codes next to the matrix (:mod:`ragloom.core.stores.quantized`) that choose an
+oversampled candidate set, which the same ``float64`` rescoring ranks: scores stay exact,
+recall becomes approximate. Exact search stays the default, and stays in use below
+``exact_below`` eligible rows (20,000 by default) and for selective filters.
+
 Removal. Removed rows become tombstones (masked out of searches); when they exceed a
 quarter of the rows the store compacts, preserving order, so removal is amortized
 O(dimension) a row and searches never scan much dead data.
@@ -62,6 +68,7 @@ from ragloom.core.stores.persistence import (
     encode_metadata,
     write_records,
 )
+from ragloom.core.stores.quantized import IndexKind, IndexOptions, index_options, new_index
 from ragloom.core.stores.scores import exact_cosines, relevance_score
 from ragloom.core.stores.validation import (
     embedding_dimension,
@@ -99,18 +106,23 @@ class InMemoryEmbeddingStore(TombstonedRows, EmbeddingStore):
 
     ``dimension`` fixes the vector dimension up front; otherwise the first added
     embedding sets it (and removing everything forgets it). ``add_all`` also accepts a
-    2-D numpy array of vectors, the fast path for bulk loads. All methods are safe to
-    call from several threads (one re-entrant lock guards the state).
+    2-D numpy array of vectors, the fast path for bulk loads. ``index`` chooses exact
+    search (the default) or a quantized index, ``"int8"`` or ``"binary"`` (see the module
+    docstring). All methods are safe to call from several threads (one re-entrant lock
+    guards the state).
     """
 
     _id_error = EmbeddingStoreError
     _id_noun = "embedding"
 
-    def __init__(self, dimension: int | None = None) -> None:
+    def __init__(
+        self, dimension: int | None = None, *, index: IndexKind | IndexOptions = "exact"
+    ) -> None:
         if dimension is not None and (type(dimension) is not int or dimension < 1):
             raise EmbeddingStoreError(f"dimension must be a positive int, got {dimension!r}")
         self._lock = threading.RLock()
         self._fixed_dimension = dimension
+        self._index_options = index_options(index)
         self._reset()
 
     def _reset(self) -> None:
@@ -127,8 +139,14 @@ class InMemoryEmbeddingStore(TombstonedRows, EmbeddingStore):
         # id -> row of the live rows, built on first need (a lookup by id) and then kept up
         # to date; bulk loads into an empty store and adds with generated ids skip it.
         self._index: dict[str, int] | None = None
+        self._quantized = new_index(self._index_options)
 
     # ------------------------------------------------------------------ properties
+
+    @property
+    def index_options(self) -> IndexOptions:
+        """How this store searches (exact, int8 or binary; see the module docstring)."""
+        return self._index_options
 
     @property
     def dimension(self) -> int | None:
@@ -280,6 +298,8 @@ class InMemoryEmbeddingStore(TombstonedRows, EmbeddingStore):
                 self._texts[row] = texts[i]
             self._matrix[targets] = self._matrix[sources]
             self._inv_norms[targets] = self._inv_norms[sources]
+            if self._quantized is not None:
+                self._quantized.replaced(targets)
             added = len(new)
             if new:
                 moved = start + np.array(new, dtype=np.intp)
@@ -352,6 +372,14 @@ class InMemoryEmbeddingStore(TombstonedRows, EmbeddingStore):
             first = np.arange(k, dtype=np.intp) if selected is None else selected[:k]
             return _min_score(first, np.zeros(k), request.min_score)
         unit = (query64 / query_norm).astype(np.float32)
+        if self._quantized is not None:
+            rows = self._quantized.candidates(
+                self._matrix, self._inv_norms, size, unit, selected, k
+            )
+            if rows is not None:
+                cosines = exact_cosines(self._matrix, query64, rows)
+                order = np.lexsort((rows, -cosines))[:k]
+                return _min_score(rows[order], cosines[order], request.min_score)
         if selected is None:
             approx = self._matrix[:size] @ unit
             approx *= self._inv_norms[:size]
@@ -404,6 +432,8 @@ class InMemoryEmbeddingStore(TombstonedRows, EmbeddingStore):
             self._matrix[start : start + chunk.size] = self._matrix[chunk]
             self._inv_norms[start : start + chunk.size] = self._inv_norms[chunk]
         self._metadata.delete(np.flatnonzero(~alive))
+        if self._quantized is not None:
+            self._quantized.compacted(keep)
         kept = keep.tolist()
         self._ids = [self._ids[row] for row in kept]
         self._texts = [self._texts[row] for row in kept]
