@@ -6,10 +6,7 @@ Blocks run from the repository root, with a local OpenAI-wire server
 (``ragloom.chat_models.openai.testing``) configured as the chat model through the
 documented environment variables, so "the chat model from the environment" is a real
 HTTP model here and no key is needed.
-
-A block whose first line is ``# not run: <reason>`` is shown to readers with that reason
-and not executed; the test is skipped with the reason, so the few of them are listed in
-the test output (``-ra``).
+Every block runs; none is skipped (an example that needs a server uses a local one).
 """
 
 from __future__ import annotations
@@ -27,7 +24,6 @@ from ragloom.chat_models.openai.testing import CHAT_MODEL, WireServer
 ROOT = Path(__file__).resolve().parent.parent
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 FENCE = re.compile(r"^(?P<indent> *)(?P<fence>`{3,}|~{3,})(?P<info>[^\n`]*)$")
-NOT_RUN = re.compile(r"^#\s*not run:\s*(?P<reason>\S.*)$")
 
 
 @dataclass(frozen=True)
@@ -41,12 +37,6 @@ class Block:
     @property
     def name(self) -> str:
         return f"{self.page.relative_to(ROOT)}:{self.line}"
-
-    @property
-    def not_run_reason(self) -> str | None:
-        first = self.source.lstrip("\n").split("\n", 1)[0].strip()
-        match = NOT_RUN.match(first)
-        return match["reason"] if match else None
 
 
 def python_blocks(page: Path) -> Iterator[Block]:
@@ -109,9 +99,6 @@ def test_doc_block_runs(
     assert "ragloom.testkit" not in block.source, (
         f"{block.name}: a user's example imports the testkit (contributors' tooling)"
     )
-    reason = block.not_run_reason
-    if reason is not None:
-        pytest.skip(f"not run ({block.name}): {reason}")
     for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "RAGLOOM_CHAT_API_KEY"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("RAGLOOM_CHAT_BASE_URL", chat_server.url)
@@ -125,8 +112,6 @@ def test_doc_block_runs(
     assert run.done <= position, f"{block.name} already ran as part of its page"
     for current in page_blocks[run.done : position + 1]:
         run.done += 1
-        if current.not_run_reason is not None:
-            continue
         try:
             _run(current, run.namespace)
         except Exception:
