@@ -12,7 +12,10 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 
 action=${1:?usage: amazon-s3.sh start|stop|restart|status}
+NAME=amazon-s3
 HOST=127.0.0.1
+PORT_VAR=RAGLOOM_AMAZON_S3_PORT
+URL_SCHEME=http
 PORT=${RAGLOOM_AMAZON_S3_PORT:-20233}
 BASE=$PWD/.services/amazon-s3
 DATA=$BASE/data
@@ -34,75 +37,5 @@ launch() {
   echo $! >"$PIDFILE"
 }
 
-port_open() {
-  (exec 3<>"/dev/tcp/$HOST/$PORT") 2>/dev/null
-}
-
-running() {
-  [ -f "$PIDFILE" ] && kill -0 "$(cat "$PIDFILE")" 2>/dev/null
-}
-
-start() {
-  mkdir -p "$DATA"
-  if running && port_open; then
-    echo "amazon-s3: already running on $HOST:$PORT (log: $LOG)"
-    return 0
-  fi
-  if ! running && port_open; then
-    echo "amazon-s3: $HOST:$PORT is in use by another process; set RAGLOOM_AMAZON_S3_PORT" >&2
-    exit 1
-  fi
-  running || launch
-  local deadline=$((SECONDS + WAIT))
-  until port_open; do
-    if ! running || [ "$SECONDS" -ge "$deadline" ]; then
-      echo "amazon-s3: not accepting connections on $HOST:$PORT after ${WAIT}s; see $LOG" >&2
-      tail -n 20 "$LOG" >&2 || true
-      exit 1
-    fi
-    sleep 0.2
-  done
-  echo "amazon-s3: running on http://$HOST:$PORT (log: $LOG)"
-}
-
-stop_server() {
-  running || return 0
-  local pid deadline=$((SECONDS + WAIT))
-  pid=$(cat "$PIDFILE")
-  kill "$pid"
-  while kill -0 "$pid" 2>/dev/null; do
-    if [ "$SECONDS" -ge "$deadline" ]; then
-      kill -9 "$pid" 2>/dev/null || true
-      break
-    fi
-    sleep 0.2
-  done
-  rm -f "$PIDFILE"
-}
-
-case "$action" in
-  start)
-    start
-    ;;
-  stop)
-    stop_server
-    rm -rf "$DATA"
-    echo "amazon-s3: stopped, data removed (log kept: $LOG)"
-    ;;
-  restart)
-    stop_server
-    start
-    ;;
-  status)
-    if running && port_open; then
-      echo "amazon-s3: running on $HOST:$PORT (log: $LOG)"
-    else
-      echo "amazon-s3: not running"
-      exit 1
-    fi
-    ;;
-  *)
-    echo "usage: amazon-s3.sh start|stop|restart|status" >&2
-    exit 2
-    ;;
-esac
+source scripts/services/lib/pidfile_service.sh
+service_main "$action"

@@ -12,7 +12,10 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 
 action=${1:?usage: google-cloud-storage.sh start|stop|restart|status}
+NAME=google-cloud-storage
 HOST=127.0.0.1
+PORT_VAR=RAGLOOM_GOOGLE_CLOUD_STORAGE_PORT
+URL_SCHEME=http
 PORT=${RAGLOOM_GOOGLE_CLOUD_STORAGE_PORT:-34326}
 BASE=$PWD/.services/google-cloud-storage
 DATA=$BASE/data
@@ -34,75 +37,5 @@ launch() {
   echo $! >"$PIDFILE"
 }
 
-port_open() {
-  (exec 3<>"/dev/tcp/$HOST/$PORT") 2>/dev/null
-}
-
-running() {
-  [ -f "$PIDFILE" ] && kill -0 "$(cat "$PIDFILE")" 2>/dev/null
-}
-
-start() {
-  mkdir -p "$DATA"
-  if running && port_open; then
-    echo "google-cloud-storage: already running on $HOST:$PORT (log: $LOG)"
-    return 0
-  fi
-  if ! running && port_open; then
-    echo "google-cloud-storage: $HOST:$PORT is in use by another process; set RAGLOOM_GOOGLE_CLOUD_STORAGE_PORT" >&2
-    exit 1
-  fi
-  running || launch
-  local deadline=$((SECONDS + WAIT))
-  until port_open; do
-    if ! running || [ "$SECONDS" -ge "$deadline" ]; then
-      echo "google-cloud-storage: not accepting connections on $HOST:$PORT after ${WAIT}s; see $LOG" >&2
-      tail -n 20 "$LOG" >&2 || true
-      exit 1
-    fi
-    sleep 0.2
-  done
-  echo "google-cloud-storage: running on http://$HOST:$PORT (log: $LOG)"
-}
-
-stop_server() {
-  running || return 0
-  local pid deadline=$((SECONDS + WAIT))
-  pid=$(cat "$PIDFILE")
-  kill "$pid"
-  while kill -0 "$pid" 2>/dev/null; do
-    if [ "$SECONDS" -ge "$deadline" ]; then
-      kill -9 "$pid" 2>/dev/null || true
-      break
-    fi
-    sleep 0.2
-  done
-  rm -f "$PIDFILE"
-}
-
-case "$action" in
-  start)
-    start
-    ;;
-  stop)
-    stop_server
-    rm -rf "$DATA"
-    echo "google-cloud-storage: stopped, data removed (log kept: $LOG)"
-    ;;
-  restart)
-    stop_server
-    start
-    ;;
-  status)
-    if running && port_open; then
-      echo "google-cloud-storage: running on $HOST:$PORT (log: $LOG)"
-    else
-      echo "google-cloud-storage: not running"
-      exit 1
-    fi
-    ;;
-  *)
-    echo "usage: google-cloud-storage.sh start|stop|restart|status" >&2
-    exit 2
-    ;;
-esac
+source scripts/services/lib/pidfile_service.sh
+service_main "$action"

@@ -16,7 +16,10 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 
 action=${1:?usage: neo4j.sh start|stop|restart|status}
+NAME=neo4j
 HOST=127.0.0.1
+PORT_VAR=RAGLOOM_NEO4J_PORT
+URL_SCHEME=bolt
 PORT=${RAGLOOM_NEO4J_PORT:-23948}
 BASE=$PWD/.services/neo4j
 DATA=$BASE/data
@@ -47,7 +50,7 @@ launch() {
 }
 
 # The Bolt listener must be on loopback only; anything else stops the server.
-check_loopback() {
+after_start() {
   local listeners
   listeners=$(ss -Hltn "sport = :$PORT" | awk '{print $4}')
   if [ -n "$listeners" ] && echo "$listeners" | grep -vqE '^(127\.0\.0\.1|\[::ffff:127\.0\.0\.1\]):'; then
@@ -57,76 +60,5 @@ check_loopback() {
   fi
 }
 
-port_open() {
-  (exec 3<>"/dev/tcp/$HOST/$PORT") 2>/dev/null
-}
-
-running() {
-  [ -f "$PIDFILE" ] && kill -0 "$(cat "$PIDFILE")" 2>/dev/null
-}
-
-start() {
-  mkdir -p "$DATA"
-  if running && port_open; then
-    echo "neo4j: already running on $HOST:$PORT (log: $LOG)"
-    return 0
-  fi
-  if ! running && port_open; then
-    echo "neo4j: $HOST:$PORT is in use by another process; set RAGLOOM_NEO4J_PORT" >&2
-    exit 1
-  fi
-  running || launch
-  local deadline=$((SECONDS + WAIT))
-  until port_open; do
-    if ! running || [ "$SECONDS" -ge "$deadline" ]; then
-      echo "neo4j: not accepting connections on $HOST:$PORT after ${WAIT}s; see $LOG" >&2
-      tail -n 20 "$LOG" >&2 || true
-      exit 1
-    fi
-    sleep 0.2
-  done
-  check_loopback
-  echo "neo4j: running on bolt://$HOST:$PORT (log: $LOG)"
-}
-
-stop_server() {
-  running || return 0
-  local pid deadline=$((SECONDS + WAIT))
-  pid=$(cat "$PIDFILE")
-  kill "$pid"
-  while kill -0 "$pid" 2>/dev/null; do
-    if [ "$SECONDS" -ge "$deadline" ]; then
-      kill -9 "$pid" 2>/dev/null || true
-      break
-    fi
-    sleep 0.2
-  done
-  rm -f "$PIDFILE"
-}
-
-case "$action" in
-  start)
-    start
-    ;;
-  stop)
-    stop_server
-    rm -rf "$DATA"
-    echo "neo4j: stopped, data removed (log kept: $LOG)"
-    ;;
-  restart)
-    stop_server
-    start
-    ;;
-  status)
-    if running && port_open; then
-      echo "neo4j: running on bolt://$HOST:$PORT (log: $LOG)"
-    else
-      echo "neo4j: not running"
-      exit 1
-    fi
-    ;;
-  *)
-    echo "usage: neo4j.sh start|stop|restart|status" >&2
-    exit 2
-    ;;
-esac
+source scripts/services/lib/pidfile_service.sh
+service_main "$action"

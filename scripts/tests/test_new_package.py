@@ -8,6 +8,7 @@ from __future__ import annotations
 import ast
 import importlib.util
 import os
+import shutil
 import subprocess
 import sys
 import tomllib
@@ -65,6 +66,8 @@ def generate(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
 def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A repository root with one generated package of every kind."""
     root = tmp_path_factory.mktemp("repo")
+    lib = Path("scripts", "services", "lib")  # the generated service scripts source it
+    shutil.copytree(REPO / lib, root / lib)
     for kind in KINDS:
         result = generate(root, "--kind", kind, "--name", name_for(kind), "--client", "acme>=1")
         assert result.returncode == 0, result.stderr
