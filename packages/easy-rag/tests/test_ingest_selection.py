@@ -110,7 +110,7 @@ def test_ingest_skips_unsupported_types_with_a_hint(
         },
     )
     index = root / "index"  # inside the corpus: never ingested itself
-    argv = ["ingest", str(root), "--index", str(index), "--exclude", "skip/", "--json"]
+    argv = ["ingest", str(root), "--index", str(index), "--exclude", "skip/", "--json", "--quiet"]
     assert main(argv) == 0
     out, err = capsys.readouterr()
     report = json.loads(out)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import uuid
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import cast
 
@@ -34,6 +34,7 @@ from ragloom.core.embedding import Embedding, EmbeddingModel, TokenUsage
 from ragloom.core.errors import InvalidArgumentError, RagloomError
 from ragloom.core.filters import Filter, metadata_key
 from ragloom.core.loaders.package_resource import PACKAGE, RESOURCE
+from ragloom.core.progress import ProgressCallback
 from ragloom.core.splitters.base import DocumentSplitter
 from ragloom.core.stores.base import EmbeddingStore
 from ragloom.core.transformers import DocumentTransformer, TextSegmentTransformer
@@ -41,9 +42,6 @@ from ragloom.core.transformers import DocumentTransformer, TextSegmentTransforme
 DOCUMENT_ID = "document_id"
 DOCUMENT_VERSION = "document_version"
 _ID_NAMESPACE = uuid.UUID("5b0c6e0e-3f1a-4d8e-9c43-6f0e2a7d9a11")
-
-ProgressCallback = Callable[[int, int], None]
-"""Called as ``on_progress(segments_embedded, segments_total)`` after each batch."""
 
 
 def document_identity(document: Document) -> str:
@@ -111,6 +109,8 @@ class EmbeddingStoreIngestor:
     ``embedding_model`` and ``document_splitter`` default to the installed plugins
     (groups ``ragloom.embedding_models`` / ``ragloom.document_splitters``); a
     :class:`~ragloom.core.errors.PluginError` says what to install when none is.
+    Progress: ``on_split(documents_split, documents_total)`` after each document,
+    ``on_progress(segments_embedded, segments_total)`` after each embedding batch.
     """
 
     def __init__(
@@ -123,6 +123,7 @@ class EmbeddingStoreIngestor:
         text_segment_transformer: TextSegmentTransformer | None = None,
         batch_size: int = 64,
         on_progress: ProgressCallback | None = None,
+        on_split: ProgressCallback | None = None,
     ) -> None:
         if batch_size < 1:
             raise InvalidArgumentError(f"batch_size must be >= 1, got {batch_size!r}")
@@ -137,6 +138,7 @@ class EmbeddingStoreIngestor:
         self.text_segment_transformer = text_segment_transformer
         self.batch_size = batch_size
         self.on_progress = on_progress
+        self.on_split = on_split
 
     @classmethod
     def from_defaults(cls, embedding_store: EmbeddingStore) -> EmbeddingStoreIngestor:
@@ -147,7 +149,7 @@ class EmbeddingStoreIngestor:
         """Ingest one or many documents; see the module docstring for re-runs and edits."""
         docs = [documents] if isinstance(documents, Document) else list(documents)
         plans: list[tuple[str, list[TextSegment] | RagloomError]] = []
-        for document in docs:
+        for number, document in enumerate(docs, 1):
             identity = document_identity(document)
             try:
                 plans.append((identity, self.split_document(document, identity)))
@@ -155,6 +157,8 @@ class EmbeddingStoreIngestor:
                 plans.append((identity, exc))
             except Exception as exc:
                 plans.append((identity, RagloomError(f"{identity}: {type(exc).__name__}: {exc}")))
+            if self.on_split is not None:
+                self.on_split(number, len(docs))
 
         usage: TokenUsage | None = None
         outcomes: list[DocumentOutcome] = []

@@ -32,6 +32,7 @@ from ragloom.core import (
     parse_filter,
     plugins,
 )
+from ragloom.core.progress import phase
 from ragloom.easy_rag.assistant import create_assistant
 from ragloom.easy_rag.defaults import (
     HYBRID_CANDIDATES,
@@ -41,6 +42,7 @@ from ragloom.easy_rag.defaults import (
 from ragloom.easy_rag.extractive import describe_source
 from ragloom.easy_rag.index import IngestReport, RagIndex
 from ragloom.easy_rag.plugin_status import format_status, plugin_status
+from ragloom.easy_rag.progress import BarProgress, terminal_progress
 
 EXIT_PARTIAL, EXIT_USAGE, EXIT_INDEX, EXIT_EMPTY, EXIT_IO = 1, 2, 3, 4, 5
 EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_BROKEN_PIPE = 70, 130, 141
@@ -86,21 +88,40 @@ def _check_index_argument(path: str) -> None:
         )
 
 
+#: At most this many warnings are printed after an ingest (``--json`` lists them all).
+SHOWN_WARNINGS = 10
+
+
+def _print_warnings(report: IngestReport) -> None:
+    unique = list(dict.fromkeys(report.warnings))
+    for source, text in unique[:SHOWN_WARNINGS]:
+        name = Path(source).name
+        where = f"{name}: " if source and name not in text else ""  # never the name twice
+        print(f"  warning: {where}{text}", file=sys.stderr)
+    if len(unique) > SHOWN_WARNINGS:
+        print(
+            f"  ... and {len(unique) - SHOWN_WARNINGS} more warnings (--json lists them all)",
+            file=sys.stderr,
+        )
+
+
 def _ingest_locked(args: argparse.Namespace, model: EmbeddingModel) -> IngestReport | None:
     """Open, ingest and save the index (under its lock); ``None`` when nothing to ingest."""
     index = RagIndex.open_or_create(args.index, _model_name(model))
-    from tqdm import tqdm
-
-    bar = tqdm(desc="embedding", unit="segment", disable=args.json or not sys.stderr.isatty())
-
-    def progress(done: int, total: int) -> None:
-        bar.total = total
-        bar.n = done
-        bar.refresh()
-
-    ingestor = EmbeddingStoreIngestor(index.mirrored, model, on_progress=progress)
-    report = index.ingest(args.paths, ingestor, include=args.glob, exclude=args.exclude)
-    bar.close()
+    with terminal_progress(args.quiet) as progress:
+        ingestor = EmbeddingStoreIngestor(
+            index.mirrored,
+            model,
+            on_split=phase(progress, "splitting"),
+            on_progress=phase(progress, "embedding"),
+        )
+        report = index.ingest(
+            args.paths,
+            ingestor,
+            include=args.glob,
+            exclude=args.exclude,
+            on_progress=phase(progress, "reading"),
+        )
     for hint in report.install_hints():
         print(f"ragloom: {hint}", file=sys.stderr)
     if not (
@@ -137,6 +158,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         )
         for failure in report.failures:
             print(f"  failed: {failure}", file=sys.stderr)
+        _print_warnings(report)
     return EXIT_PARTIAL if report.failures else 0
 
 
@@ -296,6 +318,11 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="PATTERN",
         help="skip files and folders matching this pattern (e.g. 'drafts/'; repeatable)",
     )
+    ingest.add_argument(
+        "--quiet",
+        action="store_true",
+        help="no progress on stderr (a bar on a terminal, else a line every few seconds)",
+    )
     with_index(ingest)
     ingest.set_defaults(run=cmd_ingest)
 
@@ -358,7 +385,13 @@ def _evaluate(arguments: list[str]) -> int:
     """``ragloom eval``: core's evaluation command with Easy RAG's defaults."""
     from ragloom.core.evaluation.cli import main as evaluation_main
 
-    return evaluation_main(arguments, prog="ragloom eval", defaults=EVAL_DEFAULTS)
+    if not sys.stderr.isatty():  # core's default: progress lines on stderr
+        return evaluation_main(arguments, prog="ragloom eval", defaults=EVAL_DEFAULTS)
+    bar = BarProgress()
+    try:
+        return evaluation_main(arguments, prog="ragloom eval", defaults=EVAL_DEFAULTS, progress=bar)
+    finally:
+        bar.close()
 
 
 def _run(arguments: list[str]) -> int:

@@ -14,7 +14,7 @@ import contextlib
 import hashlib
 import json
 import os
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -40,6 +40,8 @@ from ragloom.core import (
     metadata_key,
 )
 from ragloom.core.ingestor import DOCUMENT_ID, document_identity
+from ragloom.core.progress import ProgressCallback
+from ragloom.easy_rag.progress import captured_warnings
 from ragloom.easy_rag.selection import select_files
 
 FORMAT = "ragloom-easy-rag-index"
@@ -69,6 +71,9 @@ class IngestReport:
     failures: list[LoadFailure] = field(default_factory=list)
     unsupported: list[str] = field(default_factory=list)
     segments: int = 0
+    #: ``(file, warning)`` pairs: what parsers and models warned about, per file
+    #: (``file`` is empty for warnings raised while splitting and embedding).
+    warnings: list[tuple[str, str]] = field(default_factory=list)
 
     def install_hints(self) -> list[str]:
         """One line per parser package that would read the unsupported files."""
@@ -91,6 +96,7 @@ class IngestReport:
             "failures": [{"source": f.source, "error": str(f.error)} for f in self.failures],
             "unsupported": self.unsupported,
             "segments": self.segments,
+            "warnings": [{"source": source, "warning": text} for source, text in self.warnings],
         }
 
 
@@ -243,7 +249,7 @@ class RagIndex:
         *,
         include: Sequence[str] = (),
         exclude: Sequence[str] = (),
-        on_file: Callable[[str], None] | None = None,
+        on_progress: ProgressCallback | None = None,
     ) -> IngestReport:
         """Bring the index in line with ``paths``: add new, replace changed, drop deleted files.
 
@@ -252,6 +258,8 @@ class RagIndex:
         the index's own. ``ingestor`` must write to :attr:`mirrored` (so the keyword index
         follows). Files of a type no installed parser reads are listed in ``unsupported``;
         unreadable or unparseable ones in ``failures``; the others are still ingested.
+        Warnings raised meanwhile (a parser's, the model's) go to ``warnings``, not the
+        terminal. ``on_progress(files_read, files_total)`` follows the reading phase.
         Call :meth:`save` afterwards to persist.
         """
         roots = [_absolute(p) for p in paths]
@@ -269,10 +277,10 @@ class RagIndex:
         roots = [root.resolve() for root in roots]
         report = IngestReport()
         documents: list[tuple[str, str, Document]] = []
-        for file in files:
+        for number, file in enumerate(files, 1):
+            if on_progress is not None and number > 1:
+                on_progress(number - 1, len(files))
             key = str(file)
-            if on_file is not None:
-                on_file(key)
             try:
                 digest = _sha256(file)
             except OSError as exc:
@@ -286,16 +294,23 @@ class RagIndex:
                 report.unchanged.append(key)
                 continue
             try:
-                document = FileSystemDocumentLoader.load_document(file)
+                with captured_warnings() as raised:
+                    document = FileSystemDocumentLoader.load_document(file)
             except UnsupportedDocumentError:
                 report.unsupported.append(key)
                 continue
             except RagloomError as exc:
                 report.failures.append(LoadFailure(key, exc))
                 continue
+            finally:
+                report.warnings += [(key, text) for text in raised]
             documents.append((key, digest, document))
             (report.updated if known is not None else report.added).append(key)
-        result = ingestor.ingest([document for _, _, document in documents])
+        if on_progress is not None and files:
+            on_progress(len(files), len(files))
+        with captured_warnings() as raised:
+            result = ingestor.ingest([document for _, _, document in documents])
+        report.warnings += [("", text) for text in raised]
         for (key, digest, document), outcome in zip(documents, result.outcomes, strict=True):
             if outcome.error is not None:
                 report.failures.append(LoadFailure(key, outcome.error))

@@ -24,6 +24,7 @@ from ragloom.core.embedding import EmbeddingModel
 from ragloom.core.errors import InvalidArgumentError, RagloomError
 from ragloom.core.evaluation.beir import DOC_ID, BeirDataset, EvaluationDataError, load_beir
 from ragloom.core.evaluation.runner import EvaluationReport, evaluate
+from ragloom.core.progress import LineProgress, PhaseProgress, phase
 from ragloom.core.retrievers.base import ContentRetriever
 from ragloom.core.retrievers.bm25 import BM25ContentRetriever
 from ragloom.core.retrievers.embedding_store import EmbeddingStoreContentRetriever
@@ -112,16 +113,22 @@ def build_indexes(
     embedding_model: EmbeddingModel | None = None,
     stemmer: str | None = "english",
     document_splitter: DocumentSplitter | None = None,
+    on_progress: PhaseProgress | None = None,
 ) -> EvaluationIndexes:
     """Index the documents of ``dataset`` (whole, or split by ``document_splitter``; each
     segment keeps ``doc_id``) with BM25 (:class:`StandardAnalyzer` with ``stemmer``) and,
     with ``dense``, embed them once with ``embedding_model`` (default: the discovered
-    default model) into an in-memory store."""
+    default model) into an in-memory store. ``on_progress`` hears the ``splitting``
+    (documents) and ``embedding`` (segments) phases."""
     documents = dataset.documents()
     if document_splitter is None:
         segments = [document.to_text_segment() for document in documents]
     else:
-        segments = [s for document in documents for s in document_splitter.split(document)]
+        segments = []
+        for number, document in enumerate(documents, 1):
+            segments += document_splitter.split(document)
+            if on_progress is not None:
+                on_progress("splitting", number, len(documents))
     analyzer = StandardAnalyzer(stemmer=stemmer)  # validates the language before any work
     model = None
     if dense:
@@ -138,6 +145,8 @@ def build_indexes(
         for first in range(0, len(segments), _BATCH):
             batch = segments[first : first + _BATCH]
             store.add_all(model.embed_all(batch).embeddings, batch)
+            if on_progress is not None:
+                on_progress("embedding", first + len(batch), len(segments))
         indexes.store, indexes.embedding_model = store, model
         indexes.seconds["dense"] = _since(start)
     return indexes
@@ -201,9 +210,11 @@ def compare(
     max_results: int = 100,
     candidates: int | None = None,
     k_values: Sequence[int] = K_VALUES,
+    on_progress: PhaseProgress | None = None,
 ) -> list[tuple[Configuration, EvaluationReport]]:
     """Evaluate each configuration over the same ``indexes`` (its report's ``seconds`` is
-    its query time)."""
+    its query time); ``on_progress`` hears one ``evaluating <name>`` phase (queries) per
+    configuration."""
     return [
         (
             configuration,
@@ -213,6 +224,7 @@ def compare(
                 ),
                 dataset,
                 k_values=k_values,
+                on_progress=phase(on_progress, f"evaluating {configuration.name}"),
             ),
         )
         for configuration in configurations
@@ -288,6 +300,9 @@ def _parser(prog: str, defaults: Mapping[str, Any]) -> argparse.ArgumentParser:
         help="Snowball language of the BM25 analyzer (default english; none: no stemming)",
     )
     parser.add_argument("--json", action="store_true", help="print one JSON document")
+    parser.add_argument(
+        "--quiet", action="store_true", help="no progress lines on stderr (errors only)"
+    )
     return parser
 
 
@@ -382,11 +397,13 @@ def main(
     *,
     prog: str = PROG,
     defaults: Mapping[str, Any] | None = None,
+    progress: PhaseProgress | None = None,
 ) -> int:
     """Evaluate one or more configurations on a BEIR directory; prints a table (or one JSON
     document). ``prog`` names the command in help and errors; ``defaults`` overrides
-    option defaults (e.g. ``{"mode": ["hybrid"], "fusion": ["weighted"]}``). Returns the
-    exit code: 0, or 2 after a one-line error on stderr."""
+    option defaults (e.g. ``{"mode": ["hybrid"], "fusion": ["weighted"]}``); ``progress``
+    shows the phases (default: :class:`LineProgress` lines on stderr; none with
+    ``--quiet``). Returns the exit code: 0, or 2 after a one-line error on stderr."""
     chosen = {**DEFAULTS, **(defaults or {})}
     try:
         args = _parser(prog, chosen).parse_args(argv)
@@ -395,6 +412,10 @@ def main(
         if args.candidates is None:
             args.candidates = chosen["candidates"]
         _check(args)
+        if args.quiet:
+            progress = None
+        elif progress is None:
+            progress = LineProgress(prefix=prog)
         configurations = _configurations(args, chosen)
         try:
             dataset = load_beir(args.data, args.split)
@@ -413,6 +434,7 @@ def main(
             dense=any(c.mode != "keyword" for c in configurations),
             stemmer=None if args.stemmer.lower() == "none" else args.stemmer,
             document_splitter=splitter,
+            on_progress=progress,
         )
         k_values = [k for k in K_VALUES if k <= args.max_results]
         results = compare(
@@ -422,6 +444,7 @@ def main(
             max_results=args.max_results,
             candidates=args.candidates,
             k_values=k_values,
+            on_progress=progress,
         )
     except SystemExit as exit:  # --help
         return int(exit.code or 0)

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from ragloom.core.errors import InvalidArgumentError
 from ragloom.core.evaluation.beir import DOC_ID, BeirDataset, EvaluationDataError
 from ragloom.core.evaluation.metrics import mrr_at_k, ndcg_at_k, recall_at_k
+from ragloom.core.progress import ProgressCallback
 from ragloom.core.query import Query
 from ragloom.core.retrievers.base import ContentRetriever
 
@@ -65,6 +66,7 @@ def evaluate(
     *,
     k_values: Sequence[int] = (1, 5, 10, 100),
     doc_id_key: str = DOC_ID,
+    on_progress: ProgressCallback | None = None,
 ) -> EvaluationReport:
     """Retrieve for every judged query of ``dataset`` and report ``recall@k`` for each k of
     ``k_values``, ``mrr@10`` and ``ndcg@10``, averaged over the queries.
@@ -73,6 +75,7 @@ def evaluate(
     segment's metadata (as :meth:`BeirDataset.documents` sets it, and splitters copy it);
     several segments of one document count once, at the best rank. The retriever's own
     ``max_results`` bounds what can be found: set it to at least the largest k.
+    ``on_progress(queries_done, queries_total)`` is called after each query.
     """
     if not k_values or any(type(k) is not int or k < 1 for k in k_values):
         raise InvalidArgumentError(f"k_values must be positive ints, got {k_values!r}")
@@ -96,6 +99,8 @@ def evaluate(
         metrics["mrr@10"] = mrr_at_k(ranking, qrels, 10)
         metrics["ndcg@10"] = ndcg_at_k(ranking, qrels, 10)
         results.append(QueryResult(query_id, ranking, metrics))
+        if on_progress is not None:
+            on_progress(len(results), len(judged))
     seconds = time.perf_counter() - start
     means = {
         name: sum(r.metrics[name] for r in results) / len(results) for name in results[0].metrics
