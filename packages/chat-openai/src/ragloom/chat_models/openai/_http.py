@@ -11,18 +11,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import email.utils
 import json
-import math
 import os
-import random
 import ssl
 import threading
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
+from collections.abc import AsyncIterator, Iterator, Mapping
 from contextlib import asynccontextmanager, contextmanager
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from functools import cache
 from importlib.metadata import PackageNotFoundError, version
 from types import TracebackType
@@ -42,6 +37,7 @@ from ragloom.chat_models.openai.errors import (
     chat_variant,
 )
 from ragloom.core.errors import InvalidArgumentError, InvalidArgumentTypeError
+from ragloom.core.retry import RetryPolicy, retry_after
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 DEFAULT_TIMEOUT = 120.0
@@ -56,43 +52,6 @@ try:
 except PackageNotFoundError:  # pragma: no cover - running from a source tree
     _VERSION = "0"
 USER_AGENT = f"ragloom-chat-openai/{_VERSION}"
-
-
-@dataclass(frozen=True, slots=True)
-class RetryPolicy:
-    """How failed calls are retried: exponential backoff with jitter, Retry-After honoured.
-
-    Retry ``n`` (0-based) waits ``min(max_delay, initial_delay * 2**n)`` seconds times a
-    random factor in ``[1 - jitter, 1]``, unless the server sent ``Retry-After`` (seconds
-    or an HTTP date) or ``retry-after-ms``: that wait is used as is. A server asking for
-    more than ``max_retry_after`` seconds is not retried; the error says how long it
-    asked for. ``sleep`` and ``async_sleep`` do the waiting (replaceable in tests).
-    """
-
-    max_retries: int = 2
-    initial_delay: float = 0.5
-    max_delay: float = 8.0
-    jitter: float = 0.25
-    max_retry_after: float = 60.0
-    sleep: Callable[[float], None] = field(default=time.sleep, repr=False)
-    async_sleep: Callable[[float], Awaitable[None]] = field(default=asyncio.sleep, repr=False)
-
-    def __post_init__(self) -> None:
-        if type(self.max_retries) is not int or self.max_retries < 0:
-            raise InvalidArgumentError(
-                f"max_retries must be a non-negative int, got {self.max_retries!r}"
-            )
-        for name in ("initial_delay", "max_delay", "max_retry_after"):
-            value = getattr(self, name)
-            if not isinstance(value, int | float) or not value >= 0 or math.isinf(value):
-                raise InvalidArgumentError(f"{name} must be a finite number >= 0, got {value!r}")
-        if not isinstance(self.jitter, int | float) or not 0 <= self.jitter <= 1:
-            raise InvalidArgumentError(f"jitter must be between 0 and 1, got {self.jitter!r}")
-
-    def backoff(self, retry: int) -> float:
-        """The wait before retry number ``retry`` (0-based) without a Retry-After."""
-        delay = min(self.max_delay, self.initial_delay * 2.0**retry)
-        return float(delay * (1.0 - self.jitter * random.random()))
 
 
 @cache
@@ -589,32 +548,6 @@ class ApiClient:
             f"{str(exc) or type(exc).__name__}",
             url,
         )
-
-
-def retry_after(headers: httpx.Headers) -> float | None:
-    """The wait a server asks for: ``retry-after-ms``, then ``Retry-After`` (s or date)."""
-    millis = headers.get("retry-after-ms")
-    if millis:
-        try:
-            value = float(millis) / 1000.0
-        except ValueError:
-            value = math.nan
-        if math.isfinite(value):
-            return max(0.0, value)
-    text = headers.get("retry-after")
-    if not text:
-        return None
-    try:
-        value = float(text)
-    except ValueError:
-        try:
-            when = email.utils.parsedate_to_datetime(text)
-        except (TypeError, ValueError):
-            return None
-        if when.tzinfo is None:
-            when = when.replace(tzinfo=UTC)
-        return max(0.0, (when - datetime.now(UTC)).total_seconds())
-    return max(0.0, value) if math.isfinite(value) else None
 
 
 def server_message(response: httpx.Response) -> str:
