@@ -27,7 +27,7 @@ TEXTS = [f"text number {i}" for i in range(7)]
 def test_batches_keep_order_and_sum_usage(server: WireServer) -> None:
     model = embedding_model(server, batch_size=3)
     result = model.embed_all([TextSegment(t) for t in TEXTS])
-    bodies = server.bodies("/embeddings")
+    bodies = server.bodies("/v1/embeddings")
     assert [body["input"] for body in bodies] == [TEXTS[0:3], TEXTS[3:6], TEXTS[6:7]]
     assert all(body["model"] == EMBEDDING_MODEL for body in bodies)
     assert all(body["encoding_format"] == "float" for body in bodies)

@@ -54,7 +54,7 @@ def test_ask_answers_with_the_configured_server(index: str, server: WireServer) 
     assert done.stdout.startswith("Echo: ")
     assert "baking.txt" in done.stdout.split("Sources:")[1]
     assert done.stderr == ""
-    (body,) = server.bodies("/chat/completions")
+    (body,) = server.bodies("/v1/chat/completions")
     assert body["model"] == CHAT_MODEL
     assert QUESTION in body["messages"][-1]["content"]
     assert "yeast" in body["messages"][-1]["content"]  # the retrieved passage

@@ -1,7 +1,9 @@
 """A real local JSON-over-HTTP server with scriptable failures, for wire-format tests.
 
 An integration's ``testing`` module describes its API as routes, each a function from
-the recorded request to ``(status, json_body)`` or ``(status, json_body, headers)``::
+the recorded request to ``(status, json_body)`` or ``(status, json_body, headers)``, or
+to a :data:`Behaviour` that writes the answer itself (a stream of server-sent events
+through :meth:`WireHandler.start_events`)::
 
     server = WireServer({"/v2/rerank": rerank}, api_key="secret")
     with server:
@@ -10,8 +12,9 @@ the recorded request to ``(status, json_body)`` or ``(status, json_body, headers
         ...
 
 The server listens on 127.0.0.1 (a free port) in a background thread. A request to an
-unknown path gets 404; with ``api_key`` set, a request without
-``Authorization: Bearer <api_key>`` gets ``unauthorized(request)`` (401 by default).
+unknown path gets ``not_found(request)`` (404 by default); with ``api_key`` set, a
+request without ``Authorization: Bearer <api_key>`` gets ``unauthorized(request)`` (401
+by default).
 ``script(...)`` queues behaviours that the next requests play instead of the normal
 answer, one each: an HTTP status with a body and headers, a raw body, a delay, a
 dropped connection, or the normal answer transformed (truncated, reordered). Every
@@ -35,6 +38,7 @@ __all__ = [
     "Behaviour",
     "Recorded",
     "Route",
+    "WireHandler",
     "WireServer",
     "delay",
     "disconnect",
@@ -54,13 +58,17 @@ class Recorded:
     body: Any
 
 
-Answer = tuple[int, Any] | tuple[int, Any, Mapping[str, str]]
+Behaviour = Callable[["WireHandler", Recorded], None]
+Answer = tuple[int, Any] | tuple[int, Any, Mapping[str, str]] | Behaviour
 Route = Callable[[Recorded], Answer]
-Behaviour = Callable[["_Handler", Recorded], None]
 
 
 def _unauthorized(request: Recorded) -> Answer:
     return 401, {"message": "invalid api token"}
+
+
+def _not_found(request: Recorded) -> Answer:
+    return 404, {"message": f"no route for {request.path}"}
 
 
 class WireServer:
@@ -72,15 +80,17 @@ class WireServer:
         *,
         api_key: str | None = None,
         unauthorized: Route = _unauthorized,
+        not_found: Route = _not_found,
     ) -> None:
         self.routes = dict(routes)
         self.api_key = api_key
         self.unauthorized = unauthorized
+        self.not_found = not_found
         self.requests: list[Recorded] = []
         self.stopping = threading.Event()
         self._script: deque[Behaviour] = deque()
         self._lock = threading.Lock()
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), WireHandler)
         self._httpd.daemon_threads = True
         self._httpd.wire = self  # type: ignore[attr-defined]
         self._thread = threading.Thread(
@@ -138,11 +148,13 @@ class WireServer:
             return self.unauthorized(request)
         route = self.routes.get(request.path)
         if route is None:
-            return 404, {"message": f"no route for {request.path}"}
+            return self.not_found(request)
         return route(request)
 
 
-class _Handler(BaseHTTPRequestHandler):
+class WireHandler(BaseHTTPRequestHandler):
+    """Serves one connection; behaviours and streaming routes write through it."""
+
     protocol_version = "HTTP/1.1"
     server_version = "ragloom-wire/1"
 
@@ -166,18 +178,31 @@ class _Handler(BaseHTTPRequestHandler):
         except json.JSONDecodeError:
             body = data.decode("utf-8", "replace")
         headers = {k.lower(): v for k, v in self.headers.items()}
-        request = Recorded("POST", self.path, headers, body)
+        self._serve(Recorded("POST", self.path, headers, body))
+
+    def do_GET(self) -> None:
+        headers = {k.lower(): v for k, v in self.headers.items()}
+        self._serve(Recorded("GET", self.path, headers, None))
+
+    def _serve(self, request: Recorded) -> None:
         self.wire._record(request)
         behaviour = self.wire._next_behaviour()
         if behaviour is not None:
             behaviour(self, request)
         else:
-            self.send_answer(self.wire.answer(request))
+            self.send_answer(self.wire.answer(request), request)
 
-    def send_answer(self, answer: Answer) -> None:
+    def send_answer(self, answer: Answer, request: Recorded) -> None:
+        """Write ``answer``: a JSON body with its status (and headers), or play it."""
+        if callable(answer):
+            answer(self, request)
+            return
         code, body = answer[0], answer[1]
         headers = answer[2] if len(answer) == 3 else {}
-        self.send_body(code, json.dumps(body).encode(), "application/json", headers)
+        if isinstance(body, str):
+            self.send_body(code, body.encode(), "text/plain; charset=utf-8", headers)
+        else:
+            self.send_body(code, json.dumps(body).encode(), "application/json", headers)
 
     def send_body(
         self, code: int, body: bytes, content_type: str, headers: Mapping[str, str] | None = None
@@ -191,7 +216,36 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(body)
         self.wfile.flush()
 
+    def start_events(self, *, chunked: bool = True) -> None:
+        """Begin a ``text/event-stream`` answer (chunked, or delimited by closing)."""
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream; charset=utf-8")
+        self.send_header("Cache-Control", "no-cache")
+        if chunked:
+            self.send_header("Transfer-Encoding", "chunked")
+        else:
+            self.send_header("Connection", "close")
+            self.close_connection = True
+        self.end_headers()
+        self._chunked = chunked
+
+    def write_event(self, text: str) -> None:
+        """Write raw SSE text (e.g. ``'data: {...}\\n\\n'``) as one chunk."""
+        data = text.encode()
+        if self._chunked:
+            self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+        else:
+            self.wfile.write(data)
+        self.wfile.flush()
+
+    def end_events(self) -> None:
+        if self._chunked:
+            self.wfile.write(b"0\r\n\r\n")
+        self.wfile.flush()
+
     def cut(self) -> None:
+        """Drop the connection now, mid-answer."""
+        self.wfile.flush()
         self.close_connection = True
         with contextlib.suppress(OSError):
             self.connection.shutdown(socket.SHUT_RDWR)
@@ -200,12 +254,9 @@ class _Handler(BaseHTTPRequestHandler):
 def status(code: int, body: Any = None, headers: Mapping[str, str] | None = None) -> Behaviour:
     """Answer HTTP ``code`` with JSON ``body`` (a str is sent as text/plain) and headers."""
 
-    def play(handler: _Handler, request: Recorded) -> None:
+    def play(handler: WireHandler, request: Recorded) -> None:
         payload = {"message": f"scripted {code}"} if body is None else body
-        if isinstance(payload, str):
-            handler.send_body(code, payload.encode(), "text/plain", headers)
-        else:
-            handler.send_body(code, json.dumps(payload).encode(), "application/json", headers)
+        handler.send_answer((code, payload, headers or {}), request)
 
     return play
 
@@ -213,7 +264,7 @@ def status(code: int, body: Any = None, headers: Mapping[str, str] | None = None
 def raw(body: bytes, content_type: str = "application/json", code: int = 200) -> Behaviour:
     """Answer ``body`` verbatim."""
 
-    def play(handler: _Handler, request: Recorded) -> None:
+    def play(handler: WireHandler, request: Recorded) -> None:
         handler.send_body(code, body, content_type)
 
     return play
@@ -222,9 +273,9 @@ def raw(body: bytes, content_type: str = "application/json", code: int = 200) ->
 def delay(seconds: float) -> Behaviour:
     """Answer normally after ``seconds`` (cut short when the server stops)."""
 
-    def play(handler: _Handler, request: Recorded) -> None:
+    def play(handler: WireHandler, request: Recorded) -> None:
         handler.wire.stopping.wait(seconds)
-        handler.send_answer(handler.wire.answer(request))
+        handler.send_answer(handler.wire.answer(request), request)
 
     return play
 
@@ -232,7 +283,7 @@ def delay(seconds: float) -> Behaviour:
 def disconnect() -> Behaviour:
     """Close the connection without answering."""
 
-    def play(handler: _Handler, request: Recorded) -> None:
+    def play(handler: WireHandler, request: Recorded) -> None:
         handler.cut()
 
     return play
@@ -241,8 +292,10 @@ def disconnect() -> Behaviour:
 def transform(change: Callable[[Any], Any]) -> Behaviour:
     """Answer the normal JSON body passed through ``change`` (truncate, reorder, corrupt)."""
 
-    def play(handler: _Handler, request: Recorded) -> None:
+    def play(handler: WireHandler, request: Recorded) -> None:
         answer = handler.wire.answer(request)
-        handler.send_answer((answer[0], change(answer[1]), *answer[2:]))
+        if callable(answer):
+            raise TypeError(f"transform() needs a JSON answer; {request.path} streams")
+        handler.send_answer((answer[0], change(answer[1]), *answer[2:]), request)
 
     return play
