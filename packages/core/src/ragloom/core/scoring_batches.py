@@ -12,9 +12,11 @@ pairs, usually sorted by score. Its clients (``ragloom-scoring-cohere``,
 - :func:`scores_in_input_order`: mapping the pairs back to input order, refusing
   truncated, duplicated or out-of-range answers.
 
-Nothing here speaks HTTP itself: a client passes a ``send`` function that makes one
+Nothing here needs an HTTP library: a client passes a ``send`` function that makes one
 request with its own HTTP library and returns a :class:`Reply` (or raises
-:class:`TransportFailure`), so core needs no HTTP dependency.
+:class:`TransportFailure`). Clients built on httpx subclass :class:`HttpxRerankClient`
+for that function and the client's lifetime (httpx is imported only there, from the
+client package's own dependency).
 """
 
 from __future__ import annotations
@@ -23,7 +25,8 @@ import json
 import math
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from types import TracebackType
+from typing import Any, Self
 
 from ragloom.core.embedding import TokenUsage
 from ragloom.core.errors import (
@@ -43,6 +46,7 @@ from ragloom.core.scoring import ScoringResult
 
 __all__ = [
     "BatchScorer",
+    "HttpxRerankClient",
     "RerankEndpoint",
     "Reply",
     "RetryPolicy",
@@ -258,6 +262,51 @@ class RerankEndpoint:
     def response_error(self, message: str) -> ScoringModelError:
         """A :class:`ScoringResponseError` for an answer that breaks the documented format."""
         return self.error(ScoringResponseError, message)
+
+
+class HttpxRerankClient:
+    """The httpx side of a rerank client: one pooled ``httpx.Client`` (or the one passed
+    in, which stays the caller's to close), JSON POSTs to ``self._endpoint`` with
+    ``self._headers`` whose transport errors become :class:`TransportFailure`, and
+    ``close()``/``with`` that release what this client opened."""
+
+    _endpoint: RerankEndpoint
+    _headers: dict[str, str]
+
+    def _connect(self, http_client: Any | None, timeout: float) -> None:
+        import httpx
+
+        self._own_client = http_client is None
+        self._client = http_client or httpx.Client(
+            timeout=httpx.Timeout(timeout, connect=min(timeout, 10.0))
+        )
+
+    def _send(self, body: Mapping[str, Any]) -> Reply:
+        import httpx
+
+        try:
+            response = self._client.post(self._endpoint.url, json=body, headers=self._headers)
+        except httpx.TimeoutException as exc:
+            raise TransportFailure(str(exc) or type(exc).__name__, timeout=True) from exc
+        except httpx.TransportError as exc:
+            raise TransportFailure(str(exc) or type(exc).__name__) from exc
+        return Reply(response.status_code, response.headers, response.content)
+
+    def close(self) -> None:
+        """Release the pooled connections (not those of an ``http_client`` passed in)."""
+        if self._own_client:
+            self._client.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.close()
 
 
 def scores_in_input_order(

@@ -12,9 +12,8 @@ from __future__ import annotations
 
 import heapq
 import os
-from collections.abc import Mapping, Sequence
-from types import TracebackType
-from typing import Any, Self
+from collections.abc import Sequence
+from typing import Any
 
 import httpx
 
@@ -23,10 +22,9 @@ from ragloom.core.embedding import TokenUsage, text_of
 from ragloom.core.errors import InvalidArgumentError, InvalidArgumentTypeError, PluginError
 from ragloom.core.scoring import ScoringModel, ScoringResult
 from ragloom.core.scoring_batches import (
-    Reply,
+    HttpxRerankClient,
     RerankEndpoint,
     RetryPolicy,
-    TransportFailure,
     check_batch_size,
     score_in_batches,
     scores_in_input_order,
@@ -58,7 +56,7 @@ def _positive_int_or_none(name: str, value: object) -> int | None:
     return value
 
 
-class CohereScoringModel(ScoringModel):
+class CohereScoringModel(HttpxRerankClient, ScoringModel):
     """Scores texts for a query with a Cohere rerank model (``relevance_score`` in [0, 1]).
 
     ``top_n`` keeps only the ``top_n`` best documents of each ``score_all`` call: Cohere
@@ -104,10 +102,7 @@ class CohereScoringModel(ScoringModel):
             retry or RetryPolicy(),
             auth_hint=source,
         )
-        self._own_client = http_client is None
-        self._client = http_client or httpx.Client(
-            timeout=httpx.Timeout(timeout, connect=min(timeout, 10.0))
-        )
+        self._connect(http_client, timeout)
 
     @classmethod
     def from_env(cls) -> CohereScoringModel:
@@ -160,31 +155,6 @@ class CohereScoringModel(ScoringModel):
             )
         pairs = [(r.get("index"), r.get("relevance_score")) for r in results]
         return scores_in_input_order(pairs, len(texts), self._endpoint, required=wanted), None
-
-    def _send(self, body: Mapping[str, Any]) -> Reply:
-        try:
-            response = self._client.post(self._endpoint.url, json=body, headers=self._headers)
-        except httpx.TimeoutException as exc:
-            raise TransportFailure(str(exc) or type(exc).__name__, timeout=True) from exc
-        except httpx.TransportError as exc:
-            raise TransportFailure(str(exc) or type(exc).__name__) from exc
-        return Reply(response.status_code, response.headers, response.content)
-
-    def close(self) -> None:
-        """Release the pooled connections (not those of an ``http_client`` passed in)."""
-        if self._own_client:
-            self._client.close()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self.close()
 
     def __repr__(self) -> str:
         return f"CohereScoringModel({self.model_name!r}, base_url={self.base_url!r})"

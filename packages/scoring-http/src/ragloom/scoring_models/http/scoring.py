@@ -19,8 +19,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from types import TracebackType
-from typing import Any, Literal, Self, get_args
+from typing import Any, Literal, get_args
 
 import httpx
 
@@ -29,10 +28,9 @@ from ragloom.core.embedding import TokenUsage, text_of
 from ragloom.core.errors import InvalidArgumentError, InvalidArgumentTypeError, PluginError
 from ragloom.core.scoring import ScoringModel, ScoringResult
 from ragloom.core.scoring_batches import (
-    Reply,
+    HttpxRerankClient,
     RerankEndpoint,
     RetryPolicy,
-    TransportFailure,
     check_batch_size,
     score_in_batches,
     scores_in_input_order,
@@ -53,7 +51,7 @@ BATCH_VARIABLE = "RAGLOOM_RERANK_BATCH_SIZE"
 _PROVIDERS = {"tei": "text-embeddings-inference", "jina": "Jina-style"}
 
 
-class HttpScoringModel(ScoringModel):
+class HttpScoringModel(HttpxRerankClient, ScoringModel):
     """Scores texts for a query on a self-hosted rerank server (a cross-encoder).
 
     ``api`` picks the wire format (``"tei"`` or ``"jina"``, see the module). The scale is
@@ -118,10 +116,7 @@ class HttpScoringModel(ScoringModel):
             retry or RetryPolicy(),
             auth_hint="the api_key argument" if api_key else "none",
         )
-        self._own_client = http_client is None
-        self._client = http_client or httpx.Client(
-            timeout=httpx.Timeout(timeout, connect=min(timeout, 10.0))
-        )
+        self._connect(http_client, timeout)
 
     @classmethod
     def from_env(cls) -> HttpScoringModel:
@@ -182,31 +177,6 @@ class HttpScoringModel(ScoringModel):
             )
         pairs = [(r.get("index"), r.get(key)) for r in results]
         return scores_in_input_order(pairs, count, self._endpoint)
-
-    def _send(self, body: Mapping[str, Any]) -> Reply:
-        try:
-            response = self._client.post(self._endpoint.url, json=body, headers=self._headers)
-        except httpx.TimeoutException as exc:
-            raise TransportFailure(str(exc) or type(exc).__name__, timeout=True) from exc
-        except httpx.TransportError as exc:
-            raise TransportFailure(str(exc) or type(exc).__name__) from exc
-        return Reply(response.status_code, response.headers, response.content)
-
-    def close(self) -> None:
-        """Release the pooled connections (not those of an ``http_client`` passed in)."""
-        if self._own_client:
-            self._client.close()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self.close()
 
     def __repr__(self) -> str:
         return f"HttpScoringModel({self.base_url!r}, api={self.api!r})"
