@@ -46,10 +46,8 @@ from azure.search.documents.models import VectorizedQuery
 from ragloom.core.document import TextSegment
 from ragloom.core.embedding import Embedding
 from ragloom.core.errors import EmbeddingStoreError
-from ragloom.core.filter_compiler import FilterCompiler
 from ragloom.core.filter_values import BOOL, NUMBER, STR, FilterValue, value_kind
 from ragloom.core.filters import (
-    ContainsString,
     Filter,
     IsEqualTo,
     IsIn,
@@ -70,7 +68,11 @@ from ragloom.core.stores.validation import (
     validate_embeddings,
     validate_ids,
 )
-from ragloom.retrievers.azure_ai_search.odata import odata_literal
+from ragloom.retrievers.azure_ai_search.odata import (
+    ODATA_ORDERINGS,
+    ODataFilterCompiler,
+    odata_literal,
+)
 from ragloom.retrievers.azure_ai_search.retriever import cosine_from_azure
 
 __all__ = ["AzureAiSearchEmbeddingStore", "MetadataFilterCompiler"]
@@ -124,14 +126,14 @@ def _decode_value(element: dict[str, Any]) -> MetadataValue:
     return str(element["s"])
 
 
-class MetadataFilterCompiler(FilterCompiler[str]):
+class MetadataFilterCompiler(ODataFilterCompiler):
     """ragloom Filters -> OData over the store's ``metadata`` collection.
 
     ``key == v`` is ``metadata/any(m: m/key eq 'key' and m/<typed field> eq v)``: a value of
     another type is in another field, so it never matches (no error: Azure cannot check
     types). ``key != v`` also holds when the key is missing. A UUID matches a stored UUID
     or its canonical string. ``contains_string`` has no exact OData form (``search.ismatch``
-    is analyzed full text) and is refused.
+    is analyzed full text) and is refused; ``and``/``or``/``not`` are the retriever's.
     """
 
     backend = "the Azure AI Search store"
@@ -172,8 +174,8 @@ class MetadataFilterCompiler(FilterCompiler[str]):
         return self._none_of(filter.key, [self._ne(filter.value)])
 
     def order(self, key: str, operator: str, value: FilterValue) -> str:
-        op = {">": "gt", ">=": "ge", "<": "lt", "<=": "le"}[operator]
-        return self._has(key, f"{self._field(value)} {op} {odata_literal(value)}")
+        condition = f"{self._field(value)} {ODATA_ORDERINGS[operator]} {odata_literal(value)}"
+        return self._has(key, condition)
 
     def is_in(self, filter: IsIn) -> str:
         values = filter.values
@@ -186,18 +188,6 @@ class MetadataFilterCompiler(FilterCompiler[str]):
         if value_kind(values[0]) == STR:
             return self._none_of(filter.key, ["m/s ne null", f"not {_search_in(values)}"])
         return self._none_of(filter.key, [self._ne(v) for v in values])
-
-    def contains_string(self, filter: ContainsString) -> str:
-        raise self.unsupported(filter)
-
-    def and_(self, operands: list[str]) -> str:
-        return "(" + " and ".join(operands) + ")"
-
-    def or_(self, operands: list[str]) -> str:
-        return "(" + " or ".join(operands) + ")"
-
-    def not_(self, operand: str) -> str:
-        return f"(not {operand})"
 
 
 def _search_in(values: Sequence[FilterValue]) -> str:

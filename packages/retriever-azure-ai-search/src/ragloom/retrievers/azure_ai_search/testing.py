@@ -71,6 +71,17 @@ class _Failure(Exception):
         self.status, self.message, self.code = status, message, code
 
 
+def _check_length(name: str, dimension: int | None, vector: Sequence[float] | None) -> None:
+    """Azure's 400 for a vector whose length is not its field's dimension."""
+    if dimension is not None and vector is not None and len(vector) != dimension:
+        raise _Failure(
+            400,
+            f"The request is invalid. Details: The vector field '{name}', with dimension of "
+            f"'{dimension}', expects a length of '{dimension}'. However, the provided vector "
+            f"has a length of '{len(vector)}'.",
+        )
+
+
 @dataclass
 class _Index:
     """One index: its definition (None: schemaless, any field) and documents by key."""
@@ -247,15 +258,7 @@ class SearchWireServer:
         if vq.get("kind", "vector") != "vector":
             raise _Failure(400, f"vector query kind {vq.get('kind')!r} is not supported here")
         name, vector = vq["fields"], vq["vector"]
-        dimension = index.vector_fields().get(name)
-        if dimension is not None and len(vector) != dimension:
-            raise _Failure(
-                400,
-                f"The vector field '{name}', with dimension of '{dimension}', expects a "
-                f"length of '{dimension}'. However, the provided vector has a length of "
-                f"'{len(vector)}'. Please ensure that the vector length matches the "
-                "vector field dimension.",
-            )
+        _check_length(name, index.vector_fields().get(name), vector)
         scores = {
             i: 1.0 / (2.0 - _cosine(vector, d[name]))
             for i, d in enumerate(documents)
@@ -295,15 +298,7 @@ class SearchWireServer:
             if kind != "delete":
                 document = index.normalized(document)
                 for name, dimension in vectors.items():
-                    vector = document.get(name)
-                    if vector is not None and len(vector) != dimension:
-                        raise _Failure(
-                            400,
-                            f"The request is invalid. Details: The vector field '{name}', "
-                            f"with dimension of '{dimension}', expects a length of "
-                            f"'{dimension}'. However, the provided vector has a length of "
-                            f"'{len(vector)}'.",
-                        )
+                    _check_length(name, dimension, document.get(name))
             prepared.append((kind, key, document))
         results = []
         for kind, key, document in prepared:

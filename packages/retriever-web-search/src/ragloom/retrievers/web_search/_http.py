@@ -3,14 +3,16 @@ the error and malformed-answer messages, each naming the engine and the URL."""
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
-from typing import Any
+from collections.abc import Callable, Collection, Mapping
+from typing import Any, TypeVar
 
 import httpx
 
 from ragloom.core.web_search import WebSearchError
 
-__all__ = ["call", "extras", "malformed", "refused"]
+__all__ = ["call", "extras", "fetch_json", "malformed", "refused"]
+
+T = TypeVar("T")
 
 
 def call(client: httpx.Client, engine: str, method: str, url: str, **kwargs: Any) -> httpx.Response:
@@ -45,3 +47,27 @@ def extras(item: Mapping[str, Any], skip: Collection[str]) -> dict[str, Any]:
         for key, value in item.items()
         if key not in skip and isinstance(value, str | int | float | bool)
     }
+
+
+def fetch_json(
+    client: httpx.Client,
+    engine: str,
+    method: str,
+    url: str,
+    *,
+    explain: Callable[[httpx.Response], tuple[str, str]],
+    parse: Callable[[Any], T],
+    **kwargs: Any,
+) -> T:
+    """``parse`` of the JSON answer of one call. A non-200 raises with
+    ``explain(response)`` (what the status means, the API's message); a body that is not
+    JSON, or that ``parse`` rejects (ValueError, KeyError, TypeError, AttributeError), is
+    reported as malformed."""
+    response = call(client, engine, method, url, **kwargs)
+    if response.status_code != 200:
+        what, message = explain(response)
+        raise refused(engine, url, response, what, message)
+    try:
+        return parse(response.json())
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise malformed(engine, url, response, exc) from exc

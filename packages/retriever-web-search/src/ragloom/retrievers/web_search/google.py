@@ -23,7 +23,7 @@ from ragloom.core.web_search import (
     WebSearchRequest,
     WebSearchResults,
 )
-from ragloom.retrievers.web_search._http import call, extras, malformed, refused
+from ragloom.retrievers.web_search._http import extras, fetch_json
 
 __all__ = ["GoogleCustomSearchEngine"]
 
@@ -88,11 +88,10 @@ class GoogleCustomSearchEngine:
         start = 1
         while len(results) < wanted:
             num = min(PAGE_SIZE, wanted - len(results), MAX_RESULTS - start + 1)
-            data = self._page({**params, "start": str(start), "num": str(num)})
+            data, items = self._page({**params, "start": str(start), "num": str(num)})
             if start == 1:
                 information = self._information(data)
-            items = data.get("items") or []
-            results.extend(self._organic(item) for item in items)
+            results.extend(items)
             start += len(items)
             queries = data.get("queries")
             has_next = isinstance(queries, dict) and bool(queries.get("nextPage"))
@@ -112,21 +111,24 @@ class GoogleCustomSearchEngine:
         params.update({k: str(v) for k, v in request.additional_params.items()})
         return params
 
-    def _page(self, params: Mapping[str, str]) -> dict[str, Any]:
-        url = f"{self.base_url}/customsearch/v1"
-        response = call(self._client, "Google Custom Search", "GET", url, params=params)
-        if response.status_code != 200:
-            reason, message = _google_error(response)
-            raise refused("Google Custom Search", url, response, reason, message)
-        try:
-            data = response.json()
-            if not isinstance(data, dict) or not isinstance(data.get("items", []), list):
-                raise TypeError("expected a Search object with an `items` list")
-            for item in data.get("items", []):
-                self._organic(item)
-        except (ValueError, KeyError, TypeError, AttributeError) as exc:
-            raise malformed("Google Custom Search", url, response, exc) from exc
-        return data
+    def _page(
+        self, params: Mapping[str, str]
+    ) -> tuple[dict[str, Any], list[WebSearchOrganicResult]]:
+        """One page: the Search object and its results."""
+        return fetch_json(
+            self._client,
+            "Google Custom Search",
+            "GET",
+            f"{self.base_url}/customsearch/v1",
+            explain=_google_error,
+            parse=self._parse,
+            params=params,
+        )
+
+    def _parse(self, data: Any) -> tuple[dict[str, Any], list[WebSearchOrganicResult]]:
+        if not isinstance(data, dict) or not isinstance(data.get("items", []), list):
+            raise TypeError("expected a Search object with an `items` list")
+        return data, [self._organic(item) for item in data.get("items", [])]
 
     @staticmethod
     def _information(data: Mapping[str, Any]) -> WebSearchInformationResult:

@@ -24,7 +24,7 @@ from ragloom.core.web_search import (
     WebSearchRequest,
     WebSearchResults,
 )
-from ragloom.retrievers.web_search._http import call, extras, malformed, refused
+from ragloom.retrievers.web_search._http import extras, fetch_json
 
 __all__ = ["SearxngWebSearchEngine"]
 
@@ -82,7 +82,7 @@ class SearxngWebSearchEngine:
         results: dict[str, WebSearchOrganicResult] = {}
         about: dict[str, Any] = {}
         for page in range(1, self.max_pages + 1):
-            data = self._page({**params, "pageno": str(page)})
+            data, items = self._page({**params, "pageno": str(page)})
             if page == 1:
                 about = {
                     "query": data.get("query"),
@@ -92,10 +92,9 @@ class SearxngWebSearchEngine:
                         list(e) for e in data.get("unresponsive_engines") or []
                     ],
                 }
-            for item in data["results"]:
-                result = self._organic(item)
+            for result in items:
                 results.setdefault(result.url, result)
-            if not data["results"] or len(results) >= wanted:
+            if not items or len(results) >= wanted:
                 break
         total = about.get("number_of_results")
         information = WebSearchInformationResult(
@@ -120,21 +119,25 @@ class SearxngWebSearchEngine:
         params.update({k: str(v) for k, v in request.additional_params.items()})
         return params
 
-    def _page(self, params: Mapping[str, str]) -> dict[str, Any]:
-        url = f"{self.base_url}/search"
-        response = call(self._client, "SearXNG", "GET", url, params=params, headers=self._headers)
-        if response.status_code != 200:
-            what = _STATUS.get(response.status_code, "error")
-            raise refused("SearXNG", url, response, what, response.text[:200])
-        try:
-            data = response.json()
-            if not isinstance(data, dict) or not isinstance(data["results"], list):
-                raise TypeError("expected an object with a `results` list")
-            for item in data["results"]:
-                self._organic(item)
-        except (ValueError, KeyError, TypeError, AttributeError) as exc:
-            raise malformed("SearXNG", url, response, exc) from exc
-        return data
+    def _page(
+        self, params: Mapping[str, str]
+    ) -> tuple[dict[str, Any], list[WebSearchOrganicResult]]:
+        """One page: the JSON output and its results."""
+        return fetch_json(
+            self._client,
+            "SearXNG",
+            "GET",
+            f"{self.base_url}/search",
+            explain=lambda r: (_STATUS.get(r.status_code, "error"), r.text[:200]),
+            parse=self._parse,
+            params=params,
+            headers=self._headers,
+        )
+
+    def _parse(self, data: Any) -> tuple[dict[str, Any], list[WebSearchOrganicResult]]:
+        if not isinstance(data, dict) or not isinstance(data["results"], list):
+            raise TypeError("expected an object with a `results` list")
+        return data, [self._organic(item) for item in data["results"]]
 
     @staticmethod
     def _organic(item: Mapping[str, Any]) -> WebSearchOrganicResult:

@@ -22,7 +22,7 @@ from ragloom.core.web_search import (
     WebSearchRequest,
     WebSearchResults,
 )
-from ragloom.retrievers.web_search._http import call, extras, malformed, refused
+from ragloom.retrievers.web_search._http import extras, fetch_json
 
 __all__ = ["DEFAULT_BASE_URL", "TavilyWebSearchEngine"]
 
@@ -98,20 +98,20 @@ class TavilyWebSearchEngine:
             body["country"] = request.geo_location
         body.update(request.additional_params)
         url = f"{self.base_url}/search"
-        response = call(self._client, "Tavily", "POST", url, json=body, headers=self._headers)
-        if response.status_code != 200:
-            what = _STATUS.get(response.status_code, "error")
-            raise refused("Tavily", url, response, what, _error_text(response))
-        return self._results(url, response)
+        return fetch_json(
+            self._client,
+            "Tavily",
+            "POST",
+            url,
+            explain=lambda r: (_STATUS.get(r.status_code, "error"), _error_text(r)),
+            parse=self._results,
+            json=body,
+            headers=self._headers,
+        )
 
-    def _results(self, url: str, response: httpx.Response) -> WebSearchResults:
-        try:
-            data = response.json()
-            items = data["results"]
-            results = tuple(self._organic(item) for item in items)
-        except (ValueError, KeyError, TypeError, AttributeError) as exc:
-            raise malformed("Tavily", url, response, exc) from exc
-        about = {
+    def _results(self, data: dict[str, Any]) -> WebSearchResults:
+        results = tuple(self._organic(item) for item in data["results"])
+        about: dict[str, Any] = {
             k: data[k] for k in ("query", "answer", "response_time", "request_id") if k in data
         }
         return WebSearchResults(results, WebSearchInformationResult(metadata=about), about)
