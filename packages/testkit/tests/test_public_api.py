@@ -27,6 +27,8 @@ def test_public_api() -> None:
             "ParserSample",
             "ScriptedChatModel",
             "SuiteWeakenedError",
+            "WebSearchEngineSuite",
+            "WebSearchHarness",
             "declared_deviations",
             "if_fails",
         ],

@@ -17,6 +17,7 @@ pytest.register_assert_rewrite(
     "ragloom.testkit.embedding_store",
     "ragloom.testkit.embedding_store_filter",
     "ragloom.testkit.object_store_loader",
+    "ragloom.testkit.web_search_engine",
 )
 
 from ragloom.testkit.chat_model import ChatModelSuite  # noqa: E402
@@ -41,6 +42,10 @@ from ragloom.testkit.suite import (  # noqa: E402
     declared_deviations,
     if_fails,
 )
+from ragloom.testkit.web_search_engine import (  # noqa: E402
+    WebSearchEngineSuite,
+    WebSearchHarness,
+)
 
 __all__ = [
     "Capability",
@@ -62,6 +67,8 @@ __all__ = [
     "ParserSample",
     "ScriptedChatModel",
     "SuiteWeakenedError",
+    "WebSearchEngineSuite",
+    "WebSearchHarness",
     "declared_deviations",
     "if_fails",
 ]

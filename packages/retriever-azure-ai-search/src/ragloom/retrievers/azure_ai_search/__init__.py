@@ -1,4 +1,5 @@
-"""The ragloom ContentRetriever over Azure AI Search: vector, full-text, hybrid, reranked."""
+"""Azure AI Search for ragloom: the ContentRetriever (vector, full-text, hybrid, reranked)
+and the EmbeddingStore."""
 
 from ragloom.retrievers.azure_ai_search.odata import ODataFilterCompiler, odata_literal
 from ragloom.retrievers.azure_ai_search.retriever import (
@@ -7,11 +8,17 @@ from ragloom.retrievers.azure_ai_search.retriever import (
     AzureAiSearchContentRetriever,
     SearchMode,
 )
+from ragloom.retrievers.azure_ai_search.store import (
+    AzureAiSearchEmbeddingStore,
+    MetadataFilterCompiler,
+)
 
 __all__ = [
     "AZURE_RERANKER_SCORE",
     "AZURE_SCORE",
     "AzureAiSearchContentRetriever",
+    "AzureAiSearchEmbeddingStore",
+    "MetadataFilterCompiler",
     "ODataFilterCompiler",
     "SearchMode",
     "odata_literal",

@@ -24,7 +24,7 @@ from ragloom.core.filters import (
     IsNotIn,
 )
 
-__all__ = ["ODataFilterCompiler", "odata_literal"]
+__all__ = ["ODATA_ORDERINGS", "ODataFilterCompiler", "odata_literal"]
 
 _FIELD = re.compile(r"[A-Za-z][A-Za-z0-9_]*(?:/[A-Za-z][A-Za-z0-9_]*)*")
 
@@ -66,7 +66,7 @@ class ODataFilterCompiler(FilterCompiler[str]):
         return self._compare(filter.key, "ne", filter.value)
 
     def order(self, key: str, operator: str, value: FilterValue) -> str:
-        return self._compare(key, _ODATA_ORDERINGS[operator], value)
+        return self._compare(key, ODATA_ORDERINGS[operator], value)
 
     def is_in(self, filter: IsIn) -> str:
         return "(" + " or ".join(self._compare(filter.key, "eq", v) for v in filter.values) + ")"
@@ -87,4 +87,5 @@ class ODataFilterCompiler(FilterCompiler[str]):
         return f"not ({operand})"
 
 
-_ODATA_ORDERINGS = {">": "gt", ">=": "ge", "<": "lt", "<=": "le"}
+ODATA_ORDERINGS = {">": "gt", ">=": "ge", "<": "lt", "<=": "le"}
+"""ragloom's ordering operators -> OData's."""

@@ -52,7 +52,7 @@ class SearchMode(enum.StrEnum):
     HYBRID_WITH_RERANKING = "hybrid_with_reranking"
 
 
-def _cosine_from_azure(score: float) -> float:
+def cosine_from_azure(score: float) -> float:
     """Azure's cosine ``@search.score`` is ``1 / (1 + distance)``, distance ``1 - cos``."""
     return max(-1.0, min(1.0, 2.0 - 1.0 / score))
 
@@ -161,7 +161,7 @@ class AzureAiSearchContentRetriever(ContentRetriever):
         reranker = hit.get("@search.reranker_score")
         metadata: dict[str, Any] = {AZURE_SCORE: raw, EMBEDDING_ID: str(hit[self.id_field])}
         if self.mode is SearchMode.VECTOR:
-            metadata[SCORE] = float(relevance_score(_cosine_from_azure(raw)))
+            metadata[SCORE] = float(relevance_score(cosine_from_azure(raw)))
         elif self.mode is SearchMode.HYBRID_WITH_RERANKING and reranker is not None:
             metadata[AZURE_RERANKER_SCORE] = float(reranker)
             metadata[SCORE] = max(0.0, min(1.0, float(reranker) / 4.0))

@@ -4,23 +4,37 @@ Each organic result becomes one :class:`Content`, in the engine's order: the tex
 title and the page content (or the snippet when the engine returned no content); the
 segment's metadata holds ``url``, ``title`` and the engine's scalar extras; the engine's
 relevance score, when it gives one in [0, 1], is the Content's ``score``.
+
+With ``fetch_pages=True`` each result's page is fetched with core's
+:class:`~ragloom.core.loaders.url.UrlDocumentLoader` (``page_parser``), passed through
+``page_transformer`` (e.g. the HTML-to-text transformer of ``ragloom-transformer-html``)
+and becomes the result's content; a page that cannot be fetched keeps the engine's
+text and says why under ``page_error``.
 """
 
 from __future__ import annotations
 
+import dataclasses
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from ragloom.core.content import SCORE, Content
-from ragloom.core.document import TextSegment
-from ragloom.core.errors import InvalidArgumentError
+from ragloom.core.document import Document, TextSegment
+from ragloom.core.errors import InvalidArgumentError, RagloomError
+from ragloom.core.loaders.url import UrlDocumentLoader
 from ragloom.core.metadata import ALLOWED_TYPES
+from ragloom.core.parsers.base import DocumentParser
 from ragloom.core.query import Query
 from ragloom.core.retrievers.base import ContentRetriever
 from ragloom.core.retrievers.dynamic import Dynamic, resolve_dynamic
 from ragloom.core.stores.validation import check_max_results
+from ragloom.core.transformers import DocumentTransformer
 from ragloom.core.web_search import WebSearchEngine, WebSearchOrganicResult, WebSearchRequest
 
 __all__ = ["WebSearchContentRetriever", "to_content"]
+
+PAGE_ERROR = "page_error"
+_FETCH_THREADS = 8
 
 
 def to_content(result: WebSearchOrganicResult) -> Content:
@@ -43,9 +57,23 @@ def to_content(result: WebSearchOrganicResult) -> Content:
 
 
 class WebSearchContentRetriever(ContentRetriever):
-    """Searches the web with ``engine``; ``max_results`` is a value or a function of the query."""
+    """Searches the web with ``engine``; ``max_results`` is a value or a function of the query.
 
-    def __init__(self, engine: WebSearchEngine, *, max_results: Dynamic[int] = 5) -> None:
+    ``fetch_pages``: fetch every result's page (at most 8 at a time, each within
+    ``page_timeout_seconds``) with ``page_parser`` (default: the discovered parser), then
+    ``page_transformer`` when given, and use its text as the result's content.
+    """
+
+    def __init__(
+        self,
+        engine: WebSearchEngine,
+        *,
+        max_results: Dynamic[int] = 5,
+        fetch_pages: bool = False,
+        page_parser: DocumentParser | None = None,
+        page_transformer: DocumentTransformer | None = None,
+        page_timeout_seconds: float = 10.0,
+    ) -> None:
         if not isinstance(engine, WebSearchEngine):
             raise InvalidArgumentError(
                 f"engine must be a WebSearchEngine (with a search method), got "
@@ -53,8 +81,19 @@ class WebSearchContentRetriever(ContentRetriever):
             )
         if not callable(max_results):
             check_max_results(max_results, error=InvalidArgumentError)
+        if page_transformer is not None and not callable(
+            getattr(page_transformer, "transform", None)
+        ):
+            raise InvalidArgumentError(
+                "page_transformer must be a DocumentTransformer, got "
+                f"{type(page_transformer).__name__}"
+            )
         self.engine = engine
         self.max_results = max_results
+        self.fetch_pages = fetch_pages
+        self.page_parser = page_parser
+        self.page_transformer = page_transformer
+        self.page_timeout_seconds = page_timeout_seconds
 
     def retrieve(self, query: Query) -> list[Content]:
         """The engine's results for the query text, at most ``max_results``, in its order."""
@@ -63,4 +102,24 @@ class WebSearchContentRetriever(ContentRetriever):
         max_results = resolve_dynamic(self.max_results, query)
         check_max_results(max_results, error=InvalidArgumentError)
         results = self.engine.search(WebSearchRequest(query.text, max_results=max_results))
-        return [to_content(result) for result in results.results[:max_results]]
+        organic = list(results.results[:max_results])
+        if self.fetch_pages and organic:
+            with ThreadPoolExecutor(min(_FETCH_THREADS, len(organic))) as pool:
+                organic = list(pool.map(self._with_page, organic))
+        return [to_content(result) for result in organic]
+
+    def _with_page(self, result: WebSearchOrganicResult) -> WebSearchOrganicResult:
+        """``result`` with its fetched page as content, or with the reason it has none."""
+        try:
+            document: Document | None = UrlDocumentLoader.load(
+                result.url, self.page_parser, timeout=self.page_timeout_seconds
+            )
+            if self.page_transformer is not None and document is not None:
+                document = self.page_transformer.transform(document)
+        except RagloomError as exc:
+            error = str(exc)
+        else:
+            if document is not None and document.text.strip():
+                return dataclasses.replace(result, content=document.text)
+            error = f"{result.url}: the page has no text (or the transformer dropped it)"
+        return dataclasses.replace(result, metadata={**result.metadata, PAGE_ERROR: error})

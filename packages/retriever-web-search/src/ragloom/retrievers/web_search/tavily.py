@@ -17,12 +17,12 @@ import httpx
 
 from ragloom.core.errors import InvalidArgumentError
 from ragloom.core.web_search import (
-    WebSearchError,
     WebSearchInformationResult,
     WebSearchOrganicResult,
     WebSearchRequest,
     WebSearchResults,
 )
+from ragloom.retrievers.web_search._http import extras, fetch_json
 
 __all__ = ["DEFAULT_BASE_URL", "TavilyWebSearchEngine"]
 
@@ -98,48 +98,33 @@ class TavilyWebSearchEngine:
             body["country"] = request.geo_location
         body.update(request.additional_params)
         url = f"{self.base_url}/search"
-        try:
-            response = self._client.post(url, json=body, headers=self._headers)
-        except httpx.TimeoutException as exc:
-            raise WebSearchError(f"Tavily at {url} timed out: {exc!r}") from exc
-        except httpx.HTTPError as exc:
-            raise WebSearchError(f"Tavily at {url} is unreachable: {exc!r}") from exc
-        if response.status_code != 200:
-            what = _STATUS.get(response.status_code, "error")
-            raise WebSearchError(
-                f"Tavily at {url} answered {response.status_code} ({what}): {_error_text(response)}"
-            )
-        return self._results(url, response)
+        return fetch_json(
+            self._client,
+            "Tavily",
+            "POST",
+            url,
+            explain=lambda r: (_STATUS.get(r.status_code, "error"), _error_text(r)),
+            parse=self._results,
+            json=body,
+            headers=self._headers,
+        )
 
-    def _results(self, url: str, response: httpx.Response) -> WebSearchResults:
-        try:
-            data = response.json()
-            items = data["results"]
-            results = tuple(self._organic(item) for item in items)
-        except (ValueError, KeyError, TypeError) as exc:
-            raise WebSearchError(
-                f"Tavily at {url} sent a malformed answer ({exc!r}): {response.text[:200]!r}"
-            ) from exc
-        extras = {
+    def _results(self, data: dict[str, Any]) -> WebSearchResults:
+        results = tuple(self._organic(item) for item in data["results"])
+        about: dict[str, Any] = {
             k: data[k] for k in ("query", "answer", "response_time", "request_id") if k in data
         }
-        return WebSearchResults(results, WebSearchInformationResult(metadata=extras), extras)
+        return WebSearchResults(results, WebSearchInformationResult(metadata=about), about)
 
     @staticmethod
     def _organic(item: Mapping[str, Any]) -> WebSearchOrganicResult:
         title, url = item["title"], item["url"]
         if not isinstance(title, str) or not isinstance(url, str):
             raise TypeError(f"result title and url must be strings: {dict(item)!r}")
-        extras = {
-            key: value
-            for key, value in item.items()
-            if key not in ("title", "url", "content", "raw_content")
-            and isinstance(value, str | int | float | bool)
-        }
         return WebSearchOrganicResult(
             title=title,
             url=url,
             snippet=item.get("content"),
             content=item.get("raw_content"),
-            metadata=extras,
+            metadata=extras(item, ("title", "url", "content", "raw_content")),
         )
