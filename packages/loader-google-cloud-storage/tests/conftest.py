@@ -13,6 +13,7 @@ from google.auth.credentials import AnonymousCredentials
 from google.cloud import storage
 
 from ragloom.loaders.google_cloud_storage import GoogleCloudStorageDocumentLoader
+from ragloom.loaders.google_cloud_storage.testing import DenyingProxy
 
 SERVER_URL = os.environ.get("RAGLOOM_GOOGLE_CLOUD_STORAGE_URL", "http://127.0.0.1:34326")
 START_HINT = "bash scripts/services/google-cloud-storage.sh start"
@@ -55,3 +56,10 @@ def bucket(gcs: storage.Client) -> Iterator[storage.Bucket]:
 def make_loader(server_url: str) -> Callable[..., GoogleCloudStorageDocumentLoader]:
     """Builds loaders of the emulator from keyword arguments."""
     return lambda **options: GoogleCloudStorageDocumentLoader(endpoint_url=server_url, **options)
+
+
+@pytest.fixture
+def denying_proxy(server_url: str) -> Iterator[DenyingProxy]:
+    """A :class:`DenyingProxy` in front of the emulator, denying nothing yet."""
+    with DenyingProxy(server_url) as proxy:
+        yield proxy

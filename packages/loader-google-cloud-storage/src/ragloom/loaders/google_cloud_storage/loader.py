@@ -17,13 +17,12 @@ from google.auth.exceptions import DefaultCredentialsError, RefreshError, Transp
 from google.cloud import storage
 from requests.exceptions import ConnectionError as RequestsConnectionError
 
-from ragloom.core.errors import InvalidArgumentError
+from ragloom.core.errors import InvalidArgumentError, ObjectStoreAccessError
 from ragloom.core.loaders.blob import (
     DEFAULT_CONCURRENCY,
     DEFAULT_MAX_OBJECT_SIZE,
     ObjectBody,
     ObjectInfo,
-    ObjectStoreAccessError,
     ObjectStoreDocumentLoader,
     ObjectStoreErrorKind,
 )
