@@ -16,13 +16,11 @@ from __future__ import annotations
 
 import io
 import os
-import socket
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 import boto3
 import docx
@@ -47,6 +45,7 @@ from ragloom.loaders.google_cloud_storage import GoogleCloudStorageDocumentLoade
 from ragloom.loaders.tencent_cos import TencentCosDocumentLoader
 from ragloom.parsers.pdf.testing import make_pdf
 from ragloom.testkit import FakeEmbeddingModel
+from ragloom.testkit.servers import require_server
 
 pytestmark = pytest.mark.integration
 
@@ -99,21 +98,9 @@ class Source:
     bucket: str
 
 
-def reachable(url: str, start: str) -> None:
-    address = urlsplit(url)
-    try:
-        socket.create_connection((address.hostname, address.port), timeout=3).close()
-    except OSError as exc:
-        pytest.fail(
-            f"{url} is not reachable: {exc}\nStart it with `bash scripts/services/{start}.sh "
-            "start` (from the repository root).",
-            pytrace=False,
-        )
-
-
 @pytest.fixture
 def s3_source() -> Iterator[Source]:
-    reachable(S3_URL, "amazon-s3")
+    require_server(S3_URL, "bash scripts/services/amazon-s3.sh start")
     yield from _s3_bucket(
         f"ragloom-{uuid.uuid4().hex[:12]}",
         lambda: AmazonS3DocumentLoader(endpoint_url=S3_URL, region_name="us-east-1", **S3_KEYS),
@@ -123,7 +110,7 @@ def s3_source() -> Iterator[Source]:
 @pytest.fixture
 def cos_source() -> Iterator[Source]:
     """COS's SDK against moto (COS's XML API is S3's; see ragloom-loader-tencent-cos)."""
-    reachable(S3_URL, "amazon-s3")
+    require_server(S3_URL, "bash scripts/services/amazon-s3.sh start")
     yield from _s3_bucket(
         f"ragloom-{uuid.uuid4().hex[:8]}-1250000000",
         lambda: TencentCosDocumentLoader(endpoint_url=S3_URL),
@@ -142,7 +129,7 @@ def _s3_bucket(name: str, loader: Callable[[], ObjectStoreDocumentLoader]) -> It
 
 @pytest.fixture
 def azure_source() -> Iterator[Source]:
-    reachable(AZURE_URL, "azure-blob")
+    require_server(AZURE_URL, "bash scripts/services/azure-blob.sh start")
     service = BlobServiceClient.from_connection_string(AZURE_CONNECTION)
     container = service.create_container(f"ragloom-{uuid.uuid4().hex[:12]}")
     for key, data in CORPUS.items():
@@ -156,7 +143,7 @@ def azure_source() -> Iterator[Source]:
 
 @pytest.fixture
 def gcs_source() -> Iterator[Source]:
-    reachable(GCS_URL, "google-cloud-storage")
+    require_server(GCS_URL, "bash scripts/services/google-cloud-storage.sh start")
     client = storage.Client(
         project="ragloom",
         credentials=AnonymousCredentials(),

@@ -25,6 +25,7 @@ from moto.server import ThreadedMotoServer
 
 from ragloom.core.loaders.blob import ObjectStoreAccessError
 from ragloom.loaders.amazon_s3 import AmazonS3DocumentLoader
+from ragloom.testkit.servers import deny_object_reads
 
 pytestmark = pytest.mark.integration
 
@@ -38,15 +39,7 @@ def test_object_denied_by_a_bucket_policy_fails_alone(
 ) -> None:
     for key, data in {**GOOD, SECRET: b"hidden"}.items():
         s3.put_object(Bucket=bucket, Key=key, Body=data)
-    deny = {
-        "Effect": "Deny",
-        "Principal": "*",
-        "Action": "s3:GetObject",
-        "Resource": f"arn:aws:s3:::{bucket}/{SECRET}",
-    }
-    s3.put_bucket_policy(
-        Bucket=bucket, Policy=json.dumps({"Version": "2012-10-17", "Statement": [deny]})
-    )
+    deny_object_reads(s3, bucket, SECRET)
     documents = loader.load_documents(bucket)
     assert sorted(d.text for d in documents) == ["# beta", "alpha"]
     assert [f.source for f in documents.failures] == [f"s3://{bucket}/{SECRET}"]

@@ -8,7 +8,6 @@ others are served. A denied listing needs IAM, which moto checks only on AWS sig
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from typing import Any
 
@@ -17,6 +16,7 @@ from qcloud_cos.cos_exception import CosServiceError
 
 from ragloom.core.loaders.blob import ObjectStoreAccessError, ObjectStoreErrorKind
 from ragloom.loaders.tencent_cos import TencentCosDocumentLoader, cos_error_kind
+from ragloom.testkit.servers import deny_object_reads
 
 SECRET = "secret.txt"
 
@@ -27,15 +27,7 @@ def test_object_denied_by_a_bucket_policy_fails_alone(
 ) -> None:
     for key, data in {"a.txt": b"alpha", "docs/b.md": b"# beta", SECRET: b"hidden"}.items():
         s3.put_object(Bucket=bucket, Key=key, Body=data)
-    deny = {
-        "Effect": "Deny",
-        "Principal": "*",
-        "Action": "s3:GetObject",
-        "Resource": f"arn:aws:s3:::{bucket}/{SECRET}",
-    }
-    s3.put_bucket_policy(
-        Bucket=bucket, Policy=json.dumps({"Version": "2012-10-17", "Statement": [deny]})
-    )
+    deny_object_reads(s3, bucket, SECRET)
     loader = make_loader()
     documents = loader.load_documents(bucket)
     assert sorted(d.text for d in documents) == ["# beta", "alpha"]
