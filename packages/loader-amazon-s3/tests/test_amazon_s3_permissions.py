@@ -25,7 +25,7 @@ from moto.server import ThreadedMotoServer
 
 from ragloom.core.loaders.blob import ObjectStoreAccessError
 from ragloom.loaders.amazon_s3 import AmazonS3DocumentLoader
-from ragloom.testkit.servers import deny_object_reads
+from ragloom.testkit.servers import assert_denied_alone, deny_object_reads
 
 pytestmark = pytest.mark.integration
 
@@ -41,9 +41,7 @@ def test_object_denied_by_a_bucket_policy_fails_alone(
         s3.put_object(Bucket=bucket, Key=key, Body=data)
     deny_object_reads(s3, bucket, SECRET)
     documents = loader.load_documents(bucket)
-    assert sorted(d.text for d in documents) == ["# beta", "alpha"]
-    assert [f.source for f in documents.failures] == [f"s3://{bucket}/{SECRET}"]
-    assert isinstance(documents.failures[0].error, ObjectStoreAccessError)
+    assert_denied_alone(documents, f"s3://{bucket}/{SECRET}", ["alpha", "# beta"])
     with pytest.raises(ObjectStoreAccessError, match=f"s3://{bucket}/{SECRET}: access denied"):
         loader.load_document(bucket, SECRET)
 
@@ -108,9 +106,7 @@ def iam_server() -> Iterator[IamServer]:
 def test_iam_denied_object_fails_alone(iam_server: IamServer) -> None:
     loader = iam_server.loader(iam_server.reader)
     documents = loader.load_documents(iam_server.bucket)
-    assert sorted(d.text for d in documents) == ["# beta", "alpha"]
-    assert [f.source for f in documents.failures] == [f"s3://{iam_server.bucket}/{SECRET}"]
-    assert isinstance(documents.failures[0].error, ObjectStoreAccessError)
+    assert_denied_alone(documents, f"s3://{iam_server.bucket}/{SECRET}", ["alpha", "# beta"])
     assert "AccessDenied" in str(documents.failures[0].error)
 
 

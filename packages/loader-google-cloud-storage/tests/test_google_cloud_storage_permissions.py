@@ -13,6 +13,7 @@ from google.cloud import storage
 from ragloom.core.loaders.blob import ObjectStoreAccessError
 from ragloom.loaders.google_cloud_storage import GoogleCloudStorageDocumentLoader
 from ragloom.loaders.google_cloud_storage.testing import DenyingProxy
+from ragloom.testkit.servers import assert_denied_alone
 
 pytestmark = pytest.mark.integration
 
@@ -30,9 +31,7 @@ def test_denied_object_fails_alone(filled: storage.Bucket, denying_proxy: Denyin
     denying_proxy.denied.add((filled.name, SECRET))
     loader = GoogleCloudStorageDocumentLoader(endpoint_url=denying_proxy.url)
     documents = loader.load_documents(filled.name)
-    assert sorted(d.text for d in documents) == ["# beta", "alpha"]
-    assert [f.source for f in documents.failures] == [f"gs://{filled.name}/{SECRET}"]
-    assert isinstance(documents.failures[0].error, ObjectStoreAccessError)
+    assert_denied_alone(documents, f"gs://{filled.name}/{SECRET}", ["alpha", "# beta"])
     assert "storage.objects.get" in str(documents.failures[0].error)
     with pytest.raises(ObjectStoreAccessError, match=f"gs://{filled.name}/{SECRET}: access denied"):
         loader.load_document(filled.name, SECRET)

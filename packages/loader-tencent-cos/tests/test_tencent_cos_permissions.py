@@ -16,7 +16,7 @@ from qcloud_cos.cos_exception import CosServiceError
 
 from ragloom.core.loaders.blob import ObjectStoreAccessError, ObjectStoreErrorKind
 from ragloom.loaders.tencent_cos import TencentCosDocumentLoader, cos_error_kind
-from ragloom.testkit.servers import deny_object_reads
+from ragloom.testkit.servers import assert_denied_alone, deny_object_reads
 
 SECRET = "secret.txt"
 
@@ -30,9 +30,7 @@ def test_object_denied_by_a_bucket_policy_fails_alone(
     deny_object_reads(s3, bucket, SECRET)
     loader = make_loader()
     documents = loader.load_documents(bucket)
-    assert sorted(d.text for d in documents) == ["# beta", "alpha"]
-    assert [f.source for f in documents.failures] == [f"cos://{bucket}/{SECRET}"]
-    assert isinstance(documents.failures[0].error, ObjectStoreAccessError)
+    assert_denied_alone(documents, f"cos://{bucket}/{SECRET}", ["alpha", "# beta"])
     with pytest.raises(ObjectStoreAccessError, match=f"cos://{bucket}/{SECRET}: access denied"):
         loader.load_document(bucket, SECRET)
 

@@ -3,7 +3,8 @@
 ``require_server`` is the check every such test fixture starts with: the server answers,
 or the test fails (never skips) with the command that starts it. ``deny_object_reads``
 gives a real 403 on an S3-compatible server (moto enforces a bucket policy's explicit
-Deny on object requests whoever asks, with or without IAM checks).
+Deny on object requests whoever asks, with or without IAM checks), and
+``assert_denied_alone`` checks what a bulk load made of it.
 """
 
 from __future__ import annotations
@@ -15,7 +16,10 @@ from urllib.parse import urlsplit
 
 import pytest
 
-__all__ = ["deny_object_reads", "require_server"]
+from ragloom.core.errors import ObjectStoreAccessError
+from ragloom.core.loaders.result import LoadedDocuments
+
+__all__ = ["assert_denied_alone", "deny_object_reads", "require_server"]
 
 
 def require_server(url: str, start: str, *, variable: str | None = None) -> str:
@@ -46,3 +50,10 @@ def deny_object_reads(s3: Any, bucket: str, key: str) -> None:
     }
     policy = {"Version": "2012-10-17", "Statement": [deny]}
     s3.put_bucket_policy(Bucket=bucket, Policy=json.dumps(policy))
+
+
+def assert_denied_alone(documents: LoadedDocuments, uri: str, kept: list[str]) -> None:
+    """The one failure of a bulk load is ``uri``, denied; the documents are ``kept`` (texts)."""
+    assert sorted(document.text for document in documents) == sorted(kept)
+    assert [failure.source for failure in documents.failures] == [uri]
+    assert isinstance(documents.failures[0].error, ObjectStoreAccessError)
