@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 import os
-import socket
 import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
-from urllib.parse import urlsplit
 
 import boto3
 import pytest
 
 from ragloom.loaders.amazon_s3 import AmazonS3DocumentLoader
+from ragloom.testkit.servers import require_server
 
 SERVER_URL = os.environ.get("RAGLOOM_AMAZON_S3_URL", "http://127.0.0.1:20233")
 START_HINT = "bash scripts/services/amazon-s3.sh start"
@@ -26,17 +25,7 @@ CREDENTIALS = {
 @pytest.fixture(scope="session")
 def server_url() -> str:
     """The server's URL; fails (never skips) with the command that starts it."""
-    address = urlsplit(SERVER_URL)
-    try:
-        socket.create_connection((address.hostname, address.port), timeout=3).close()
-    except OSError as exc:
-        pytest.fail(
-            f"the S3 server is not reachable at {SERVER_URL}: {exc}\n"
-            f"Start it with `{START_HINT}` (from the repository root), "
-            "or set RAGLOOM_AMAZON_S3_URL to a running server.",
-            pytrace=False,
-        )
-    return SERVER_URL
+    return require_server(SERVER_URL, START_HINT, variable="RAGLOOM_AMAZON_S3_URL")
 
 
 @pytest.fixture(scope="session")

@@ -115,7 +115,7 @@ def test_unreachable_endpoint_is_a_clear_error(bucket: str) -> None:
 
 
 def test_error_codes_map_to_kinds() -> None:
-    """moto_server does not enforce IAM by default, so no real 403 here (Azurite has one)."""
+    """The codes moto does not send (real 403s: test_amazon_s3_permissions.py)."""
 
     def kind(code: str) -> ObjectStoreErrorKind | None:
         return s3_error_kind(ClientError({"Error": {"Code": code, "Message": "m"}}, "GetObject"))

@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import os
-import socket
 import uuid
 from collections.abc import Callable, Iterator
-from urllib.parse import urlsplit
 
 import pytest
 from azure.storage.blob import BlobServiceClient, ContainerClient
 
 from ragloom.loaders.azure_blob import AzureBlobStorageDocumentLoader
+from ragloom.testkit.servers import require_server
 
 SERVER_URL = os.environ.get("RAGLOOM_AZURE_BLOB_URL", "http://127.0.0.1:28329")
 START_HINT = "bash scripts/services/azure-blob.sh start"
@@ -38,17 +37,7 @@ def _connection_string(key: str = ACCOUNT_KEY) -> str:
 @pytest.fixture(scope="session")
 def server_url() -> str:
     """Azurite's URL; fails (never skips) with the command that starts it."""
-    address = urlsplit(SERVER_URL)
-    try:
-        socket.create_connection((address.hostname, address.port), timeout=3).close()
-    except OSError as exc:
-        pytest.fail(
-            f"Azurite is not reachable at {SERVER_URL}: {exc}\n"
-            f"Start it with `{START_HINT}` (from the repository root), "
-            "or set RAGLOOM_AZURE_BLOB_URL to a running server.",
-            pytrace=False,
-        )
-    return SERVER_URL
+    return require_server(SERVER_URL, START_HINT, variable="RAGLOOM_AZURE_BLOB_URL")
 
 
 @pytest.fixture(scope="session")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import logging
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
@@ -78,3 +79,16 @@ def test_unreachable_endpoint_is_a_clear_error() -> None:
     )
     with pytest.raises(ObjectStoreUnavailableError, match="'any'"):
         loader.load_documents("any")
+
+
+def test_parallel_fetches_keep_their_connections(
+    container: ContainerClient,
+    loader: AzureBlobStorageDocumentLoader,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A connection per parallel fetch (azure-core's session pools only 10)."""
+    for i in range(3 * loader.concurrency):
+        container.upload_blob(f"{i:02d}.txt", b"text")
+    with caplog.at_level(logging.WARNING, logger="urllib3"):
+        assert len(loader.load_documents(container.container_name)) == 3 * loader.concurrency
+    assert "Connection pool is full" not in caplog.text

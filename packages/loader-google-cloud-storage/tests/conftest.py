@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 import os
-import socket
 import uuid
 from collections.abc import Callable, Iterator
-from urllib.parse import urlsplit
 
 import pytest
 from google.auth.credentials import AnonymousCredentials
 from google.cloud import storage
 
 from ragloom.loaders.google_cloud_storage import GoogleCloudStorageDocumentLoader
+from ragloom.loaders.google_cloud_storage.testing import DenyingProxy
+from ragloom.testkit.servers import require_server
 
 SERVER_URL = os.environ.get("RAGLOOM_GOOGLE_CLOUD_STORAGE_URL", "http://127.0.0.1:34326")
 START_HINT = "bash scripts/services/google-cloud-storage.sh start"
@@ -21,17 +21,7 @@ START_HINT = "bash scripts/services/google-cloud-storage.sh start"
 @pytest.fixture(scope="session")
 def server_url() -> str:
     """The emulator's URL; fails (never skips) with the command that starts it."""
-    address = urlsplit(SERVER_URL)
-    try:
-        socket.create_connection((address.hostname, address.port), timeout=3).close()
-    except OSError as exc:
-        pytest.fail(
-            f"the GCS emulator is not reachable at {SERVER_URL}: {exc}\n"
-            f"Start it with `{START_HINT}` (from the repository root), "
-            "or set RAGLOOM_GOOGLE_CLOUD_STORAGE_URL to a running server.",
-            pytrace=False,
-        )
-    return SERVER_URL
+    return require_server(SERVER_URL, START_HINT, variable="RAGLOOM_GOOGLE_CLOUD_STORAGE_URL")
 
 
 @pytest.fixture(scope="session")
@@ -55,3 +45,10 @@ def bucket(gcs: storage.Client) -> Iterator[storage.Bucket]:
 def make_loader(server_url: str) -> Callable[..., GoogleCloudStorageDocumentLoader]:
     """Builds loaders of the emulator from keyword arguments."""
     return lambda **options: GoogleCloudStorageDocumentLoader(endpoint_url=server_url, **options)
+
+
+@pytest.fixture
+def denying_proxy(server_url: str) -> Iterator[DenyingProxy]:
+    """A :class:`DenyingProxy` in front of the emulator, denying nothing yet."""
+    with DenyingProxy(server_url) as proxy:
+        yield proxy

@@ -7,16 +7,15 @@ There is no COS emulator; COS's XML API is S3's, so the COS SDK is pointed at mo
 from __future__ import annotations
 
 import os
-import socket
 import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
-from urllib.parse import urlsplit
 
 import boto3
 import pytest
 
 from ragloom.loaders.tencent_cos import TencentCosDocumentLoader
+from ragloom.testkit.servers import require_server
 
 SERVER_URL = os.environ.get("RAGLOOM_TENCENT_COS_URL", "http://127.0.0.1:20233")
 START_HINT = "bash scripts/services/amazon-s3.sh start"
@@ -25,17 +24,7 @@ START_HINT = "bash scripts/services/amazon-s3.sh start"
 @pytest.fixture(scope="session")
 def server_url() -> str:
     """The server's URL; fails (never skips) with the command that starts it."""
-    address = urlsplit(SERVER_URL)
-    try:
-        socket.create_connection((address.hostname, address.port), timeout=3).close()
-    except OSError as exc:
-        pytest.fail(
-            f"the S3-compatible server is not reachable at {SERVER_URL}: {exc}\n"
-            f"Start it with `{START_HINT}` (from the repository root), "
-            "or set RAGLOOM_TENCENT_COS_URL to a running server.",
-            pytrace=False,
-        )
-    return SERVER_URL
+    return require_server(SERVER_URL, START_HINT, variable="RAGLOOM_TENCENT_COS_URL")
 
 
 @pytest.fixture(scope="session")

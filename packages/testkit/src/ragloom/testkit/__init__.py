@@ -17,6 +17,7 @@ pytest.register_assert_rewrite(
     "ragloom.testkit.embedding_store",
     "ragloom.testkit.embedding_store_filter",
     "ragloom.testkit.object_store_loader",
+    "ragloom.testkit.servers",
     "ragloom.testkit.web_search_engine",
 )
 

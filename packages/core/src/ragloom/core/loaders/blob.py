@@ -66,8 +66,12 @@ _T = TypeVar("_T")
 
 DEFAULT_MAX_OBJECT_SIZE = 64 * 1024 * 1024
 """The default size cap of one object (64 MiB): larger objects fail, naming the object."""
-DEFAULT_CONCURRENCY = 8
-"""The default number of objects a bulk load fetches at the same time."""
+DEFAULT_CONCURRENCY = 16
+"""The default number of objects a bulk load fetches at the same time.
+
+16, not 8: with 20 ms added per request, 2,000 small S3 objects loaded 5.3x faster than a
+sequential loop at 16 and 3.3x at 8 (scripts/bench/bench_object_store_loaders.py); with
+no latency at all the two were alike. Remote stores' latency is larger still."""
 
 
 class ObjectStoreErrorKind(enum.Enum):

@@ -14,6 +14,7 @@ from dataclasses import replace
 from typing import Any
 from urllib.parse import quote, urlsplit
 
+import requests
 from azure.core.exceptions import (
     ClientAuthenticationError,
     HttpResponseError,
@@ -21,6 +22,8 @@ from azure.core.exceptions import (
     ServiceRequestError,
 )
 from azure.storage.blob import BlobServiceClient
+from requests.adapters import HTTPAdapter
+from urllib3.util.retry import Retry
 
 from ragloom.core.errors import DocumentLoadError, InvalidArgumentError
 from ragloom.core.loaders.blob import (
@@ -106,6 +109,22 @@ class AzureBlobObjectStore:
         return azure_error_kind(error)
 
 
+def _pooled_session(concurrency: int) -> requests.Session:
+    """azure-core's usual session (its retries off) keeping a connection per parallel fetch.
+
+    azure-core's own session pools 10 connections per host; more parallel fetches would
+    open and discard connections (urllib3's "Connection pool is full" warnings).
+    """
+    session = requests.Session()
+    adapter = HTTPAdapter(
+        pool_maxsize=max(10, concurrency),
+        max_retries=Retry(total=False, redirect=False, raise_on_status=False),
+    )
+    for scheme in ("http://", "https://"):
+        session.mount(scheme, adapter)
+    return session
+
+
 def _default_client(
     connection_string: str | None, account_url: str | None, credential: Any, **options: Any
 ) -> BlobServiceClient:
@@ -163,6 +182,7 @@ class AzureBlobStorageDocumentLoader(ObjectStoreDocumentLoader):
         if not 1 <= page_size <= MAX_PAGE_SIZE:
             raise InvalidArgumentError(f"page_size must be in 1..{MAX_PAGE_SIZE}, got {page_size}")
         if client is None:
+            client_options.setdefault("session", _pooled_session(concurrency))
             client = _default_client(connection_string, account_url, credential, **client_options)
         super().__init__(
             AzureBlobObjectStore(client, page_size=page_size),

@@ -15,15 +15,15 @@ from google.api_core import exceptions as api_exceptions
 from google.auth.credentials import AnonymousCredentials, Credentials
 from google.auth.exceptions import DefaultCredentialsError, RefreshError, TransportError
 from google.cloud import storage
+from requests.adapters import HTTPAdapter
 from requests.exceptions import ConnectionError as RequestsConnectionError
 
-from ragloom.core.errors import InvalidArgumentError
+from ragloom.core.errors import InvalidArgumentError, ObjectStoreAccessError
 from ragloom.core.loaders.blob import (
     DEFAULT_CONCURRENCY,
     DEFAULT_MAX_OBJECT_SIZE,
     ObjectBody,
     ObjectInfo,
-    ObjectStoreAccessError,
     ObjectStoreDocumentLoader,
     ObjectStoreErrorKind,
 )
@@ -137,6 +137,10 @@ class GoogleCloudStorageDocumentLoader(ObjectStoreDocumentLoader):
             raise InvalidArgumentError(f"page_size must be in 1..{MAX_PAGE_SIZE}, got {page_size}")
         if client is None:
             client = self._client(project, credentials, endpoint_url)
+            # the client's session pools 10 connections per host; one per parallel fetch
+            adapter = HTTPAdapter(pool_maxsize=max(10, concurrency))
+            for scheme in ("http://", "https://"):
+                client._http.mount(scheme, adapter)
         super().__init__(
             GcsObjectStore(client, page_size=page_size),
             service="Google Cloud Storage",
