@@ -149,6 +149,11 @@ class Database:
         if self.owns_pool:
             self.pool.close()
 
+    @property
+    def dumper(self) -> type[VectorDumper] | None:
+        """The binary dumper of :class:`VectorParam` for this server (None before setup)."""
+        return self._dumper
+
     # -- per-connection preparation -------------------------------------------------------
 
     def set_vector_oid(self, oid: int) -> None:
