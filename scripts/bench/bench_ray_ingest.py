@@ -40,37 +40,11 @@ from ragloom.ingestors.ray import RayIngestor
 from ragloom.stores.pgvector import PgVectorEmbeddingStore
 
 DEFAULT_DSN = "postgresql://postgres@127.0.0.1:55433/postgres"
-WORDS = [
-    *[
-        "ray",
-        "data",
-        "splits",
-        "documents",
-        "into",
-        "blocks",
-        "and",
-        "actors",
-        "embed",
-        "them",
-        "while",
-        "the",
-        "store",
-    ],
-    *[
-        "keeps",
-        "every",
-        "vector",
-        "with",
-        "its",
-        "segment",
-        "metadata",
-        "so",
-        "retrieval",
-        "finds",
-        "the",
-        "passage",
-    ],
-]
+SENTENCE = (
+    "ray data splits documents into blocks and actors embed them while the store keeps "
+    "every vector with its segment metadata so retrieval finds the passage again later"
+)
+WORDS = SENTENCE.split()
 
 
 def corpus(count: int) -> list[Document]:
