@@ -34,7 +34,7 @@ import psycopg
 import ray
 from psycopg import sql
 
-from ragloom.core import Document, EmbeddingStoreIngestor, document_splitters
+from ragloom.core import Document, EmbeddingStoreIngestor, IngestionResult, document_splitters
 from ragloom.embeddings.onnx import AllMiniLmL6V2QuantizedEmbeddingModel
 from ragloom.ingestors.ray import RayIngestor
 from ragloom.stores.pgvector import PgVectorEmbeddingStore
@@ -67,6 +67,12 @@ def store(dsn: str, table: str) -> PgVectorEmbeddingStore:
     return PgVectorEmbeddingStore(dsn, table, dimension=384, pool_size=2)
 
 
+def check(result: IngestionResult, documents: list[Document]) -> None:
+    """Every document ingested, one segment each."""
+    if result.failures or len(result.ids) != len(documents):
+        raise RuntimeError(f"ingestion incomplete: {result.failures[:3]}")
+
+
 def run_single(dsn: str, table: str, documents: list[Document]) -> float:
     with store(dsn, table) as target:
         ingestor = EmbeddingStoreIngestor(
@@ -75,8 +81,7 @@ def run_single(dsn: str, table: str, documents: list[Document]) -> float:
         start = time.perf_counter()
         result = ingestor.ingest(documents)
         elapsed = time.perf_counter() - start
-    if result.failures or len(result.ids) != len(documents):
-        raise RuntimeError(f"ingestion incomplete: {result.failures[:3]}")
+    check(result, documents)
     return elapsed
 
 
@@ -93,8 +98,7 @@ def run_ray(workers: int, dsn: str, table: str, documents: list[Document]) -> fl
     start = time.perf_counter()
     result = ingestor.ingest(documents)
     elapsed = time.perf_counter() - start
-    if result.failures or len(result.ids) != len(documents):
-        raise RuntimeError(f"ingestion incomplete: {result.failures[:3]}")
+    check(result, documents)
     return elapsed
 
 

@@ -10,16 +10,22 @@ loop that opened it: a store used from a new loop opens a new pool there (close 
 from __future__ import annotations
 
 import asyncio
-import random
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 import psycopg
-from psycopg import errors as pg_errors
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
 from ragloom.core.errors import EmbeddingStoreError
-from ragloom.stores.pgvector._database import Database, VectorLoader, VectorParam, describe
+from ragloom.stores.pgvector._database import (
+    ROLLED_BACK,
+    Database,
+    VectorLoader,
+    VectorParam,
+    describe,
+    no_connection,
+    rerun_pause,
+)
 
 T = TypeVar("T")
 AsyncConnection = psycopg.AsyncConnection[Any]
@@ -142,15 +148,12 @@ class AsyncDatabase:
                             await conn.execute(statement, params)
                         return await work(conn)
             except PoolTimeout as exc:
-                raise EmbeddingStoreError(
-                    f"{what}: no connection to PostgreSQL within {self._database.timeout:g}s "
-                    f"({describe(exc)}); is the server running and reachable?"
-                ) from exc
-            except (pg_errors.DeadlockDetected, pg_errors.SerializationFailure) as exc:
-                if attempts < 5:  # rolled back: safe to run again, after a short pause
-                    await asyncio.sleep(0.01 * attempts * random.random())
-                    continue
-                raise EmbeddingStoreError(f"{what} failed: {describe(exc)}") from exc
+                raise no_connection(what, self._database.timeout, exc) from exc
+            except ROLLED_BACK as exc:
+                pause = rerun_pause(attempts)
+                if pause is None:
+                    raise EmbeddingStoreError(f"{what} failed: {describe(exc)}") from exc
+                await asyncio.sleep(pause)
             except psycopg.OperationalError as exc:
                 if idempotent and attempts <= 2:
                     await pool.check()  # replace dead idle connections, then retry
