@@ -9,10 +9,18 @@ written into the real pgvector server (``scripts/services/pgvector.sh``, or ``--
   cluster (``ray.init`` on 127.0.0.1; split tasks use the spare logical CPUs).
 
 Configurations are interleaved round by round (``--rounds``); each writes into a fresh
-table. Reported: docs/s per configuration (median over rounds), the speed-up of ray-2 over
-ray-1, and the serial fraction ``s`` that Amdahl's law ``T(n) = T(1) * (s + (1 - s) / n)``
-gives from them. ``--plot PNG`` draws docs/s against workers, measured and projected to N
-machines with that ``s``. The machine's cores may be shared: numbers are noisy.
+table. Measured per run: wall-clock docs/s, and CPU seconds by where they were spent,
+which stay meaningful when other programs share the cores (wall-clock does not):
+
+- ``workers``: the embedding actors' processes (each actor's model records its process
+  CPU time after every batch into ``--cpu-dir``): the part that scales with workers;
+- ``driver``: this process (dataset planning, pickling, collecting the outcomes);
+- ``control``: Ray's raylet and GCS server processes.
+
+The serial fraction for Amdahl's law is ``s = (driver + control) / total`` of the run
+with one worker, and ``--plot`` draws docs/s against workers: measured, and projected for
+N single-core workers (or machines) as ``docs / (serial + parallel / N)`` from the CPU
+seconds, i.e. what an uncontended cluster would give.
 
     .venv/bin/python scripts/bench/bench_ray_ingest.py [--documents 5000] [--rounds 1]
         [--json out.json] [--plot docs/img/ray-ingest-scaling.png]
@@ -25,16 +33,26 @@ import functools
 import json
 import os
 import statistics
+import tempfile
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
+import psutil
 import psycopg
 import ray
 from psycopg import sql
 
-from ragloom.core import Document, EmbeddingStoreIngestor, IngestionResult, document_splitters
+from ragloom.core import (
+    Document,
+    EmbeddingStoreIngestor,
+    IngestionResult,
+    TextSegment,
+    document_splitters,
+)
+from ragloom.core.embedding import EmbeddingResult
 from ragloom.embeddings.onnx import AllMiniLmL6V2QuantizedEmbeddingModel
 from ragloom.ingestors.ray import RayIngestor
 from ragloom.stores.pgvector import PgVectorEmbeddingStore
@@ -45,6 +63,7 @@ SENTENCE = (
     "every vector with its segment metadata so retrieval finds the passage again later"
 )
 WORDS = SENTENCE.split()
+CONTROL_PLANE = ("raylet", "gcs_server")
 
 
 def corpus(count: int) -> list[Document]:
@@ -58,9 +77,19 @@ def corpus(count: int) -> list[Document]:
     ]
 
 
-def model() -> AllMiniLmL6V2QuantizedEmbeddingModel:
-    """The default ONNX model on one thread: one worker = one core."""
-    return AllMiniLmL6V2QuantizedEmbeddingModel(intra_op_threads=1, inter_op_threads=1)
+class CpuRecordingModel(AllMiniLmL6V2QuantizedEmbeddingModel):
+    """The default model on one thread (one worker = one core) that writes its process's
+    CPU seconds to ``<directory>/<pid>`` after every call (read by the driver)."""
+
+    def __init__(self, directory: str) -> None:
+        super().__init__(intra_op_threads=1, inter_op_threads=1)
+        self.record = Path(directory, str(os.getpid()))
+        self.start = time.process_time()  # the actor's start-up is not embedding work
+
+    def embed_all(self, texts: Sequence[str | TextSegment]) -> EmbeddingResult:
+        result = super().embed_all(texts)
+        self.record.write_text(str(time.process_time() - self.start))
+        return result
 
 
 def store(dsn: str, table: str) -> PgVectorEmbeddingStore:
@@ -73,33 +102,57 @@ def check(result: IngestionResult, documents: list[Document]) -> None:
         raise RuntimeError(f"ingestion incomplete: {result.failures[:3]}")
 
 
-def run_single(dsn: str, table: str, documents: list[Document]) -> float:
+def control_plane_cpu() -> float:
+    """CPU seconds so far of Ray's raylet and GCS server (children of this driver)."""
+    total = 0.0
+    for process in psutil.Process().children(recursive=True):
+        try:
+            if process.name() in CONTROL_PLANE:
+                times = process.cpu_times()
+                total += times.user + times.system
+        except psutil.Error:
+            continue
+    return total
+
+
+def run_single(dsn: str, table: str, documents: list[Document], cpu_dir: str) -> dict[str, float]:
     with store(dsn, table) as target:
         ingestor = EmbeddingStoreIngestor(
-            target, model(), document_splitter=document_splitters.recursive(500, 0)
+            target,
+            CpuRecordingModel(cpu_dir),
+            document_splitter=document_splitters.recursive(500, 0),
         )
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         result = ingestor.ingest(documents)
-        elapsed = time.perf_counter() - start
+        elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu
     check(result, documents)
-    return elapsed
+    return {"seconds": elapsed, "workers": 0.0, "driver": cpu, "control": 0.0}
 
 
-def run_ray(workers: int, dsn: str, table: str, documents: list[Document]) -> float:
+def run_ray(
+    workers: int, dsn: str, table: str, documents: list[Document], cpu_dir: str
+) -> dict[str, float]:
     ingestor = RayIngestor(
         functools.partial(store, dsn, table),
-        model,
+        functools.partial(CpuRecordingModel, cpu_dir),
         document_splitter=document_splitters.recursive(500, 0),
         concurrency=workers,
         num_cpus=1.0,
         split_num_cpus=0.5,
         documents_per_batch=250,
     )
-    start = time.perf_counter()
+    control = control_plane_cpu()
+    start, cpu = time.perf_counter(), time.process_time()
     result = ingestor.ingest(documents)
-    elapsed = time.perf_counter() - start
+    elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu
     check(result, documents)
-    return elapsed
+    actors = sum(float(path.read_text()) for path in Path(cpu_dir).iterdir())
+    return {
+        "seconds": elapsed,
+        "workers": actors,
+        "driver": cpu,
+        "control": control_plane_cpu() - control,
+    }
 
 
 def drop(dsn: str, table: str) -> None:
@@ -107,9 +160,9 @@ def drop(dsn: str, table: str) -> None:
         conn.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(sql.Identifier(table)))
 
 
-def amdahl_serial_fraction(t1: float, t2: float) -> float:
-    """``s`` from T(2) = T(1) * (s + (1 - s) / 2), clamped to [0, 1]."""
-    return min(1.0, max(0.0, 2.0 * t2 / t1 - 1.0))
+def projected_docs_per_s(documents: int, serial: float, parallel: float, n: int) -> float:
+    """Amdahl: the rate with ``n`` uncontended single-core workers."""
+    return documents / (serial + parallel / n)
 
 
 def plot(path: str, report: dict[str, Any]) -> None:
@@ -118,25 +171,39 @@ def plot(path: str, report: dict[str, Any]) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    single = report["docs_per_s"]["single"]
+    documents = report["documents"]
+    serial, parallel = report["serial_cpu_s"], report["parallel_cpu_s"]
+    workers = [1, 2, 4, 8, 16, 32, 64, 128]
+    projected = [projected_docs_per_s(documents, serial, parallel, n) for n in workers]
+    figure, (rate, cost) = plt.subplots(1, 2, figsize=(10, 4.0), dpi=110)
+    rate.plot(workers, [projected[0] * n for n in workers], ":", color="grey", label="linear")
+    rate.plot(
+        workers,
+        projected,
+        "--",
+        label=f"Amdahl from CPU seconds, s = {report['serial_fraction']:.3f}",
+    )
     measured = [report["docs_per_s"]["ray-1"], report["docs_per_s"]["ray-2"]]
-    s = report["serial_fraction"]
-    base = measured[0]
-    workers = [1, 2, 4, 8, 16, 32, 64]
-    projected = [base / (s + (1 - s) / n) for n in workers]
-    figure, axis = plt.subplots(figsize=(6.4, 4.0), dpi=120)
-    axis.plot(workers, [base * n for n in workers], ":", color="grey", label="linear")
-    axis.plot(workers, projected, "--", label=f"Amdahl, serial fraction s = {s:.2f}")
-    axis.plot([1, 2], measured, "o-", label="RayIngestor, measured")
-    axis.axhline(single, color="black", linewidth=0.8, label="single process, measured")
-    axis.set_xscale("log", base=2)
-    axis.set_yscale("log")
-    axis.set_xticks(workers, [str(n) for n in workers])
-    axis.set_xlabel("embedding workers (1 core each)")
-    axis.set_ylabel("documents / s")
-    axis.set_title(f"{report['documents']} small documents, MiniLM ONNX, pgvector")
-    axis.legend(fontsize=8)
-    axis.grid(True, which="both", alpha=0.3)
+    rate.plot([1, 2], measured, "o-", label="RayIngestor, measured (shared cores)")
+    rate.axhline(
+        report["docs_per_s"]["single"], color="black", lw=0.8, label="single process, measured"
+    )
+    rate.set_xscale("log", base=2)
+    rate.set_yscale("log")
+    rate.set_xticks(workers, [str(n) for n in workers])
+    rate.set_xlabel("embedding workers (1 core each)")
+    rate.set_ylabel("documents / s")
+    rate.legend(fontsize=7)
+    rate.grid(True, which="both", alpha=0.3)
+    names = ["single", "ray-1", "ray-2"]
+    bottom = [0.0] * len(names)
+    for part in ("workers", "driver", "control"):
+        values = [1000 * report["cpu_s"][name][part] / documents for name in names]
+        cost.bar(names, values, bottom=bottom, label=part)
+        bottom = [b + v for b, v in zip(bottom, values, strict=True)]
+    cost.set_ylabel("CPU seconds per 1,000 documents")
+    cost.legend(fontsize=7)
+    figure.suptitle(f"{documents} small documents, MiniLM ONNX (1 thread/worker) into pgvector")
     figure.tight_layout()
     figure.savefig(path)
 
@@ -153,41 +220,54 @@ def main() -> None:
     documents = corpus(args.documents)
     ray.init(num_cpus=4, include_dashboard=False, log_to_driver=False)
     ray.data.DataContext.get_current().enable_progress_bars = False
-    model().embed_all(["warm up the model files"])  # downloads/caches outside the timings
-    runs: dict[str, Callable[[str], float]] = {
-        "single": lambda table: run_single(args.dsn, table, documents),
-        "ray-1": lambda table: run_ray(1, args.dsn, table, documents),
-        "ray-2": lambda table: run_ray(2, args.dsn, table, documents),
+    runs: dict[str, Callable[[str, str], dict[str, float]]] = {
+        "single": lambda table, cpu_dir: run_single(args.dsn, table, documents, cpu_dir),
+        "ray-1": lambda table, cpu_dir: run_ray(1, args.dsn, table, documents, cpu_dir),
+        "ray-2": lambda table, cpu_dir: run_ray(2, args.dsn, table, documents, cpu_dir),
     }
-    seconds: dict[str, list[float]] = {name: [] for name in runs}
+    measured: dict[str, list[dict[str, float]]] = {name: [] for name in runs}
     try:
         for round_ in range(args.rounds):
             for name, run in runs.items():
                 table = f"bench_ray_{uuid.uuid4().hex[:8]}"
                 try:
-                    seconds[name].append(run(table))
+                    with tempfile.TemporaryDirectory() as cpu_dir:
+                        measured[name].append(run(table, cpu_dir))
                 finally:
                     drop(args.dsn, table)
-                rate = args.documents / seconds[name][-1]
-                print(f"round {round_ + 1} {name:6s} {seconds[name][-1]:7.1f} s {rate:7.1f} docs/s")
+                last = measured[name][-1]
+                print(
+                    f"round {round_ + 1} {name:6s} {last['seconds']:7.1f} s "
+                    f"{args.documents / last['seconds']:6.1f} docs/s  CPU s: "
+                    + ", ".join(f"{k} {last[k]:.1f}" for k in ("workers", "driver", "control")),
+                    flush=True,
+                )
     finally:
         ray.shutdown()
-    median = {name: statistics.median(values) for name, values in seconds.items()}
+    cpu = {
+        name: {part: statistics.median(run[part] for run in runs_) for part in runs_[0]}
+        for name, runs_ in measured.items()
+    }
+    one = cpu["ray-1"]
+    serial, parallel = one["driver"] + one["control"], one["workers"]
     report = {
         "documents": args.documents,
         "rounds": args.rounds,
         "cpu_count": os.cpu_count(),
-        "load_average": os.getloadavg(),
-        "seconds": seconds,
-        "docs_per_s": {name: args.documents / value for name, value in median.items()},
-        "speedup_ray2_over_ray1": median["ray-1"] / median["ray-2"],
-        "ray1_over_single": median["single"] / median["ray-1"],
-        "serial_fraction": amdahl_serial_fraction(median["ray-1"], median["ray-2"]),
+        "load_average_after": os.getloadavg(),
+        "runs": measured,
+        "cpu_s": cpu,
+        "docs_per_s": {name: args.documents / parts["seconds"] for name, parts in cpu.items()},
+        "serial_cpu_s": serial,
+        "parallel_cpu_s": parallel,
+        "serial_fraction": serial / (serial + parallel),
+        "projected_docs_per_s": {
+            n: projected_docs_per_s(args.documents, serial, parallel, n) for n in (1, 2, 8, 64)
+        },
     }
     print(json.dumps(report, indent=2))
     if args.json:
-        with open(args.json, "w", encoding="utf-8") as out:
-            json.dump(report, out, indent=2)
+        Path(args.json).write_text(json.dumps(report, indent=2), encoding="utf-8")
     if args.plot:
         plot(args.plot, report)
 
