@@ -15,14 +15,19 @@ import pytest
 from psycopg_pool import AsyncConnectionPool
 
 from ragloom.core import (
+    Content,
     EmbeddingSearchRequest,
     EmbeddingSearchResult,
+    EmbeddingStoreContentRetriever,
+    HybridContentRetriever,
     InvalidFilterError,
+    Query,
     TextSegment,
     aio,
     metadata_key,
 )
-from ragloom.stores.pgvector import PgVectorEmbeddingStore
+from ragloom.stores.pgvector import PgFullTextContentRetriever, PgVectorEmbeddingStore
+from ragloom.testkit import FakeEmbeddingModel
 
 pytestmark = pytest.mark.integration
 
@@ -112,9 +117,12 @@ def test_async_add_search_remove_equal_the_sync_methods(pg_dsn: str, table_name:
             )
 
             with pytest.raises(InvalidFilterError):  # group holds ints, not strs
-                run(async_side, lambda: async_side.asearch(
-                    EmbeddingSearchRequest(vectors[0], filter=group.is_equal_to("1"))
-                ))
+                run(
+                    async_side,
+                    lambda: async_side.asearch(
+                        EmbeddingSearchRequest(vectors[0], filter=group.is_equal_to("1"))
+                    ),
+                )
             run(async_side, lambda: async_side.aremove_all())
             assert len(async_side) == 0
         finally:
@@ -223,3 +231,39 @@ def test_a_store_used_from_two_event_loops_opens_a_pool_in_each(
 
         asyncio.run(closed_by_aclose())
         assert store.pool.closed
+
+
+def test_hybrid_dense_and_full_text_retrieval_awaited_natively(
+    pg_dsn: str, table_name: str
+) -> None:
+    """Core's hybrid over this store: both legs on the async pool, the sync results."""
+    model = FakeEmbeddingModel(DIMENSION)
+    texts = [
+        "volcanoes erupt when magma rises",
+        "glaciers carve valleys slowly",
+        "magma cools into basalt rock",
+        "rivers carry sediment to the sea",
+    ]
+    segments = [TextSegment(t, {"group": i % 2}) for i, t in enumerate(texts)]
+    with PgVectorEmbeddingStore(pg_dsn, table_name, dimension=DIMENSION) as store:
+        store.add_all(model.embed_all(segments).embeddings, segments)
+        full_text = PgFullTextContentRetriever(
+            store, max_results=3, filter=metadata_key("group").is_equal_to(0)
+        )
+        hybrid = HybridContentRetriever(
+            EmbeddingStoreContentRetriever(store, model, max_results=3), full_text
+        )
+        query = Query("magma and glaciers")
+        assert isinstance(full_text, aio.AsyncContentRetriever)
+
+        async def both() -> tuple[list[Content], list[Content], int]:
+            found = await hybrid.aretrieve(query), await full_text.aretrieve(query)
+            pool = store.async_pool
+            assert pool is not None
+            return found[0], found[1], pool.get_stats()["requests_num"]
+
+        fused, keyword, requests_num = run(store, both)
+        assert fused == hybrid.retrieve(query)
+        assert keyword == full_text.retrieve(query)
+        assert [c.text_segment.text for c in keyword] == [texts[0], texts[2]]
+        assert requests_num == 3  # dense search, full-text search, full-text again: all async
