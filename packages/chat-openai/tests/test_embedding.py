@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 
+import httpx
 import numpy as np
 import pytest
 from openai_helpers import API_KEY, Sleeps, embedding_model
@@ -16,8 +18,10 @@ from ragloom.chat_models.openai import (
     OpenAiResponseError,
 )
 from ragloom.chat_models.openai.testing import EMBEDDING_MODEL, WireServer, raw, status
+from ragloom.core import aio
+from ragloom.core.aio import AsyncEmbeddingModel
 from ragloom.core.document import TextSegment
-from ragloom.core.embedding import EmbeddingModel, TokenUsage
+from ragloom.core.embedding import EmbeddingModel, EmbeddingResult, TokenUsage
 from ragloom.core.errors import ChatModelError
 from ragloom.testkit.fake_embedding_model import FakeEmbeddingModel
 
@@ -186,3 +190,40 @@ def test_from_env(server: WireServer, monkeypatch: pytest.MonkeyPatch) -> None:
     model = OpenAiEmbeddingModel.from_env(batch_size=2)
     assert (model.model_name, model.base_url, model.batch_size) == (EMBEDDING_MODEL, server.url, 2)
     assert len(model.embed_all(TEXTS[:3]).embeddings) == 3
+
+
+# --- asyncio ----------------------------------------------------------------------------
+
+
+def test_aembed_all_sends_the_same_requests_and_returns_the_same_result(
+    server: WireServer,
+) -> None:
+    model = embedding_model(server, batch_size=3)
+    expected = model.embed_all(TEXTS)
+    sync_bodies = server.bodies("/embeddings")
+    server.requests.clear()
+    assert asyncio.run(model.aembed_all([TextSegment(t) for t in TEXTS])) == expected
+    assert server.bodies("/embeddings") == sync_bodies
+    assert isinstance(model, AsyncEmbeddingModel)
+
+
+def test_aembed_all_through_a_given_async_client_and_the_core_helper(server: WireServer) -> None:
+    async def run() -> tuple[list[EmbeddingResult], bool]:
+        async with httpx.AsyncClient() as client:
+            model = embedding_model(server, async_http_client=client)
+            results = await asyncio.gather(*(aio.aembed(model, t) for t in TEXTS))
+            return list(results), client.is_closed
+
+    results, closed = asyncio.run(run())
+    assert not closed  # a given client is the caller's
+    assert [r.embedding for r in results] == FakeEmbeddingModel(64).embed_all(TEXTS).embeddings
+    assert len(server.bodies("/embeddings")) == len(TEXTS)
+
+
+def test_aembed_all_errors_and_retries_as_the_sync_path(server: WireServer, sleeps: Sleeps) -> None:
+    with pytest.raises(OpenAiNotFoundError, match="'embed-nope'"):
+        asyncio.run(embedding_model(server, model_name="embed-nope").aembed_all(["a"]))
+    server.script(status(429, headers={"Retry-After": "2"}), status(500))
+    result = asyncio.run(embedding_model(server, sleeps).aembed_all(["a"]))
+    assert result.embedding.dimension == 64
+    assert sleeps == [2.0, 1.0]

@@ -291,3 +291,33 @@ def test_store_factory_failing_in_workers_raises_a_ragloom_error(
     )
     with pytest.raises(RagloomError, match=f"{table_name} does not exist"):
         ingestor.ingest(corpus(2))
+
+
+class CrashingModel(FakeEmbeddingModel):
+    """Kills its own worker process when asked to embed a text containing "CRASH"."""
+
+    def embed_all(self, texts: Sequence[str | TextSegment]) -> EmbeddingResult:
+        if any("CRASH" in (t if isinstance(t, str) else t.text) for t in texts):
+            os.kill(os.getpid(), signal.SIGKILL)
+        return super().embed_all(texts)
+
+
+def test_document_killing_its_worker_is_reported_after_max_retries(
+    pg_dsn: str, table_name: str
+) -> None:
+    """Ray redoes a lost batch without limit; the ingestor stops at max_retries per document."""
+    documents = corpus(8)
+    documents[5] = Document("this one CRASH es the worker", {"document_id": "poison"})
+    result = ray_ingestor(
+        pg_dsn,
+        table_name,
+        embedding_model_factory=functools.partial(CrashingModel, DIMENSION),
+        max_retries=1,
+    ).ingest(documents)
+
+    assert [f.document_id for f in result.failures] == ["poison"]
+    assert "died 2 times" in str(result.failures[0].error)
+    good = documents[:5] + documents[6:]
+    expected_result, expected = reference(good)
+    assert result.ids == expected_result.ids
+    assert_same_content(table_rows(pg_dsn, table_name), expected)

@@ -22,6 +22,7 @@ from dataclasses import dataclass, replace
 from types import TracebackType
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
+from ragloom.core.aio import AsyncContentRetriever
 from ragloom.core.chat.messages import UserMessage
 from ragloom.core.content import Content
 from ragloom.core.content_aggregators import ContentAggregator, DefaultContentAggregator
@@ -31,6 +32,13 @@ from ragloom.core.query import Query, QueryMetadata
 from ragloom.core.query_routers import DefaultQueryRouter, QueryRouter
 from ragloom.core.query_transformers import DefaultQueryTransformer, QueryTransformer
 from ragloom.core.retrievers.base import ContentRetriever
+
+__all__ = [
+    "AsyncContentRetriever",  # defined in ragloom.core.aio, re-exported where it was
+    "AugmentationResult",
+    "DefaultRetrievalAugmentor",
+    "RetrievalAugmentor",
+]
 
 T = TypeVar("T")
 
@@ -56,19 +64,6 @@ class RetrievalAugmentor(Protocol):
         self, user_message: UserMessage | str, metadata: QueryMetadata | None = None
     ) -> AugmentationResult:
         """The augmented message and the contents used."""
-        ...
-
-
-@runtime_checkable
-class AsyncContentRetriever(Protocol):
-    """A retriever with a native coroutine, used by :meth:`DefaultRetrievalAugmentor.aaugment`.
-
-    Such a retriever still implements the sync :meth:`ContentRetriever.retrieve` for sync
-    callers.
-    """
-
-    async def aretrieve(self, query: Query) -> list[Content]:
-        """The relevant contents, most relevant first."""
         ...
 
 

@@ -53,8 +53,9 @@ class OpenAiEmbeddingModel(ApiModel, EmbeddingModel):
     once. ``encoding_format="base64"`` asks for little-endian float32 in base64 (smaller
     answers; not every server supports it). The API key is ``api_key``, else
     ``$RAGLOOM_EMBEDDING_API_KEY``, else ``$OPENAI_API_KEY``. ``timeout``,
-    ``max_retries``, ``retry_policy``, ``organization``, ``headers`` and ``http_client``
-    work as for :class:`~ragloom.chat_models.openai.OpenAiChatModel`. Errors are
+    ``max_retries``, ``retry_policy``, ``organization``, ``headers``, ``http_client`` and
+    ``async_http_client`` (for :meth:`aembed_all`) work as for
+    :class:`~ragloom.chat_models.openai.OpenAiChatModel`. Errors are
     :class:`~ragloom.chat_models.openai.errors.OpenAiError` s.
     """
 
@@ -73,6 +74,7 @@ class OpenAiEmbeddingModel(ApiModel, EmbeddingModel):
         organization: str | None = None,
         headers: Mapping[str, str] | None = None,
         http_client: httpx.Client | None = None,
+        async_http_client: httpx.AsyncClient | None = None,
     ) -> None:
         if not isinstance(model_name, str) or not model_name.strip():
             raise InvalidArgumentError(f"model_name must be a non-empty str, got {model_name!r}")
@@ -115,7 +117,7 @@ class OpenAiEmbeddingModel(ApiModel, EmbeddingModel):
             organization=organization,
             headers=headers,
             http_client=http_client,
-            async_http_client=None,
+            async_http_client=async_http_client,
         )
 
     @classmethod
@@ -160,25 +162,46 @@ class OpenAiEmbeddingModel(ApiModel, EmbeddingModel):
 
     def embed_all(self, texts: Sequence[str | TextSegment]) -> EmbeddingResult:
         """One embedding per text, in order; token usage summed over the requests."""
-        if isinstance(texts, str | TextSegment):
-            raise InvalidArgumentTypeError("embed_all takes a sequence of texts; use embed for one")
-        inputs = [text_of(item) for item in texts]
         embeddings: list[Embedding] = []
         usage: TokenUsage | None = None
-        for start in range(0, len(inputs), self._batch_size):
-            batch = inputs[start : start + self._batch_size]
-            payload: dict[str, Any] = {
-                "model": self.model_name,
-                "input": batch,
-                "encoding_format": self._encoding_format,
-            }
-            if self._dimensions is not None:
-                payload["dimensions"] = self._dimensions
-            body = self._api.post(_PATH, payload)
+        for batch in self._batches(texts):
+            body = self._api.post(_PATH, self._payload(batch))
             batch_embeddings, batch_usage = self._parse(body, len(batch))
             embeddings.extend(batch_embeddings)
             usage = batch_usage + usage if batch_usage is not None else usage
         return EmbeddingResult(embeddings, usage)
+
+    async def aembed_all(self, texts: Sequence[str | TextSegment]) -> EmbeddingResult:
+        """:meth:`embed_all` for asyncio, over ``httpx.AsyncClient`` (``async_http_client``,
+        else one opened per call); the batches are sent one after the other, in order."""
+        embeddings: list[Embedding] = []
+        usage: TokenUsage | None = None
+        for batch in self._batches(texts):
+            body = await self._api.apost(_PATH, self._payload(batch))
+            batch_embeddings, batch_usage = self._parse(body, len(batch))
+            embeddings.extend(batch_embeddings)
+            usage = batch_usage + usage if batch_usage is not None else usage
+        return EmbeddingResult(embeddings, usage)
+
+    def _batches(self, texts: Sequence[str | TextSegment]) -> list[list[str]]:
+        """The texts, checked, in request-sized batches."""
+        if isinstance(texts, str | TextSegment):
+            raise InvalidArgumentTypeError("embed_all takes a sequence of texts; use embed for one")
+        inputs = [text_of(item) for item in texts]
+        return [
+            inputs[start : start + self._batch_size]
+            for start in range(0, len(inputs), self._batch_size)
+        ]
+
+    def _payload(self, batch: list[str]) -> dict[str, Any]:
+        payload: dict[str, Any] = {
+            "model": self.model_name,
+            "input": batch,
+            "encoding_format": self._encoding_format,
+        }
+        if self._dimensions is not None:
+            payload["dimensions"] = self._dimensions
+        return payload
 
     def _parse(self, body: Any, expected: int) -> tuple[list[Embedding], TokenUsage | None]:
         url = self._api.url(_PATH)

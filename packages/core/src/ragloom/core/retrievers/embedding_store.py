@@ -4,15 +4,19 @@ from __future__ import annotations
 
 from typing import cast
 
-from ragloom.core import plugins
+from ragloom.core import aio, plugins
 from ragloom.core.content import EMBEDDING_ID, SCORE, Content
-from ragloom.core.embedding import EmbeddingModel
+from ragloom.core.embedding import Embedding, EmbeddingModel
 from ragloom.core.errors import InvalidArgumentTypeError
 from ragloom.core.filters import Filter
 from ragloom.core.query import Query
 from ragloom.core.retrievers.dynamic import Dynamic, resolve_dynamic
 from ragloom.core.retrievers.rocchio import Rocchio
-from ragloom.core.stores.base import EmbeddingSearchRequest, EmbeddingStore
+from ragloom.core.stores.base import (
+    EmbeddingSearchRequest,
+    EmbeddingSearchResult,
+    EmbeddingStore,
+)
 
 
 class EmbeddingStoreContentRetriever:
@@ -69,25 +73,46 @@ class EmbeddingStoreContentRetriever:
         embedding = self.embedding_model.embed(query.text).embedding
         filter = resolve_dynamic(self.filter, query)
         if self.feedback is not None:
-            first = EmbeddingSearchRequest(
-                embedding, max_results=self.feedback.documents, filter=filter
-            )
-            hits = self.embedding_store.search(first).matches
+            hits = self.embedding_store.search(self._feedback_request(embedding, filter)).matches
             embedding = self.feedback.update(embedding, [hit.embedding for hit in hits])
-        request = EmbeddingSearchRequest(
+        return _contents(self.embedding_store.search(self._request(embedding, query, filter)))
+
+    async def aretrieve(self, query: Query) -> list[Content]:
+        """:meth:`retrieve` for asyncio: the model's and store's native coroutines when they
+        have them (see :mod:`ragloom.core.aio`), worker threads otherwise."""
+        embedding = (await aio.aembed(self.embedding_model, query.text)).embedding
+        filter = resolve_dynamic(self.filter, query)
+        if self.feedback is not None:
+            first = self._feedback_request(embedding, filter)
+            hits = (await aio.asearch(self.embedding_store, first)).matches
+            embedding = self.feedback.update(embedding, [hit.embedding for hit in hits])
+        request = self._request(embedding, query, filter)
+        return _contents(await aio.asearch(self.embedding_store, request))
+
+    def _feedback_request(
+        self, embedding: Embedding, filter: Filter | None
+    ) -> EmbeddingSearchRequest:
+        assert self.feedback is not None
+        return EmbeddingSearchRequest(embedding, max_results=self.feedback.documents, filter=filter)
+
+    def _request(
+        self, embedding: Embedding, query: Query, filter: Filter | None
+    ) -> EmbeddingSearchRequest:
+        return EmbeddingSearchRequest(
             embedding,
             max_results=resolve_dynamic(self.max_results, query),
             min_score=resolve_dynamic(self.min_score, query),
             filter=filter,
         )
-        return [
-            Content(
-                match.embedded,
-                {SCORE: match.score, EMBEDDING_ID: match.embedding_id},
-            )
-            for match in self.embedding_store.search(request).matches
-            if match.embedded is not None
-        ]
 
     def __repr__(self) -> str:
         return f"EmbeddingStoreContentRetriever({self.display_name!r})"
+
+
+def _contents(result: EmbeddingSearchResult) -> list[Content]:
+    """The matches that have a segment, as contents with their score and id."""
+    return [
+        Content(match.embedded, {SCORE: match.score, EMBEDDING_ID: match.embedding_id})
+        for match in result.matches
+        if match.embedded is not None
+    ]

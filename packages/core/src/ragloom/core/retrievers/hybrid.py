@@ -33,9 +33,14 @@ only the maximum is offered.
 
 from __future__ import annotations
 
+import asyncio
+import contextvars
+import threading
 from collections.abc import Hashable, Sequence
+from concurrent.futures import ThreadPoolExecutor, wait
 from typing import Any, Literal, get_args
 
+from ragloom.core import aio
 from ragloom.core.content import SCORE, Content
 from ragloom.core.errors import InvalidArgumentError, InvalidArgumentTypeError
 from ragloom.core.fusion import content_key, fuse_reciprocal_ranks, fuse_weighted_scores
@@ -58,6 +63,25 @@ KEYWORD_SCORE = "keyword_score"
 DENSE_RANK = "dense_rank"
 KEYWORD_RANK = "keyword_rank"
 _COMPONENTS = ((DENSE_SCORE, DENSE_RANK), (KEYWORD_SCORE, KEYWORD_RANK))
+
+_in_pool = threading.local()  # set in the threads of the keyword-leg pool
+_pool: ThreadPoolExecutor | None = None
+_pool_lock = threading.Lock()
+
+
+def _mark_pool_thread() -> None:
+    _in_pool.value = True
+
+
+def _legs() -> ThreadPoolExecutor:
+    """The shared pool the keyword legs of sync hybrid retrievals run on (made on first use)."""
+    global _pool
+    with _pool_lock:
+        if _pool is None:
+            _pool = ThreadPoolExecutor(
+                thread_name_prefix="ragloom-hybrid", initializer=_mark_pool_thread
+            )
+        return _pool
 
 
 class HybridContentRetriever:
@@ -132,8 +156,39 @@ class HybridContentRetriever:
         return kept
 
     def retrieve(self, query: Query) -> list[Content]:
-        """The fused contents of both retrievers for ``query``, best first."""
-        rankings = [self.dense.retrieve(query), self.keyword.retrieve(query)]
+        """The fused contents of both retrievers for ``query``, best first.
+
+        The two retrievers run concurrently: the keyword one on a shared worker thread
+        (sequentially when called from that pool, so nested hybrids cannot exhaust it).
+        """
+        if getattr(_in_pool, "value", False):
+            return self._fuse([self.dense.retrieve(query), self.keyword.retrieve(query)])
+        keyword = _legs().submit(contextvars.copy_context().run, self.keyword.retrieve, query)
+        try:
+            dense = self.dense.retrieve(query)
+        except BaseException:
+            wait([keyword])  # no leg outlives the call; the dense failure is raised
+            raise
+        return self._fuse([dense, keyword.result()])
+
+    async def aretrieve(self, query: Query) -> list[Content]:
+        """:meth:`retrieve` for asyncio: both retrievers awaited concurrently (native
+        coroutines when they have them, see :mod:`ragloom.core.aio`)."""
+        legs = [
+            asyncio.ensure_future(aio.aretrieve(self.dense, query)),
+            asyncio.ensure_future(aio.aretrieve(self.keyword, query)),
+        ]
+        try:
+            dense, keyword = await asyncio.gather(*legs)
+        except BaseException:  # a failure or a cancellation: stop the other leg too
+            for leg in legs:
+                leg.cancel()
+            await asyncio.gather(*legs, return_exceptions=True)
+            raise
+        return self._fuse([dense, keyword])
+
+    def _fuse(self, rankings: list[list[Content]]) -> list[Content]:
+        """The fused list of the (dense, keyword) rankings."""
         if self.group_by is not None:  # max aggregation: a document's best segment
             rankings = [self._best_per_key(ranking) for ranking in rankings]
         if self.fusion == "rrf":

@@ -146,6 +146,36 @@ class _SplitStage:
         return {"position": batch["position"], "plan": _pack(plans)}
 
 
+@ray.remote(num_cpus=0)
+class _Attempts:
+    """Counts, per input position, the starts that never finished: a worker died on them.
+
+    Ray Data restarts a lost actor and redoes its batch without limit; this ledger is
+    what bounds it, per document: see :meth:`_EmbedStage.__call__`.
+    """
+
+    def __init__(self) -> None:
+        self.unfinished: dict[int, int] = {}
+
+    def begin_batch(self, positions: list[int]) -> bool:
+        """Start a whole batch (True) unless a worker was lost on one of them (False)."""
+        if any(self.unfinished.get(p, 0) for p in positions):
+            return False
+        for p in positions:
+            self.unfinished[p] = 1
+        return True
+
+    def begin(self, position: int) -> int:
+        """Start one document; the number of earlier starts on it that never finished."""
+        lost = self.unfinished.get(position, 0)
+        self.unfinished[position] = lost + 1
+        return lost
+
+    def end(self, positions: list[int]) -> None:
+        for p in positions:
+            self.unfinished[p] = 0
+
+
 class _EmbedStage:
     """The Ray actor: builds the model and the store once, then embeds and writes batches."""
 
@@ -155,14 +185,44 @@ class _EmbedStage:
         store_factory: EmbeddingStoreFactory,
         batch_size: int,
         on_start: Callable[[], None] | None,
+        attempts: Any,
+        max_retries: int,
     ) -> None:
         if on_start is not None:
             on_start()
         self.writer = _Writer(store_factory(), model_factory(), batch_size)
+        self.attempts = attempts
+        self.max_retries = max_retries
 
     def __call__(self, batch: dict[str, np.ndarray[Any, Any]]) -> dict[str, np.ndarray[Any, Any]]:
+        """Write the batch; after a lost worker, one document at a time, bounded per document.
+
+        Normally the batch is written at once. When a worker died while holding one of its
+        documents, Ray redoes the batch: it is then written document by document, and a
+        document whose worker was lost more than ``max_retries`` times is reported as a
+        failure instead of being tried again.
+        """
+        positions = [int(p) for p in batch["position"]]
         plans: list[Plan] = [pickle.loads(raw) for raw in batch["plan"]]
-        outcomes, usage = self.writer.write(plans)
+        outcomes: list[DocumentOutcome] = []
+        usage: TokenUsage | None = None
+        if ray.get(self.attempts.begin_batch.remote(positions)):
+            outcomes, usage = self.writer.write(plans)
+            ray.get(self.attempts.end.remote(positions))
+        else:
+            for position, plan in zip(positions, plans, strict=True):
+                lost = ray.get(self.attempts.begin.remote(position))
+                if lost > self.max_retries:
+                    error = RagloomError(
+                        f"{plan[0]}: the worker process died {lost} times while writing it "
+                        f"(max_retries={self.max_retries})"
+                    )
+                    outcomes.append(DocumentOutcome(plan[0], error=error))
+                else:
+                    done, done_usage = self.writer.write([plan])
+                    outcomes += done
+                    usage = done_usage + usage if done_usage is not None else usage
+                ray.get(self.attempts.end.remote([position]))
         usages: list[TokenUsage | None] = [usage] + [None] * (len(outcomes) - 1)
         return {"position": batch["position"], "outcome": _pack(zip(outcomes, usages, strict=True))}
 
@@ -177,8 +237,9 @@ class RayIngestor:
     default splitter. ``concurrency`` actors embed and write,
     each with ``num_cpus`` CPUs; ``documents_per_batch`` documents go to an actor at a
     time (embedded in chunks of ``batch_size`` segments). An actor killed mid-batch is
-    restarted and its batch redone (at most ``max_retries`` times); a document whose
-    loading, splitting or embedding raises is reported in ``failures`` and not retried.
+    restarted and its batch redone; a document on which a worker died more than
+    ``max_retries`` times is reported in ``failures``, as is a document whose loading,
+    splitting or embedding raises (that one is not retried).
     """
 
     def __init__(
@@ -265,6 +326,9 @@ class RayIngestor:
             batch_format="numpy",
             num_cpus=self.split_num_cpus,
         )
+        attempts = _Attempts.remote()  # type: ignore[attr-defined]
+        # Ray Data restarts lost actors and retries their batches (its defaults, without
+        # limit); _Attempts bounds that per document.
         embedded = split.map_batches(
             _EmbedStage,
             fn_constructor_args=(
@@ -272,15 +336,18 @@ class RayIngestor:
                 self.store_factory,
                 self.batch_size,
                 self.on_actor_start,
+                attempts,
+                self.max_retries,
             ),
             batch_size=self.documents_per_batch,
             batch_format="numpy",
             num_cpus=self.num_cpus,
-            concurrency=self.concurrency,
-            max_restarts=self.max_retries,
-            max_task_retries=self.max_retries,
+            compute=ray.data.ActorPoolStrategy(size=self.concurrency),
         )
-        return self._collect(embedded, len(items))
+        try:
+            return self._collect(embedded, len(items))
+        finally:
+            ray.kill(attempts)
 
     def _collect(self, dataset: Any, total: int) -> IngestionResult:
         """Stream the outcomes back, report progress, and order them as the input."""

@@ -83,6 +83,23 @@ def describe(exc: BaseException) -> str:
     return f"{message} [{state}]" if state else message
 
 
+ROLLED_BACK = (pg_errors.DeadlockDetected, pg_errors.SerializationFailure)
+"""Errors after which the server rolled the transaction back: safe to run it again."""
+
+
+def rerun_pause(attempts: int) -> float | None:
+    """How long to wait before running a rolled-back transaction again (None: give up)."""
+    return 0.01 * attempts * random.random() if attempts < 5 else None
+
+
+def no_connection(what: str, timeout: float, exc: BaseException) -> EmbeddingStoreError:
+    """The error for a pool that gave no connection within ``timeout``."""
+    return EmbeddingStoreError(
+        f"{what}: no connection to PostgreSQL within {timeout:g}s "
+        f"({describe(exc)}); is the server running and reachable?"
+    )
+
+
 class Database:
     """A pool of connections prepared for one store: adapters registered, settings applied.
 
@@ -148,6 +165,11 @@ class Database:
     def close(self) -> None:
         if self.owns_pool:
             self.pool.close()
+
+    @property
+    def dumper(self) -> type[VectorDumper] | None:
+        """The binary dumper of :class:`VectorParam` for this server (None before setup)."""
+        return self._dumper
 
     # -- per-connection preparation -------------------------------------------------------
 
@@ -245,15 +267,12 @@ class Database:
                 finally:
                     self.pool.putconn(conn)
             except PoolTimeout as exc:
-                raise EmbeddingStoreError(
-                    f"{what}: no connection to PostgreSQL within {self.timeout:g}s "
-                    f"({describe(exc)}); is the server running and reachable?"
-                ) from exc
-            except (pg_errors.DeadlockDetected, pg_errors.SerializationFailure) as exc:
-                if attempts < 5:  # rolled back: safe to run again, after a short pause
-                    time.sleep(0.01 * attempts * random.random())
-                    continue
-                raise EmbeddingStoreError(f"{what} failed: {describe(exc)}") from exc
+                raise no_connection(what, self.timeout, exc) from exc
+            except ROLLED_BACK as exc:
+                pause = rerun_pause(attempts)
+                if pause is None:
+                    raise EmbeddingStoreError(f"{what} failed: {describe(exc)}") from exc
+                time.sleep(pause)
             except psycopg.OperationalError as exc:
                 if progress.get("broken") and attempts <= 2:
                     if idempotent or not progress["committing"]:

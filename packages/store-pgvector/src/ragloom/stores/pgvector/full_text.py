@@ -34,6 +34,7 @@ from ragloom.core.metadata import Metadata
 from ragloom.core.query import Query
 from ragloom.core.retrievers.dynamic import Dynamic, resolve_dynamic
 from ragloom.core.stores.validation import check_max_results, check_min_score
+from ragloom.stores.pgvector._async_database import AsyncConnection
 from ragloom.stores.pgvector._database import Connection, describe
 from ragloom.stores.pgvector._filters import compile_filter
 from ragloom.stores.pgvector._metadata import decode_many
@@ -142,6 +143,29 @@ class PgFullTextContentRetriever:
 
     def retrieve(self, query: Query) -> list[Content]:
         """The stored segments best matching ``query``'s words, most relevant first."""
+        statement, params, condition, min_score = self._plan(query)
+
+        def work(conn: Connection) -> list[tuple[Any, ...]]:
+            return conn.execute(statement, params).fetchall()
+
+        rows = self.store._db.run(work, what="full-text search", write=False, idempotent=True)
+        return _contents(rows, condition, min_score)
+
+    async def aretrieve(self, query: Query) -> list[Content]:
+        """:meth:`retrieve` on the store's async connection pool."""
+        statement, params, condition, min_score = self._plan(query)
+
+        async def work(conn: AsyncConnection) -> list[tuple[Any, ...]]:
+            cursor = await conn.execute(statement, params)
+            return await cursor.fetchall()
+
+        rows = await self.store._async_db.run(
+            work, what="full-text search", write=False, idempotent=True
+        )
+        return _contents(rows, condition, min_score)
+
+    def _plan(self, query: Query) -> tuple[sql.Composed, list[Any], Filter | None, float]:
+        """The statement and parameters of a search, its filter and minimum score."""
         max_results = check_max_results(resolve_dynamic(self.max_results, query))
         min_score = check_min_score(resolve_dynamic(self.min_score, query))
         condition = resolve_dynamic(self.filter, query)
@@ -153,7 +177,7 @@ class PgFullTextContentRetriever:
             params += compiled.params
         params.append(max_results)
         table = self.store.table
-        statement = sql.SQL(
+        statement: sql.Composed = sql.SQL(
             "SELECT seq, id, text, metadata::text, rank FROM ("
             "SELECT seq, id, text, metadata, ts_rank_cd({column}, q.query, %s) AS rank "
             "FROM {table}, (SELECT replace(plainto_tsquery(%s::regconfig, %s)::text, ' & ', ' | ')"
@@ -167,22 +191,7 @@ class PgFullTextContentRetriever:
                 table, "NULL::bigint, NULL::text, NULL::text, metadata::text, NULL::real", statement
             )
             params.insert(0, compiled.mismatch_tags)
-
-        def work(conn: Connection) -> list[tuple[Any, ...]]:
-            return conn.execute(statement, params).fetchall()
-
-        rows = self.store._db.run(work, what="full-text search", write=False, idempotent=True)
-        if rows and rows[0][0] is None:
-            assert condition is not None
-            raise_mismatch(condition, rows[0][3])
-        kept = [row for row in rows if float(row[4]) >= min_score]
-        contents: list[Content] = []
-        for (_, embedding_id, text, _, rank), metadata in zip(
-            kept, decode_many([row[3] for row in kept]), strict=True
-        ):
-            segment = TextSegment(text, Metadata._trusted(metadata))
-            contents.append(Content(segment, {SCORE: float(rank), EMBEDDING_ID: embedding_id}))
-        return contents
+        return statement, params, condition, min_score
 
     def __repr__(self) -> str:
         return (
@@ -193,3 +202,20 @@ class PgFullTextContentRetriever:
 
 def _short_hash(text: str) -> str:
     return hashlib.sha1(text.encode("utf-8")).hexdigest()[:8]
+
+
+def _contents(
+    rows: list[tuple[Any, ...]], condition: Filter | None, min_score: float
+) -> list[Content]:
+    """The contents of a full-text search's rows (raising a filter type mismatch)."""
+    if rows and rows[0][0] is None:
+        assert condition is not None
+        raise_mismatch(condition, rows[0][3])
+    kept = [row for row in rows if float(row[4]) >= min_score]
+    contents: list[Content] = []
+    for (_, embedding_id, text, _, rank), metadata in zip(
+        kept, decode_many([row[3] for row in kept]), strict=True
+    ):
+        segment = TextSegment(text, Metadata._trusted(metadata))
+        contents.append(Content(segment, {SCORE: float(rank), EMBEDDING_ID: embedding_id}))
+    return contents

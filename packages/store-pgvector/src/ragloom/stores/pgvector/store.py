@@ -36,7 +36,7 @@ import numpy as np
 import numpy.typing as npt
 import psycopg
 from psycopg import sql
-from psycopg_pool import ConnectionPool
+from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
 from ragloom.core.document import TextSegment
 from ragloom.core.embedding import Embedding
@@ -57,6 +57,7 @@ from ragloom.core.stores.validation import (
     validate_embeddings,
     validate_ids,
 )
+from ragloom.stores.pgvector._async_database import AsyncConnection, AsyncDatabase
 from ragloom.stores.pgvector._copy import Batch
 from ragloom.stores.pgvector._database import (
     Connection,
@@ -105,6 +106,7 @@ _WITH_MISMATCH = (
     "WITH mismatch AS MATERIALIZED (SELECT metadata FROM {table} WHERE metadata_kinds && %s) "
     "(SELECT {probe} FROM mismatch LIMIT 1) UNION ALL ({statement})"
 )
+_NEXT_SEQS = "SELECT nextval(%s::regclass) FROM generate_series(1, %s)"
 _STATEMENT_CACHE = 256  # search statements kept, by (filter, zero query)
 _SEARCH = sql.SQL(
     "SELECT seq, id, embedding, text, metadata::text FROM {table}{where} ORDER BY {order} LIMIT %s"
@@ -219,6 +221,11 @@ class PgVectorEmbeddingStore(EmbeddingStore):
             timeout=float(timeout),
             settings=settings,
         )
+        self._async_db = AsyncDatabase(
+            self._db,
+            connection if isinstance(connection, str) else _conninfo(connection),
+            self._db.pool.max_size,
+        )
         try:
             self._dimension: int = self._db.run(
                 lambda conn: self._setup(
@@ -267,9 +274,27 @@ class PgVectorEmbeddingStore(EmbeddingStore):
 
         return self._db.run(work, what="counting entries", write=False, idempotent=True)
 
+    @property
+    def async_pool(self) -> AsyncConnectionPool[Any] | None:
+        """The async connection pool the async methods use (opened by the first of them, in
+        its event loop, with the sync pool's size and connection string; None before)."""
+        return self._async_db.pool
+
     def close(self) -> None:
-        """Close the connection pool, if the store created it."""
+        """Close the connection pool, if the store created it (see :meth:`aclose`)."""
         self._db.close()
+
+    async def aclose(self) -> None:
+        """Close the async pool of the running event loop, then the sync pool as
+        :meth:`close` does; use it (or ``async with``) when you used the async methods."""
+        await self._async_db.close()
+        self._db.close()
+
+    async def __aenter__(self) -> PgVectorEmbeddingStore:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
 
     def __enter__(self) -> PgVectorEmbeddingStore:
         return self
@@ -458,12 +483,58 @@ class PgVectorEmbeddingStore(EmbeddingStore):
         (``INSERT ... ON CONFLICT``) in pipelined batches, or ``COPY`` into a temporary
         table and one upsert from it for large batches.
         """
+        batch, upsert = self._batch(embeddings, segments, ids)
+        if batch is None:
+            return []
+        what = f"adding {len(batch)} embeddings"
+        if upsert:
+            self._db.run(
+                lambda conn: self._upsert(conn, batch), what=what, write=True, idempotent=True
+            )
+        else:
+            self._db.run(
+                lambda conn: self._copy(conn, self._table, batch),
+                what=what,
+                write=True,
+                idempotent=False,
+            )
+        return batch.ids
+
+    async def aadd_all(
+        self,
+        embeddings: Sequence[Embedding] | npt.NDArray[np.floating[Any]],
+        segments: Sequence[TextSegment] | None = None,
+        *,
+        ids: Sequence[str] | None = None,
+    ) -> list[str]:
+        """:meth:`add_all` on the store's async connection pool (same statements)."""
+        batch, upsert = self._batch(embeddings, segments, ids)
+        if batch is None:
+            return []
+
+        async def work(conn: AsyncConnection) -> None:
+            if upsert:
+                await self._aupsert(conn, batch)
+            else:
+                await self._acopy(conn, self._table, batch)
+
+        what = f"adding {len(batch)} embeddings"
+        await self._async_db.run(work, what=what, write=True, idempotent=upsert)
+        return batch.ids
+
+    def _batch(
+        self,
+        embeddings: Sequence[Embedding] | npt.NDArray[np.floating[Any]],
+        segments: Sequence[TextSegment] | None,
+        ids: Sequence[str] | None,
+    ) -> tuple[Batch | None, bool]:
+        """The validated rows to write (None for none) and whether to upsert (ids given)."""
         count = len(embeddings)
         texts, segment_metadata = split_segments(segments, count)
         metadata = [{}] * count if segment_metadata is None else segment_metadata
         id_list = None if ids is None else _storable_ids(validate_ids(ids, count))
         if count == 0:
-            return []
+            return None, False
         matrix = validate_embeddings(embeddings, self._dimension)
         documents: list[str] = []
         tags: list[list[str]] = []
@@ -475,29 +546,18 @@ class PgVectorEmbeddingStore(EmbeddingStore):
             if text is not None:
                 check_text(text, f"text of segment {position}")
         if id_list is None:
-            batch = Batch(generate_ids(count), matrix, texts, documents, tags)
-            self._db.run(
-                lambda conn: self._copy(conn, self._table, batch),
-                what=f"adding {count} embeddings",
-                write=True,
-                idempotent=False,
-            )
-            return batch.ids
-        batch = Batch(id_list, matrix, texts, documents, tags)
-        self._db.run(
-            lambda conn: self._upsert(conn, batch),
-            what=f"adding {count} embeddings",
-            write=True,
-            idempotent=True,
+            return Batch(generate_ids(count), matrix, texts, documents, tags), False
+        return Batch(id_list, matrix, texts, documents, tags), True
+
+    @staticmethod
+    def _copy_statement(table: sql.Composable) -> sql.Composed:
+        return sql.SQL("COPY {} ({}) FROM STDIN (FORMAT BINARY)").format(
+            table, sql.SQL(", ").join(map(sql.Identifier, _COLUMNS))
         )
-        return id_list
 
     def _copy(self, conn: Connection, table: sql.Composable, batch: Batch) -> None:
         """Binary ``COPY`` of ``batch`` into ``table`` (our stream on UTF-8 connections)."""
-        statement = sql.SQL("COPY {} ({}) FROM STDIN (FORMAT BINARY)").format(
-            table, sql.SQL(", ").join(map(sql.Identifier, _COLUMNS))
-        )
-        with conn.cursor() as cursor, cursor.copy(statement) as copy:
+        with conn.cursor() as cursor, cursor.copy(self._copy_statement(table)) as copy:
             if conn.info.encoding == "utf-8":
                 for chunk in batch.copy_chunks():
                     copy.write(chunk)
@@ -507,6 +567,58 @@ class PgVectorEmbeddingStore(EmbeddingStore):
             for row in batch.param_rows():
                 copy.write_row(row)
 
+    async def _acopy(self, conn: AsyncConnection, table: sql.Composable, batch: Batch) -> None:
+        """:meth:`_copy` on an async connection."""
+        async with conn.cursor() as cursor, cursor.copy(self._copy_statement(table)) as copy:
+            if conn.info.encoding == "utf-8":
+                for chunk in batch.copy_chunks():
+                    await copy.write(chunk)
+                return
+            assert self._db.vector_oid is not None
+            copy.set_types(["text", self._db.vector_oid, "text", "jsonb", "text[]"])
+            for row in batch.param_rows():
+                await copy.write_row(row)
+
+    def _upsert_sql(self) -> tuple[sql.Composed, sql.Composed]:
+        """The (SET list, column list) of the upserts."""
+        update = sql.SQL(", ").join(
+            sql.SQL("{0} = EXCLUDED.{0}").format(sql.Identifier(column)) for column in _COLUMNS[1:]
+        )
+        return update, sql.SQL(", ").join(map(sql.Identifier, _COLUMNS))
+
+    def _values_upsert(self) -> sql.Composed:
+        """The row-by-row upsert of a small batch (with its seq drawn beforehand)."""
+        update, columns = self._upsert_sql()
+        return sql.SQL(
+            "INSERT INTO {} (seq, {}) OVERRIDING SYSTEM VALUE "
+            "VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (id) DO UPDATE SET {}"
+        ).format(self._table, columns, update)
+
+    def _staging_upsert(self, staging: sql.Identifier) -> tuple[sql.Composed, sql.Composed]:
+        """The statements creating the staging table and upserting from it."""
+        update, columns = self._upsert_sql()
+        create = sql.SQL(
+            "CREATE TEMPORARY TABLE {} "
+            "(LIKE {} INCLUDING DEFAULTS INCLUDING IDENTITY) ON COMMIT DROP"
+        ).format(staging, self._table)
+        # nextval runs after the inner ORDER BY (input order); the outer one is the lock order.
+        insert = sql.SQL(
+            "INSERT INTO {table} (seq, {columns}) OVERRIDING SYSTEM VALUE "
+            "SELECT new_seq, {columns} FROM ("
+            "SELECT nextval(%s::regclass) AS new_seq, {columns} FROM {staging} "
+            "ORDER BY seq OFFSET 0) batch "
+            'ORDER BY id COLLATE "C" '
+            "ON CONFLICT (id) DO UPDATE SET {update}"
+        ).format(table=self._table, columns=columns, staging=staging, update=update)
+        return create, insert
+
+    def _ordered_rows(self, batch: Batch, seqs: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
+        """The rows of a small batch with their seq, in id (lock) order."""
+        rows = batch.param_rows()
+        return sorted(
+            ((seq, *row) for (seq,), row in zip(seqs, rows, strict=True)), key=lambda row: row[1]
+        )
+
     def _upsert(self, conn: Connection, batch: Batch) -> None:
         """Insert or replace ``rows`` (id first), deadlock-free among concurrent upserts.
 
@@ -515,53 +627,65 @@ class PgVectorEmbeddingStore(EmbeddingStore):
         ``COLLATE "C"`` on UTF-8), so that concurrent upserts of overlapping ids lock them
         in one global order and never deadlock. Replaced rows keep their ``seq``.
         """
-        update = sql.SQL(", ").join(
-            sql.SQL("{0} = EXCLUDED.{0}").format(sql.Identifier(column)) for column in _COLUMNS[1:]
-        )
-        columns = sql.SQL(", ").join(map(sql.Identifier, _COLUMNS))
         if len(batch) < _STAGING_FROM:
-            rows = batch.param_rows()
-            seqs = conn.execute(
-                "SELECT nextval(%s::regclass) FROM generate_series(1, %s)",
-                [self._sequence, len(rows)],
-            ).fetchall()
-            ordered = sorted(
-                ((seq, *row) for (seq,), row in zip(seqs, rows, strict=True)),
-                key=lambda row: row[1],
-            )
-            statement = sql.SQL(
-                "INSERT INTO {} (seq, {}) OVERRIDING SYSTEM VALUE "
-                "VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (id) DO UPDATE SET {}"
-            ).format(self._table, columns, update)
+            seqs = conn.execute(_NEXT_SEQS, [self._sequence, len(batch)]).fetchall()
+            ordered = self._ordered_rows(batch, seqs)
+            statement = self._values_upsert()
             with conn.cursor() as cursor:
                 for start in range(0, len(ordered), self._batch_size):
                     cursor.executemany(statement, ordered[start : start + self._batch_size])
             return
         staging = sql.Identifier(f"ragloom_staging_{uuid.uuid4().hex}")
-        conn.execute(
-            sql.SQL(
-                "CREATE TEMPORARY TABLE {} "
-                "(LIKE {} INCLUDING DEFAULTS INCLUDING IDENTITY) ON COMMIT DROP"
-            ).format(staging, self._table)
-        )
+        create, insert = self._staging_upsert(staging)
+        conn.execute(create)
         self._copy(conn, staging, batch)
-        # nextval runs after the inner ORDER BY (input order); the outer one is the lock order.
-        conn.execute(
-            sql.SQL(
-                "INSERT INTO {table} (seq, {columns}) OVERRIDING SYSTEM VALUE "
-                "SELECT new_seq, {columns} FROM ("
-                "SELECT nextval(%s::regclass) AS new_seq, {columns} FROM {staging} "
-                "ORDER BY seq OFFSET 0) batch "
-                'ORDER BY id COLLATE "C" '
-                "ON CONFLICT (id) DO UPDATE SET {update}"
-            ).format(table=self._table, columns=columns, staging=staging, update=update),
-            [self._sequence],
-        )
+        conn.execute(insert, [self._sequence])
+
+    async def _aupsert(self, conn: AsyncConnection, batch: Batch) -> None:
+        """:meth:`_upsert` on an async connection."""
+        if len(batch) < _STAGING_FROM:
+            cursor = await conn.execute(_NEXT_SEQS, [self._sequence, len(batch)])
+            ordered = self._ordered_rows(batch, await cursor.fetchall())
+            statement = self._values_upsert()
+            async with conn.cursor() as writer:
+                for start in range(0, len(ordered), self._batch_size):
+                    await writer.executemany(statement, ordered[start : start + self._batch_size])
+            return
+        staging = sql.Identifier(f"ragloom_staging_{uuid.uuid4().hex}")
+        create, insert = self._staging_upsert(staging)
+        await conn.execute(create)
+        await self._acopy(conn, staging, batch)
+        await conn.execute(insert, [self._sequence])
 
     # ------------------------------------------------------------------ searching
 
     def search(self, request: EmbeddingSearchRequest) -> EmbeddingSearchResult:
         """The best matches by cosine (HNSW/IVFFlat approximate, exact without an index)."""
+        statement, params, settings = self._search_plan(request)
+
+        def work(conn: Connection) -> list[tuple[Any, ...]]:
+            return conn.execute(statement, params, binary=True).fetchall()
+
+        rows = self._db.run(work, what="searching", write=False, idempotent=True, settings=settings)
+        return self._search_result(request, rows)
+
+    async def asearch(self, request: EmbeddingSearchRequest) -> EmbeddingSearchResult:
+        """:meth:`search` on the store's async connection pool (psycopg's async API)."""
+        statement, params, settings = self._search_plan(request)
+
+        async def work(conn: AsyncConnection) -> list[tuple[Any, ...]]:
+            cursor = await conn.execute(statement, params, binary=True)
+            return await cursor.fetchall()
+
+        rows = await self._async_db.run(
+            work, what="searching", write=False, idempotent=True, settings=settings
+        )
+        return self._search_result(request, rows)
+
+    def _search_plan(
+        self, request: EmbeddingSearchRequest
+    ) -> tuple[sql.SQL, list[Any], dict[str, str] | None]:
+        """The statement, its parameters and the session settings a search needs."""
         if not isinstance(request, EmbeddingSearchRequest):
             raise EmbeddingStoreError(
                 f"search takes an EmbeddingSearchRequest, got {type(request).__name__}"
@@ -578,11 +702,14 @@ class PgVectorEmbeddingStore(EmbeddingStore):
         settings = None
         if k > self._ef_search:
             settings = {"hnsw.ef_search": str(min(k, _EF_SEARCH_MAX))}
+        return statement, params, settings
 
-        def work(conn: Connection) -> list[tuple[Any, ...]]:
-            return conn.execute(statement, params, binary=True).fetchall()
-
-        rows = self._db.run(work, what="searching", write=False, idempotent=True, settings=settings)
+    def _search_result(
+        self, request: EmbeddingSearchRequest, rows: list[tuple[Any, ...]]
+    ) -> EmbeddingSearchResult:
+        """The matches of a search's rows, rescored exactly and ordered."""
+        k = request.max_results
+        query64 = request.query_embedding.vector.astype(np.float64)
         if rows and rows[0][0] is None:
             assert request.filter is not None
             raise_mismatch(request.filter, rows[0][4])
@@ -661,34 +788,50 @@ class PgVectorEmbeddingStore(EmbeddingStore):
         Removing everything is ``TRUNCATE`` (fast, resets the index; it briefly locks out
         concurrent readers of the table).
         """
+        plan = self._remove_plan(ids, filter)
+        if plan is None:
+            return
+        statement, params, what = plan
+
+        def work(conn: Connection) -> tuple[Any, ...] | None:
+            cursor = conn.execute(statement, params)
+            return cursor.fetchone() if cursor.description else None
+
+        self._check_removed(filter, self._db.run(work, what=what, write=True, idempotent=True))
+
+    async def aremove_all(
+        self, ids: Iterable[str] | None = None, *, filter: Filter | None = None
+    ) -> None:
+        """:meth:`remove_all` on the store's async connection pool."""
+        plan = self._remove_plan(ids, filter)
+        if plan is None:
+            return
+        statement, params, what = plan
+
+        async def work(conn: AsyncConnection) -> tuple[Any, ...] | None:
+            cursor = await conn.execute(statement, params)
+            return await cursor.fetchone() if cursor.description else None
+
+        row = await self._async_db.run(work, what=what, write=True, idempotent=True)
+        self._check_removed(filter, row)
+
+    def _remove_plan(
+        self, ids: Iterable[str] | None, filter: Filter | None
+    ) -> tuple[sql.Composed, list[Any], str] | None:
+        """The statement, parameters and description of a removal (None: nothing to do)."""
         if ids is not None and filter is not None:
             raise EmbeddingStoreError("remove_all takes ids or a filter, not both")
         if ids is None and filter is None:
-            statement = sql.SQL("TRUNCATE {}").format(self._table)
-            self._db.run(
-                lambda conn: conn.execute(statement),
-                what="removing everything",
-                write=True,
-                idempotent=True,
-            )
-            return
+            return sql.SQL("TRUNCATE {}").format(self._table), [], "removing everything"
         if ids is not None:
             if isinstance(ids, str):
                 raise EmbeddingStoreError("remove_all takes a collection of ids, not one str")
             id_list = _storable_ids(validate_ids(ids, unique=False))
             if not id_list:
-                return
+                return None
             statement = sql.SQL("DELETE FROM {} WHERE id = ANY(%s)").format(self._table)
-            self._db.run(
-                lambda conn: conn.execute(statement, [id_list]),
-                what=f"removing {len(id_list)} ids",
-                write=True,
-                idempotent=True,
-            )
-            return
-        filter = check_filter(filter)
-        compiled = compile_filter(filter)
-        params: list[Any] = [compiled.mismatch_tags, *compiled.params]
+            return statement, [id_list], f"removing {len(id_list)} ids"
+        compiled = compile_filter(check_filter(filter))
         statement = sql.SQL(
             "WITH mismatch AS MATERIALIZED ("
             "SELECT metadata FROM {table} WHERE metadata_kinds && %s), "
@@ -696,12 +839,12 @@ class PgVectorEmbeddingStore(EmbeddingStore):
             "AND NOT EXISTS (SELECT FROM mismatch) RETURNING 1) "
             "SELECT (SELECT metadata::text FROM mismatch LIMIT 1), (SELECT count(*) FROM gone)"
         ).format(table=self._table, condition=compiled.condition)
+        return statement, [compiled.mismatch_tags, *compiled.params], "removing by filter"
 
-        def work(conn: Connection) -> tuple[Any, ...] | None:
-            return conn.execute(statement, params).fetchone()
-
-        row = self._db.run(work, what="removing by filter", write=True, idempotent=True)
-        if row is not None and row[0] is not None:
+    @staticmethod
+    def _check_removed(filter: Filter | None, row: tuple[Any, ...] | None) -> None:
+        """Raise the core's error when a filter removal met metadata it cannot compare."""
+        if filter is not None and row is not None and row[0] is not None:
             raise_mismatch(filter, row[0])
 
 
@@ -731,3 +874,8 @@ def _storable_ids(ids: list[str]) -> list[str]:
     for embedding_id in ids:
         check_text(embedding_id, "embedding id")
     return ids
+
+
+def _conninfo(pool: ConnectionPool[Any]) -> str | None:
+    """The connection string of a given pool (None when it is computed by a function)."""
+    return pool.conninfo if isinstance(pool.conninfo, str) else None
