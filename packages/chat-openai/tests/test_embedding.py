@@ -200,10 +200,10 @@ def test_aembed_all_sends_the_same_requests_and_returns_the_same_result(
 ) -> None:
     model = embedding_model(server, batch_size=3)
     expected = model.embed_all(TEXTS)
-    sync_bodies = server.bodies("/embeddings")
+    sync_bodies = server.bodies("/v1/embeddings")
     server.requests.clear()
     assert asyncio.run(model.aembed_all([TextSegment(t) for t in TEXTS])) == expected
-    assert server.bodies("/embeddings") == sync_bodies
+    assert server.bodies("/v1/embeddings") == sync_bodies
     assert isinstance(model, AsyncEmbeddingModel)
 
 
@@ -217,7 +217,7 @@ def test_aembed_all_through_a_given_async_client_and_the_core_helper(server: Wir
     results, closed = asyncio.run(run())
     assert not closed  # a given client is the caller's
     assert [r.embedding for r in results] == FakeEmbeddingModel(64).embed_all(TEXTS).embeddings
-    assert len(server.bodies("/embeddings")) == len(TEXTS)
+    assert len(server.bodies("/v1/embeddings")) == len(TEXTS)
 
 
 def test_aembed_all_errors_and_retries_as_the_sync_path(server: WireServer, sleeps: Sleeps) -> None:
