@@ -69,7 +69,12 @@ class TextSegment:
                 f"TextSegment text must be str, got {type(text).__name__}"
             )
         self.text = text
-        self._metadata = metadata if isinstance(metadata, Metadata) else validated_dict(metadata)
+        # The type test first: isinstance against an ABC costs more than the dict check.
+        self._metadata = (
+            validated_dict(metadata)
+            if type(metadata) is dict or not isinstance(metadata, Metadata)
+            else metadata
+        )
 
     @property
     def metadata(self) -> Metadata:
