@@ -148,7 +148,7 @@ class StringColumn(Sequence[str | None]):
             or null.shape != (count,)
         ):
             raise ValueError(f"string column {name!r}: arrays of the wrong type or shape")
-        if offsets[0] != 0 or offsets[-1] != data.size or (np.diff(offsets) < 0).any():
+        if offsets[0] != 0 or offsets[-1] != data.size or (offsets[1:] < offsets[:-1]).any():
             raise ValueError(f"string column {name!r}: offsets out of order or out of range")
         self._data, self._offsets, self._null = data, offsets, null
 

@@ -568,7 +568,8 @@ class InMemoryEmbeddingStore(TombstonedRows, EmbeddingStore):
         texts = StringColumn(arrays, "texts", count)
         metadata = MetadataTable.from_arrays(count, keys, arrays)
         if mmap:
-            if arrays["ids.null"].any() or (np.diff(arrays["ids.offsets"]) == 0).any():
+            offsets = arrays["ids.offsets"]
+            if arrays["ids.null"].any() or (offsets[1:] == offsets[:-1]).any():
                 raise ValueError("an id is missing or empty")
             self._lazy = (ids, texts)  # type: ignore[assignment]  # ids are never None
         else:
@@ -788,7 +789,11 @@ def _write_npy(matrix: Matrix, file: ByteSink) -> None:
 def _check_vectors(
     vectors: npt.NDArray[Any], count: int, dimension: int | None, path: object
 ) -> None:
-    if vectors.dtype != np.float32 or vectors.shape != (count, dimension or 0):
+    if (
+        vectors.dtype != np.float32
+        or vectors.shape != (count, dimension or 0)
+        or not vectors.flags.c_contiguous
+    ):
         raise EmbeddingStoreError(
             f"{path}: expected float32 vectors of shape ({count}, {dimension}), "
             f"found {vectors.dtype} {vectors.shape}"
