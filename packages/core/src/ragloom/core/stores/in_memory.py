@@ -375,7 +375,7 @@ class InMemoryEmbeddingStore(TombstonedRows, EmbeddingStore):
         match gets its own row of it) and one vectorized decode of the metadata."""
         ids, texts = self._lazy or (self._ids, self._texts)
         vectors = self._matrix[positions]
-        metadata = self._metadata.take(positions)
+        metadata = self._metadata._take(positions)
         score_list = scores.tolist()
         embedding, segment, wrap = Embedding._trusted, TextSegment._trusted, Metadata._trusted
         matches = []

@@ -11,7 +11,6 @@ let a column holding one type skip the type test. Not thread-safe: the owner loc
 
 from __future__ import annotations
 
-import itertools
 import math
 import operator
 import struct
@@ -179,11 +178,11 @@ class _Column:
     def intern(self, values: list[Any]) -> list[int]:
         """Dictionary codes of ``values``, adding the new ones."""
         index = self.index
-        codes = [index.setdefault(value, len(index)) for value in values]
-        added = len(index) - len(self.objects)
-        if added:  # the new values are the last ones inserted into the dict
-            self.objects.extend(reversed(list(itertools.islice(reversed(index), added))))
-        return codes
+        for value in dict.fromkeys(values):  # the distinct values, in first-seen order
+            if value not in index:
+                index[value] = len(index)
+                self.objects.append(value)
+        return list(map(index.__getitem__, values))
 
     def present(self) -> int:
         return sum(self.counts)
@@ -507,7 +506,10 @@ class MetadataTable:
         self, positions: NDArray[np.integer[Any]] | Sequence[int]
     ) -> list[dict[str, MetadataValue]]:
         """The metadata of the rows at ``positions``, in that order."""
-        selected = self._positions(positions)
+        return self._take(self._positions(positions))
+
+    def _take(self, selected: NDArray[np.intp]) -> list[dict[str, MetadataValue]]:
+        """:meth:`take` of positions known to be valid (the owner's search results)."""
         rows: list[dict[str, MetadataValue]] = [{} for _ in range(len(selected))]
         for key, column in self._columns.items():
             codes = column.codes[selected]

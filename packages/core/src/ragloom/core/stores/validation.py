@@ -116,17 +116,20 @@ def split_segments(
         for segment in batch:
             if not isinstance(segment, TextSegment):
                 raise error(f"expected TextSegment, got {type(segment).__name__}")
-    texts: list[str | None] = [segment.text for segment in batch]
-    metadata = [m if type(m) is dict else m._data for m in map(_METADATA, batch)]
+    texts: list[str | None] = list(map(_TEXT, batch))
+    metadata = list(map(_METADATA, batch))
+    if set(map(type, metadata)) != {dict}:  # some were read: the Metadata around the dict
+        metadata = [m if type(m) is dict else m._data for m in metadata]
     keys = set().union(*metadata)
     distinct = set(itertools.chain.from_iterable(map(dict.values, metadata)))
-    strings = [value for value in distinct if isinstance(value, str)]
+    strings = list(filter(str.__instancecheck__, distinct))
     if not all(map(_valid_unicode, (texts, keys, strings))):
         for position, segment in enumerate(batch):  # find the first culprit
             check_segment(segment, position, error=error)
     return texts, [dict(row) for row in metadata] if copy else metadata
 
 
+_TEXT = operator.attrgetter("text")
 _METADATA = operator.attrgetter("_metadata")  # a dict, or a Metadata around one
 
 
