@@ -10,8 +10,10 @@ median ratio with its min-max spread:
 - save:    ``store.save(dir)`` vs ``np.save`` + ``pickle.dump`` of ids, texts and metadata,
            both fsynced (goal <= 1.3x)
 - load:    ``InMemoryEmbeddingStore.load(dir)`` vs ``np.load`` + ``pickle.load`` (goal <= 1.3x)
-- mmap:    ``load(dir, mmap=True)`` open time (goal < 50 ms) and its first search vs
-           numpy on ``np.load(mmap_mode="r")``
+- mmap:    ``load(dir, mmap=True)`` open time (goal < 50 ms at 1M x 384) and open + first
+           search vs numpy on ``np.load(mmap_mode="r")``
+
+Search at N = 10k against numpy is in ``bench_in_memory_store.py --rows 10000``.
 
     .venv/bin/python scripts/bench/bench_store_persistence.py [--rows 100000] [--dim 384]
         [--only ingest,save,load,mmap] [--repeat 5]
@@ -151,15 +153,19 @@ def main() -> None:
         if args.dir is None:
             shutil.rmtree(root, ignore_errors=True)
 
-    print(f"\n{'measure':34} {'ragloom':>9} {'numpy':>9} {'ratio':>7} {'spread':>13} {'goal':>6}")
+    print(f"\n{'measure':34} {'ragloom':>9} {'numpy':>9} {'ratio':>7} {'spread':>13} {'goal':>8}")
     for name, ours, theirs, lo, hi, goal in results:
-        ratio = ours / theirs if theirs else float("nan")
-        verdict = "" if not goal else ("ok" if ratio <= goal else "MISSED")
-        spread = f"{lo:.2f}-{hi:.2f}" if theirs else "-"
-        goal_text = f"<={goal}" if goal else "-"
+        if theirs:  # a ratio to the baseline, and its goal
+            ratio, spread, goal_text = f"{ours / theirs:6.2f}x", f"{lo:.2f}-{hi:.2f}", f"<={goal}"
+            met = ours / theirs <= goal
+        else:  # an absolute time; its goal in ms
+            ratio, spread, goal_text = "-", "-", f"<{goal:g}ms"
+            met = ours * 1e3 < goal
+        verdict = "" if not goal else ("ok" if met else "MISSED")
+        baseline = f"{theirs * 1e3:9.1f}" if theirs else f"{'-':>9}"
         print(
-            f"{name:34} {ours * 1e3:9.1f} {theirs * 1e3:9.1f} {ratio:6.2f}x {spread:>13} "
-            f"{goal_text:>6} {verdict}"
+            f"{name:34} {ours * 1e3:9.1f} {baseline} {ratio:>7} {spread:>13} "
+            f"{goal_text:>8} {verdict}"
         )
 
 
@@ -186,7 +192,7 @@ def bench_mmap(ours_dir: Path, theirs_dir: Path, dim: int, repeat: int) -> list[
 
     timing = paired(first_search_ours, first_search_numpy, repeat)
     return [
-        ("mmap open (ms)", statistics.median(opens), 0.0, 0.0, 0.0, 0.0),
+        ("mmap open (ms)", statistics.median(opens), 0.0, 0.0, 0.0, 50.0),
         ("mmap open + first search (ms)", *timing, 0.0),
     ]
 
