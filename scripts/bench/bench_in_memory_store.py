@@ -13,11 +13,16 @@ LangChain's ``InMemoryVectorStore`` is timed too when ``langchain_core`` is impo
         [--only memory,add,search] [--repeat 5]
 """
 
+# ruff: noqa: E402  (BLAS reads its thread count when numpy loads: set it first)
 from __future__ import annotations
+
+import os
+
+for _variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_variable, "1")  # one BLAS thread: no thread noise in ratios
 
 import argparse
 import gc
-import os
 import statistics
 import time
 from collections.abc import Callable

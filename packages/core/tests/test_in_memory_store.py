@@ -8,6 +8,7 @@ import os
 import random
 import threading
 import uuid
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +28,7 @@ from ragloom.core import (
     metadata_key,
 )
 from ragloom.core.filters import Filter
+from ragloom.core.stores.persistence import DataFiles, DirectoryFormat, write_records
 from ragloom.testkit import EmbeddingStoreFilterSuite, EmbeddingStoreSuite
 
 
@@ -110,12 +112,21 @@ def test_saved_files_are_open_formats(tmp_path: Path) -> None:
     store.save(tmp_path)
     manifest = json.loads((tmp_path / "manifest.json").read_text())
     assert manifest["format"] == "ragloom.in-memory-embedding-store"
-    assert (manifest["version"], manifest["dimension"], manifest["count"]) == (1, 2, 2)
+    assert (manifest["version"], manifest["dimension"], manifest["count"]) == (2, 2, 2)
+    assert manifest["metadata_keys"] == ["n"]
     vectors = np.load(tmp_path / manifest["files"]["vectors"]["name"], mmap_mode="r")
     np.testing.assert_array_equal(vectors, [[1, 2], [3, 4]])
-    lines = (tmp_path / manifest["files"]["records"]["name"]).read_text().splitlines()
-    assert json.loads(lines[0])["metadata"] == {"n": 1.0}
-    assert '"n": 1.0' in lines[0]  # a float stays a float in JSON
+    rows = np.fromfile(tmp_path / manifest["files"]["rows"]["name"], dtype=np.uint8)
+
+    def array(name: str) -> Any:
+        entry = manifest["arrays"][name]
+        data = rows[entry["offset"] :].view(np.dtype(entry["dtype"]))
+        return data[: int(np.prod(entry["shape"]))]
+
+    assert array("texts.data").tobytes() == b"xx"
+    assert array("texts.offsets").tolist() == [0, 1, 2]
+    assert array("metadata.0.codes").tolist() == [3, 3]  # float
+    assert array("metadata.0.payload").view(np.float64).tolist() == [1.0, 1.0]
 
 
 def test_save_replaces_a_previous_save_and_removes_its_files(tmp_path: Path) -> None:
@@ -171,11 +182,11 @@ def test_a_crash_while_writing_records_leaves_the_old_store(
     bigger = _sample_store()
     bigger.add(Embedding([1, 1, 0]), TextSegment("new"))
 
-    def crash(self: InMemoryEmbeddingStore, file: Any) -> None:
-        file.write(b'{"id": "half')
+    def crash(self: InMemoryEmbeddingStore, file: Any, metadata: Any) -> None:
+        file.write(b"\x00half")
         raise RuntimeError("killed mid-write")
 
-    monkeypatch.setattr(InMemoryEmbeddingStore, "_write_records", crash)
+    monkeypatch.setattr(InMemoryEmbeddingStore, "_write_rows", crash)
     with pytest.raises(RuntimeError, match="mid-write"):
         bigger.save(tmp_path)
     monkeypatch.undo()
@@ -209,14 +220,28 @@ def _point_outside(path: Path) -> None:
     (path / "manifest.json").write_text(json.dumps(manifest))
 
 
-def _drop_a_record_and_fix_the_checksum(path: Path) -> None:
-    import hashlib
-
+def _drop_an_id_and_fix_the_checksum(path: Path) -> None:
     manifest = _manifest(path)
-    records = path / manifest["files"]["records"]["name"]
-    data = b"".join(records.read_bytes().splitlines(keepends=True)[1:])
-    records.write_bytes(data)
-    manifest["files"]["records"]["sha256"] = hashlib.sha256(data).hexdigest()
+    rows = path / manifest["files"]["rows"]["name"]
+    data = np.fromfile(rows, dtype=np.uint8)
+    entry = manifest["arrays"]["ids.offsets"]
+    offsets = data[entry["offset"] :][: 8 * entry["shape"][0]].view(np.int64)
+    offsets[1] = offsets[0]  # the first id becomes empty
+    data.tofile(rows)
+    manifest["files"]["rows"]["crc32"] = f"{zlib.crc32(data.tobytes()):08x}"
+    (path / "manifest.json").write_text(json.dumps(manifest))
+
+
+def _corrupt_rows(path: Path) -> None:
+    rows = path / _manifest(path)["files"]["rows"]["name"]
+    data = bytearray(rows.read_bytes())
+    data[0] ^= 0xFF
+    rows.write_bytes(bytes(data))
+
+
+def _move_an_array_outside(path: Path) -> None:
+    manifest = _manifest(path)
+    manifest["arrays"]["texts.data"]["offset"] = 1 << 20
     (path / "manifest.json").write_text(json.dumps(manifest))
 
 
@@ -226,11 +251,15 @@ def _drop_a_record_and_fix_the_checksum(path: Path) -> None:
         (lambda p: (p / "manifest.json").write_text("{not json"), "not a readable"),
         (lambda p: (p / "manifest.json").unlink(), "not a readable"),
         (_edit_manifest(format="something-else"), "not a ragloom"),
-        (_edit_manifest(version=2), "version 2 is not supported"),
+        (_edit_manifest(version=3), "version 3 is not supported"),
         (_edit_manifest(count=-1), "invalid count"),
+        (_edit_manifest(count=4), "expected float32 vectors of shape \\(4, 3\\)"),
         (_corrupt_vectors, "checksum mismatch"),
+        (_corrupt_rows, "checksum mismatch"),
         (_point_outside, "no valid vectors file"),
-        (_drop_a_record_and_fix_the_checksum, "4 records for 5 vectors"),
+        (_drop_an_id_and_fix_the_checksum, "must be a non-empty str"),
+        (_move_an_array_outside, "beyond the end of the file"),
+        (_edit_manifest(metadata_keys=["s", ""]), "metadata key must be a non-empty"),
     ],
     ids=[
         "bad-json",
@@ -238,9 +267,13 @@ def _drop_a_record_and_fix_the_checksum(path: Path) -> None:
         "foreign",
         "version",
         "count",
+        "count-vs-vectors",
         "corrupt-vectors",
+        "corrupt-rows",
         "path-escape",
-        "record-count",
+        "empty-id",
+        "array-outside",
+        "bad-key",
     ],
 )
 def test_loading_a_damaged_store_raises_naming_the_path(
@@ -251,6 +284,99 @@ def test_loading_a_damaged_store_raises_naming_the_path(
     with pytest.raises(EmbeddingStoreError, match=message) as error:
         InMemoryEmbeddingStore.load(tmp_path / "s")
     assert str(tmp_path / "s") in str(error.value)
+
+
+def _save_version_1(store: InMemoryEmbeddingStore, path: Path) -> None:
+    """The layout ragloom wrote before version 2: vectors and JSON lines of records."""
+    version_1 = DirectoryFormat(
+        "ragloom.in-memory-embedding-store",
+        1,
+        {"vectors": ".npy", "records": ".jsonl"},
+        error=EmbeddingStoreError,
+        noun="in-memory embedding store",
+    )
+    size = store._size
+
+    def write(files: DataFiles) -> dict[str, Any]:
+        files.write("vectors", lambda f: np.save(f, store._matrix[:size]))
+        files.write(
+            "records", lambda f: write_records(f, store._ids, store._texts, store._metadata)
+        )
+        return {"dimension": store.dimension, "count": size}
+
+    version_1.save(path, write)
+
+
+def test_a_version_1_directory_still_loads_and_is_replaced_by_a_save(tmp_path: Path) -> None:
+    store = _sample_store()
+    _save_version_1(store, tmp_path)
+    loaded = InMemoryEmbeddingStore.load(tmp_path)
+    _assert_same_entries(store, loaded)
+    loaded.save(tmp_path)  # version 2 now; the version 1 files are gone
+    assert sorted(p.name.split("-")[0] for p in tmp_path.iterdir()) == [
+        "manifest.json",
+        "rows",
+        "vectors",
+    ]
+    _assert_same_entries(store, InMemoryEmbeddingStore.load(tmp_path))
+
+
+def test_a_corrupt_version_1_directory_is_refused(tmp_path: Path) -> None:
+    _save_version_1(_sample_store(), tmp_path)
+    _corrupt_vectors(tmp_path)
+    with pytest.raises(EmbeddingStoreError, match="checksum mismatch"):
+        InMemoryEmbeddingStore.load(tmp_path)
+
+
+def test_a_memory_mapped_load_searches_like_a_loaded_store(tmp_path: Path) -> None:
+    store = _sample_store()
+    store.save(tmp_path)
+    mapped = InMemoryEmbeddingStore.load(tmp_path, mmap=True)
+    _assert_same_entries(store, mapped)
+    assert isinstance(mapped._matrix.base, np.memmap)  # not read into memory
+    f = metadata_key("s").is_equal_to("x")
+    assert _search(mapped, [1, 0, 0], 5, filter=f) == _search(store, [1, 0, 0], 5, filter=f)
+    assert len(mapped) == 5
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        lambda s: s.add(Embedding([0, 1, 0]), TextSegment("new", {"s": "y"}), id="new"),
+        lambda s: s.add(Embedding([0, 1, 0]), TextSegment("replaced"), id="a"),
+        lambda s: s.remove("b"),
+        lambda s: s.remove_all(filter=metadata_key("s").is_equal_to("x")),
+        lambda s: s.remove_all(["a", "b", "c"]),
+    ],
+    ids=["add", "replace", "remove", "remove-by-filter", "compact"],
+)
+def test_writes_after_a_memory_mapped_load_work_and_leave_the_files_alone(
+    tmp_path: Path, change: Any
+) -> None:
+    store = _sample_store()
+    store.save(tmp_path / "s")
+    files = {p.name: p.read_bytes() for p in (tmp_path / "s").iterdir()}
+    mapped = InMemoryEmbeddingStore.load(tmp_path / "s", mmap=True)
+    change(store)
+    change(mapped)
+    _assert_same_entries(store, mapped)
+    assert {p.name: p.read_bytes() for p in (tmp_path / "s").iterdir()} == files
+    mapped.save(tmp_path / "s")  # over the files it maps
+    _assert_same_entries(store, InMemoryEmbeddingStore.load(tmp_path / "s"))
+    _assert_same_entries(store, mapped)
+
+
+def test_a_memory_mapped_load_of_an_empty_store(tmp_path: Path) -> None:
+    InMemoryEmbeddingStore().save(tmp_path)
+    assert len(InMemoryEmbeddingStore.load(tmp_path, mmap=True)) == 0
+
+
+def test_a_memory_mapped_load_still_checks_the_structure(tmp_path: Path) -> None:
+    _sample_store().save(tmp_path)
+    _move_an_array_outside(tmp_path)
+    with pytest.raises(EmbeddingStoreError, match="beyond the end") as error:
+        InMemoryEmbeddingStore.load(tmp_path, mmap=True)
+    assert str(tmp_path) in str(error.value)
 
 
 def test_json_round_trip() -> None:

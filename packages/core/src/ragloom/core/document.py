@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ragloom.core.errors import InvalidArgumentTypeError
-from ragloom.core.metadata import Metadata, as_metadata
+from ragloom.core.metadata import Metadata, MetadataValue, as_metadata, validated_dict
 
 # Metadata keys that loaders and splitters write, named once here.
 FILE_NAME = "file_name"
@@ -51,17 +51,42 @@ class Document:
 
 
 class TextSegment:
-    """A piece of a document: text plus metadata (``index``, ``start``, ``end`` when split)."""
+    """A piece of a document: text plus metadata (``index``, ``start``, ``end`` when split).
 
-    __slots__ = ("metadata", "text")
+    A plain dict of metadata is validated and copied on construction; the
+    :class:`Metadata` around it is made on first access of :attr:`metadata` (one object a
+    segment instead of two while segments are built in bulk).
+    """
+
+    __slots__ = ("_metadata", "text")
+
+    # A validated dict until ``metadata`` is first read, then the Metadata around it.
+    _metadata: Metadata | dict[str, MetadataValue]
 
     def __init__(self, text: str, metadata: Metadata | Mapping[str, Any] | None = None) -> None:
-        if not isinstance(text, str):
+        if type(text) is not str and not isinstance(text, str):
             raise InvalidArgumentTypeError(
                 f"TextSegment text must be str, got {type(text).__name__}"
             )
         self.text = text
-        self.metadata = as_metadata(metadata)
+        # The type test first: isinstance against an ABC costs more than the dict check.
+        self._metadata = (
+            validated_dict(metadata)
+            if type(metadata) is dict or not isinstance(metadata, Metadata)
+            else metadata
+        )
+
+    @property
+    def metadata(self) -> Metadata:
+        """The segment's :class:`Metadata` (the same object on every access)."""
+        metadata = self._metadata
+        if type(metadata) is dict:
+            metadata = self._metadata = Metadata._trusted(metadata)
+        return metadata  # type: ignore[return-value]
+
+    @metadata.setter
+    def metadata(self, value: Metadata | Mapping[str, Any] | None) -> None:
+        self._metadata = as_metadata(value)
 
     @classmethod
     def _trusted(cls, text: str, metadata: Metadata) -> TextSegment:
@@ -69,7 +94,7 @@ class TextSegment:
         path for splitters, which build both themselves)."""
         instance = cls.__new__(cls)
         instance.text = text
-        instance.metadata = metadata
+        instance._metadata = metadata
         return instance
 
     @classmethod

@@ -14,6 +14,7 @@ from ragloom.core.errors import InvalidMetadataError
 
 MetadataValue = str | int | float | bool | uuid.UUID
 ALLOWED_TYPES: tuple[type, ...] = (str, bool, int, float, uuid.UUID)
+_EXACT_TYPES = frozenset(ALLOWED_TYPES)
 _T = TypeVar("_T")
 
 
@@ -44,18 +45,34 @@ def validate_value(key: str, value: object) -> MetadataValue:
     )
 
 
+def validated_dict(entries: Mapping[str, Any] | None) -> dict[str, MetadataValue]:
+    """A new dict of the entries of ``entries`` (None: empty), each key and value validated.
+
+    A plain dict of exact types (the usual case) is checked in one pass and copied at C
+    speed; anything else goes entry by entry through :func:`validate_key` and
+    :func:`validate_value`.
+    """
+    if not entries:
+        return {}
+    if type(entries) is dict:
+        for key, value in entries.items():
+            if type(value) not in _EXACT_TYPES or type(key) is not str or not key:
+                break
+        else:
+            return entries.copy()
+    return {validate_key(key): validate_value(key, value) for key, value in entries.items()}
+
+
 class Metadata(MutableMapping[str, MetadataValue]):
     """A validated ``dict``-like map from non-empty string keys to typed values."""
 
     __slots__ = ("_data",)
 
     def __init__(self, entries: Mapping[str, Any] | None = None, /, **kwargs: Any) -> None:
-        self._data: dict[str, MetadataValue] = {}
-        if entries:
-            for key, value in entries.items():
-                self._data[validate_key(key)] = validate_value(key, value)
+        data = validated_dict(entries)
         for key, value in kwargs.items():
-            self._data[validate_key(key)] = validate_value(key, value)
+            data[validate_key(key)] = validate_value(key, value)
+        self._data = data
 
     @classmethod
     def from_dict(cls, entries: Mapping[str, Any] | None) -> Metadata:

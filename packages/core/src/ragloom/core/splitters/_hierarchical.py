@@ -10,11 +10,11 @@ a segment is handed to the sub-splitter (on the same text, so offsets stay exact
 
 from __future__ import annotations
 
-import gc
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterable
 from itertools import accumulate, islice, pairwise
 
+from ragloom.core._gc import gc_paused
 from ragloom.core.document import END, INDEX, START, Document, TextSegment
 from ragloom.core.errors import DocumentSplitError
 from ragloom.core.metadata import Metadata
@@ -75,13 +75,8 @@ class HierarchicalSplitter:
         # segments); the cyclic garbage collector's passes over them, and over everything
         # else alive, cost a fifth of the time on a large document. It is paused (and
         # resumed as it was, even on error) while one document is split.
-        if not gc.isenabled():
+        with gc_paused():
             return self._split(document)
-        gc.disable()
-        try:
-            return self._split(document)
-        finally:
-            gc.enable()
 
     def _split(self, document: Document) -> list[TextSegment]:
         text = document.text

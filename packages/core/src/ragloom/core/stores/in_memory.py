@@ -26,12 +26,22 @@ Removal. Removed rows become tombstones (masked out of searches); when they exce
 quarter of the rows the store compacts, preserving order, so removal is amortized
 O(dimension) a row and searches never scan much dead data.
 
-Persistence. ``save(path)`` writes a directory in an open format (the layout, atomic
-replace, checksums and metadata encoding of :mod:`ragloom.core.stores.persistence`)::
+Persistence. ``save(path)`` writes a directory in an open, columnar format (the layout,
+atomic replace, checksums of :mod:`ragloom.core.stores.persistence`; arrays of
+:mod:`ragloom.core.stores._columnar`)::
 
-    manifest.json            {"format", "version", "dimension", "count", "files": {...}}
+    manifest.json            {"format", "version": 2, "dimension", "count",
+                              "metadata_keys", "arrays": {name: dtype, shape, offset},
+                              "files": {kind: {"name", "crc32"}}}
     vectors-<token>.npy      float32 (count, dimension), numpy .npy, memory-mappable
-    records-<token>.jsonl    one {"id", "text", "metadata"} object a line, same order
+    rows-<token>.bin         the arrays of "arrays": inverse norms; ids and texts as
+                             UTF-8 bytes + offsets; per metadata key its type codes,
+                             payloads and dictionary (the store's own columns)
+
+Loading parses no row at all: it reads both files (checking each checksum as it
+reads), checks every array (vectorized) and adopts them. Version 1 directories (records
+as JSON lines) still load. ``load(path, mmap=True)`` memory-maps both files instead
+(see :meth:`InMemoryEmbeddingStore.load`).
 """
 
 from __future__ import annotations
@@ -47,10 +57,19 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from ragloom.core._gc import gc_paused
 from ragloom.core.document import TextSegment
 from ragloom.core.embedding import Embedding
 from ragloom.core.errors import EmbeddingStoreError
 from ragloom.core.metadata import Metadata, MetadataValue
+from ragloom.core.stores._columnar import (
+    Arrays,
+    StringColumn,
+    encode_strings,
+    raw_bytes,
+    read_arrays,
+    write_arrays,
+)
 from ragloom.core.stores._rows import Positions, TombstonedRows
 from ragloom.core.stores.base import (
     EmbeddingMatch,
@@ -65,8 +84,8 @@ from ragloom.core.stores.persistence import (
     DataFiles,
     DirectoryFormat,
     Records,
+    SavedDirectory,
     encode_metadata,
-    write_records,
 )
 from ragloom.core.stores.quantized import IndexKind, IndexOptions, index_options, new_index
 from ragloom.core.stores.scores import exact_cosines, relevance_score
@@ -78,14 +97,21 @@ from ragloom.core.stores.validation import (
 )
 
 FORMAT_NAME = "ragloom.in-memory-embedding-store"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+JSON_VERSION = 1  # the version of to_json documents (which version 2 did not change)
 
+_FILES_V1 = {"vectors": ".npy", "records": ".jsonl"}
 _FORMAT = DirectoryFormat(
     FORMAT_NAME,
     FORMAT_VERSION,
-    {"vectors": ".npy", "records": ".jsonl"},
+    {"vectors": ".npy", "rows": ".bin"},
     error=EmbeddingStoreError,
     noun="in-memory embedding store",
+    older={1: _FILES_V1},
+    checksum="crc32",
+)
+_JSON_FORMAT = DirectoryFormat(
+    FORMAT_NAME, JSON_VERSION, _FILES_V1, error=EmbeddingStoreError, noun="JSON store"
 )
 _MIN_CAPACITY = 16
 # A gathered matrix-vector product (copy the selected rows, then multiply) beats the
@@ -135,6 +161,8 @@ class InMemoryEmbeddingStore(TombstonedRows, EmbeddingStore):
         self._dead = 0
         self._ids: list[str] = []
         self._texts: list[str | None] = []
+        # Ids and texts of a memory-mapped load, decoded row by row until the first change.
+        self._lazy: tuple[Sequence[str], Sequence[str | None]] | None = None
         self._metadata = MetadataTable()
         # id -> row of the live rows, built on first need (a lookup by id) and then kept up
         # to date; bulk loads into an empty store and adds with generated ids skip it.
@@ -174,7 +202,7 @@ class InMemoryEmbeddingStore(TombstonedRows, EmbeddingStore):
         ``embeddings`` is a sequence of :class:`Embedding` or an ``(n, dimension)`` array.
         """
         count = len(embeddings)
-        texts, metadata = split_segments(segments, count)
+        texts, metadata = split_segments(segments, count, copy=False)
         id_list = None if ids is None else _validate_ids(ids, count)
         if count == 0:
             return []
@@ -216,25 +244,8 @@ class InMemoryEmbeddingStore(TombstonedRows, EmbeddingStore):
                     np.stack(vectors[first:last], out=staged[first:last])
                 rows = staged[first:last]
                 _row_squares(rows, squares[first:last])
-        norms = np.sqrt(squares.astype(np.float64))
-        # float32 squares under- or overflow outside this range: redo those rows in float64.
-        odd = np.flatnonzero(~((squares >= 1e-30) & (squares <= 1e30)))
-        if odd.size:
-            exact = staged[odd].astype(np.float64)
-            norms[odd] = np.sqrt((exact * exact).sum(axis=1))
-            usable = (norms[odd] == 0) | ((norms[odd] >= _MIN_NORM) & (norms[odd] <= _MAX_NORM))
-            if not usable.all():
-                position = int(odd[np.flatnonzero(~usable)[0]])
-                norm = float(norms[position])
-                raise EmbeddingStoreError(
-                    f"embedding at index {position} contains NaN or infinity"
-                    if not math.isfinite(norm)
-                    else f"embedding at index {position} has norm {norm:.3g}, outside "
-                    f"[{_MIN_NORM:g}, {_MAX_NORM:g}] (the zero vector is allowed)"
-                )
         inv = self._inv_norms[start : start + count]
-        inv[:] = 0.0
-        np.divide(1.0, norms, out=inv, where=norms > 0, casting="same_kind")
+        _inverse_norms(staged, squares, out=inv)
 
     def _reserve(self, extra: int, dimension: int) -> None:
         """Grow the columns (doubling) so that ``extra`` more rows fit."""
@@ -270,6 +281,7 @@ class InMemoryEmbeddingStore(TombstonedRows, EmbeddingStore):
 
         ``metadata`` None means no metadata on any row (the cheap append).
         """
+        self._own_rows()
         start = self._size
         replaced: dict[int, int] = {}  # position in the batch -> existing row
         if ids is None:
@@ -317,11 +329,20 @@ class InMemoryEmbeddingStore(TombstonedRows, EmbeddingStore):
 
     def _ensure_index(self) -> dict[str, int]:
         """The id -> row map of live rows, building it (after compacting) when missing."""
+        self._own_rows()
         if self._index is None:
             if self._dead:
                 self._compact()
             self._index = dict(zip(self._ids, range(self._size), strict=True))
         return self._index
+
+    def _own_rows(self) -> None:
+        """Decode the ids and texts of a memory-mapped load into lists (before a change)."""
+        if self._lazy is not None:
+            ids, texts = self._lazy
+            with gc_paused():
+                self._ids, self._texts = list(ids), list(texts)
+            self._lazy = None
 
     # ------------------------------------------------------------------ searching
 
@@ -344,23 +365,36 @@ class InMemoryEmbeddingStore(TombstonedRows, EmbeddingStore):
                 selected = np.flatnonzero(mask)
             elif self._dead:
                 selected = np.flatnonzero(self._alive[: self._size])
-            positions, cosines = self._top_k(query, selected, request)
-            return EmbeddingSearchResult(
-                [
-                    EmbeddingMatch(
-                        score=relevance_score(cosine),
-                        embedding_id=self._ids[row],
-                        embedding=Embedding._trusted(self._matrix[row].copy()),
-                        embedded=self._segment(row),
-                    )
-                    for row, cosine in zip(positions.tolist(), cosines.tolist(), strict=True)
-                ]
+            positions, scores = self._top_k(query, selected, request)
+            return EmbeddingSearchResult(self._matches(positions, scores))
+
+    def _matches(
+        self, positions: Positions, scores: npt.NDArray[np.float64]
+    ) -> list[EmbeddingMatch]:
+        """The matches of ``positions``, built in bulk: one gather of the vectors (each
+        match gets its own row of it) and one vectorized decode of the metadata."""
+        ids, texts = self._lazy or (self._ids, self._texts)
+        vectors = self._matrix[positions]
+        metadata = self._metadata._take(positions)
+        score_list = scores.tolist()
+        embedding, segment, wrap = Embedding._trusted, TextSegment._trusted, Metadata._trusted
+        matches = []
+        for i, row in enumerate(positions.tolist()):
+            text = texts[row]
+            matches.append(
+                EmbeddingMatch(
+                    score_list[i],
+                    ids[row],
+                    embedding(vectors[i]),
+                    None if text is None else segment(text, wrap(metadata[i])),
+                )
             )
+        return matches
 
     def _top_k(
         self, query: Matrix, selected: Positions | None, request: EmbeddingSearchRequest
     ) -> tuple[Positions, npt.NDArray[np.float64]]:
-        """Rows and exact cosines of the best matches among ``selected`` (None: all rows)."""
+        """Rows and exact scores of the best matches among ``selected`` (None: all rows)."""
         size = self._size
         eligible = size if selected is None else int(selected.size)
         if eligible == 0:
@@ -370,7 +404,7 @@ class InMemoryEmbeddingStore(TombstonedRows, EmbeddingStore):
         query_norm = math.sqrt(float(query64 @ query64))
         if query_norm == 0.0:  # cosine 0 with everything: all tie, insertion order wins
             first = np.arange(k, dtype=np.intp) if selected is None else selected[:k]
-            return _min_score(first, np.zeros(k), request.min_score)
+            return _ranked(first, np.zeros(k), k, request.min_score)
         unit = (query64 / query_norm).astype(np.float32)
         if self._quantized is not None:
             rows = self._quantized.candidates(
@@ -378,8 +412,7 @@ class InMemoryEmbeddingStore(TombstonedRows, EmbeddingStore):
             )
             if rows is not None:
                 cosines = exact_cosines(self._matrix, query64, rows)
-                order = np.lexsort((rows, -cosines))[:k]
-                return _min_score(rows[order], cosines[order], request.min_score)
+                return _ranked(rows, cosines, k, request.min_score)
         if selected is None:
             approx = self._matrix[:size] @ unit
             approx *= self._inv_norms[:size]
@@ -398,14 +431,7 @@ class InMemoryEmbeddingStore(TombstonedRows, EmbeddingStore):
         candidates = np.flatnonzero(approx >= threshold - tolerance)
         rows = candidates if selected is None else selected[candidates]
         cosines = exact_cosines(self._matrix, query64, rows)
-        order = np.lexsort((rows, -cosines))[:k]
-        return _min_score(rows[order], cosines[order], request.min_score)
-
-    def _segment(self, row: int) -> TextSegment | None:
-        text = self._texts[row]
-        if text is None:
-            return None
-        return TextSegment(text, Metadata._trusted(self._metadata.row(row)))
+        return _ranked(rows, cosines, k, request.min_score)
 
     # ------------------------------------------------------------------ removing
 
@@ -413,6 +439,7 @@ class InMemoryEmbeddingStore(TombstonedRows, EmbeddingStore):
         """Tombstone ``rows`` (already out of the index); compact when dead rows pile up."""
         if rows.size == 0:
             return
+        self._own_rows()
         self._alive[rows] = False
         self._dead += int(rows.size)
         self._metadata.blank(rows)  # removed rows take no part in filters or type checks
@@ -423,6 +450,7 @@ class InMemoryEmbeddingStore(TombstonedRows, EmbeddingStore):
 
     def _compact(self) -> None:
         """Drop tombstoned rows, keeping order; the index is rebuilt lazily afterwards."""
+        self._own_rows()
         size = self._size
         alive = self._alive[:size]
         keep = np.flatnonzero(alive)
@@ -458,34 +486,121 @@ class InMemoryEmbeddingStore(TombstonedRows, EmbeddingStore):
             with self._lock:
                 if self._dead:
                     self._compact()
+                self._own_rows()
                 size = self._size
-                files.write(
-                    "vectors", lambda f: np.save(f, self._matrix[:size], allow_pickle=False)
-                )
-                files.write("records", self._write_records)
-                return {"dimension": self._dimension, "count": size}
+                files.write("vectors", partial(_write_npy, self._matrix[:size]))
+                keys, arrays = self._metadata.to_arrays()
+                layout: dict[str, Any] = {}
+                files.write("rows", lambda f: layout.update(self._write_rows(f, arrays)))
+                return {
+                    "dimension": self._dimension,
+                    "count": size,
+                    "metadata_keys": keys,
+                    "arrays": layout,
+                }
 
         _FORMAT.save(path, write)
 
-    def _write_records(self, file: ByteSink) -> None:
-        """One JSON line per row (the store is compacted)."""
-        write_records(file, self._ids, self._texts, self._metadata)
+    def _write_rows(self, file: ByteSink, metadata: Arrays) -> dict[str, Any]:
+        """The arrays of the rows file (the store is compacted); returns their layout."""
+        size = self._size
+        arrays = {
+            "inv_norms": self._inv_norms[:size],
+            **encode_strings(self._ids, "ids"),
+            **encode_strings(self._texts, "texts"),
+            **metadata,
+        }
+        return write_arrays(file, arrays)
 
     @classmethod
-    def load(cls, path: str | os.PathLike[str]) -> InMemoryEmbeddingStore:
-        """Read a store written by :meth:`save`; any defect raises naming the file at fault."""
-        saved = _FORMAT.open(path)
+    def load(cls, path: str | os.PathLike[str], *, mmap: bool = False) -> InMemoryEmbeddingStore:
+        """Read a store written by :meth:`save`; any defect raises naming the file at fault.
+
+        ``mmap=True`` memory-maps the saved files instead of reading them: the store opens
+        in milliseconds whatever its size (nothing is read but the manifest and what a
+        search touches), and the operating system pages vectors in as searches need them
+        and out again under memory pressure. What it gives up: checksums are not verified
+        (that would read everything; the structure of every array still is), nor are the
+        vectors checked for NaN or infinity, nor ids for duplicates. Writes work and never
+        touch the saved files: changed pages become private copies (copy-on-write), and
+        the first ``add`` copies the whole matrix into memory, as a plain ``load`` would.
+        Saving to the same directory again is safe (the mapped files stay readable
+        until the store is dropped).
+        """
+        saved = _FORMAT.open(path, unverified=("vectors", "rows"))
         dimension, count = _dimension_and_count(saved.manifest, saved.manifest_path)
+        if saved.version == 1:
+            return cls._load_v1(saved, dimension, count)
+        with _FORMAT.reading(saved.files["vectors"]):
+            if mmap and count:
+                vectors = np.load(saved.files["vectors"], mmap_mode="c", allow_pickle=False)
+                inv_norms = None
+                _check_vectors(vectors, count, dimension, saved.files["vectors"])
+                vectors = np.asarray(vectors)
+            else:
+                vectors, inv_norms = _read_vectors(saved, count, dimension or 0)
+        rows_path = saved.files["rows"]
+        with _FORMAT.reading(rows_path):
+            if mmap and count:
+                buffer = np.asarray(np.memmap(rows_path, dtype=np.uint8, mode="c"))
+            else:
+                buffer = np.fromfile(rows_path, dtype=np.uint8)
+                saved.verify("rows", buffer.data)
+            arrays = read_arrays(buffer, saved.manifest.get("arrays"))
+            store = cls(dimension)
+            store._adopt(vectors, inv_norms, arrays, saved.manifest.get("metadata_keys"), mmap)
+        return store
+
+    def _adopt(
+        self,
+        vectors: Matrix,
+        inv_norms: npt.NDArray[np.float32] | None,
+        arrays: Arrays,
+        keys: object,
+        mmap: bool,
+    ) -> None:
+        """Take loaded columns as the store's own (checked; ``inv_norms`` None: saved ones)."""
+        count = int(vectors.shape[0])
+        saved_norms = arrays.get("inv_norms")
+        if saved_norms is None or saved_norms.dtype != np.float32 or saved_norms.shape != (count,):
+            raise ValueError("the inverse norms are missing or of the wrong shape")
+        ids = StringColumn(arrays, "ids", count)
+        texts = StringColumn(arrays, "texts", count)
+        metadata = MetadataTable.from_arrays(count, keys, arrays)
+        if mmap:
+            offsets = arrays["ids.offsets"]
+            if arrays["ids.null"].any() or (offsets[1:] == offsets[:-1]).any():
+                raise ValueError("an id is missing or empty")
+            self._lazy = (ids, texts)  # type: ignore[assignment]  # ids are never None
+        else:
+            with gc_paused():
+                id_list, self._texts = ids.to_list(), texts.to_list()
+            try:
+                self._ids = _validate_ids(id_list, count)  # type: ignore[arg-type]
+            except EmbeddingStoreError as exc:  # reported as a defect of the rows file
+                raise ValueError(str(exc)) from exc
+        self._matrix = vectors
+        self._inv_norms = saved_norms if inv_norms is None else inv_norms
+        self._alive = np.ones(count, dtype=bool)
+        self._size = count
+        self._metadata = metadata
+        if count:
+            self._dimension = int(vectors.shape[1])
+
+    @classmethod
+    def _load_v1(
+        cls, saved: SavedDirectory, dimension: int | None, count: int
+    ) -> InMemoryEmbeddingStore:
+        """A version 1 directory: vectors and JSON lines of records."""
+        for kind in ("vectors", "records"):
+            _FORMAT._verify(saved.files[kind], *saved.checksums[kind])
         vectors_path = saved.files["vectors"]
         with _FORMAT.reading(vectors_path):
             vectors = np.load(vectors_path, mmap_mode="r", allow_pickle=False)  # copied once
-        if vectors.dtype != np.float32 or vectors.shape != (count, dimension or 0):
-            raise EmbeddingStoreError(
-                f"{vectors_path}: expected float32 vectors of shape ({count}, {dimension}), "
-                f"found {vectors.dtype} {vectors.shape}"
-            )
+        _check_vectors(vectors, count, dimension, vectors_path)
         records_path = saved.files["records"]
-        records = _FORMAT.read_records(records_path)
+        with gc_paused():
+            records = _FORMAT.read_records(records_path)
         return cls._from_records(vectors, records, dimension, str(records_path))
 
     def to_json(self) -> str:
@@ -495,6 +610,7 @@ class InMemoryEmbeddingStore(TombstonedRows, EmbeddingStore):
         (about 40 s and 800 MB for 100k x 384); :meth:`save` is the fast format.
         """
         with self._lock:
+            self._own_rows()
             live = np.flatnonzero(self._alive[: self._size])
             entries = [
                 {
@@ -512,7 +628,7 @@ class InMemoryEmbeddingStore(TombstonedRows, EmbeddingStore):
             ]
             document = {
                 "format": FORMAT_NAME,
-                "version": FORMAT_VERSION,
+                "version": JSON_VERSION,
                 "dimension": self._dimension,
                 "count": len(entries),
                 "entries": entries,
@@ -526,7 +642,7 @@ class InMemoryEmbeddingStore(TombstonedRows, EmbeddingStore):
             document = json.loads(text)
         except ValueError as exc:
             raise EmbeddingStoreError(f"JSON input: not valid JSON ({exc})") from exc
-        _FORMAT.check(document, "JSON input")
+        _JSON_FORMAT.check(document, "JSON input")
         dimension, count = _dimension_and_count(document, "JSON input")
         entries = document.get("entries")
         if not isinstance(entries, list) or len(entries) != count:
@@ -537,7 +653,8 @@ class InMemoryEmbeddingStore(TombstonedRows, EmbeddingStore):
             )
         except (TypeError, ValueError, KeyError) as exc:
             raise EmbeddingStoreError(f"JSON input: malformed embeddings ({exc})") from exc
-        records = _FORMAT.decode_records(entries, "JSON input")
+        with gc_paused():
+            records = _FORMAT.decode_records(entries, "JSON input")
         return cls._from_records(vectors, records, dimension, "JSON input")
 
     @classmethod
@@ -582,6 +699,7 @@ class InMemoryEmbeddingStore(TombstonedRows, EmbeddingStore):
                     f"merge takes InMemoryEmbeddingStore objects, got {type(store).__name__}"
                 )
             with store._lock:
+                store._own_rows()
                 rows = np.flatnonzero(store._alive[: store._size])
                 if rows.size == 0:
                     continue
@@ -601,15 +719,50 @@ class InMemoryEmbeddingStore(TombstonedRows, EmbeddingStore):
 # ---------------------------------------------------------------------- scores
 
 
-def _min_score(
-    rows: Positions, cosines: npt.NDArray[np.float64], min_score: float
+def _ranked(
+    rows: Positions, cosines: npt.NDArray[np.float64], k: int, min_score: float
 ) -> tuple[Positions, npt.NDArray[np.float64]]:
-    """Keep the matches whose relevance ``(cos + 1) / 2`` is at least ``min_score``."""
-    keep = relevance_score(cosines) >= min_score
-    return rows[keep], cosines[keep]
+    """The best ``k`` of ``rows`` and their relevance scores ``(cos + 1) / 2``, best first,
+    ties in insertion order, without those scoring below ``min_score``.
+
+    Ranked by score, not cosine: cosines one ulp apart can round to one score (say
+    ``[3, 3, 3]`` and ``[1, 1, 1]`` against ``[0, 0, 1]``), and equal scores are a tie.
+    """
+    scores = relevance_score(cosines)
+    order = np.lexsort((rows, -scores))[:k]
+    rows, scores = rows[order], scores[order]
+    if min_score > 0.0:  # every score is >= 0
+        keep = scores >= min_score
+        rows, scores = rows[keep], scores[keep]
+    return rows, scores
 
 
 # ---------------------------------------------------------------------- norms
+
+
+def _inverse_norms(
+    rows: Matrix, squares: npt.NDArray[np.float32], out: npt.NDArray[np.float32]
+) -> None:
+    """``out[i] = 1 / ||rows[i]||`` (0 for a zero row) from the float32 ``squares`` of the
+    rows; raises for a row with NaN, infinity or a norm outside [_MIN_NORM, _MAX_NORM]."""
+    norms = np.sqrt(squares.astype(np.float64))
+    # float32 squares under- or overflow outside this range: redo those rows in float64.
+    odd = np.flatnonzero(~((squares >= 1e-30) & (squares <= 1e30)))
+    if odd.size:
+        exact = rows[odd].astype(np.float64)
+        norms[odd] = np.sqrt((exact * exact).sum(axis=1))
+        usable = (norms[odd] == 0) | ((norms[odd] >= _MIN_NORM) & (norms[odd] <= _MAX_NORM))
+        if not usable.all():
+            position = int(odd[np.flatnonzero(~usable)[0]])
+            norm = float(norms[position])
+            raise EmbeddingStoreError(
+                f"embedding at index {position} contains NaN or infinity"
+                if not math.isfinite(norm)
+                else f"embedding at index {position} has norm {norm:.3g}, outside "
+                f"[{_MIN_NORM:g}, {_MAX_NORM:g}] (the zero vector is allowed)"
+            )
+    out[:] = 0.0
+    np.divide(1.0, norms, out=out, where=norms > 0, casting="same_kind")
 
 
 def _row_squares(rows: Matrix, out: npt.NDArray[np.float32]) -> None:
@@ -625,6 +778,73 @@ _VECDOT: Any = getattr(np, "vecdot", None)
 
 
 # ---------------------------------------------------------------------- files
+
+
+def _write_npy(matrix: Matrix, file: ByteSink) -> None:
+    """``np.save`` of a C-contiguous matrix, its bytes written as they are (no copy)."""
+    np.lib.format.write_array_header_1_0(file, np.lib.format.header_data_from_array_1_0(matrix))
+    file.write(raw_bytes(matrix))
+
+
+def _check_vectors(
+    vectors: npt.NDArray[Any], count: int, dimension: int | None, path: object
+) -> None:
+    if (
+        vectors.dtype != np.float32
+        or vectors.shape != (count, dimension or 0)
+        or not vectors.flags.c_contiguous
+    ):
+        raise EmbeddingStoreError(
+            f"{path}: expected float32 vectors of shape ({count}, {dimension}), "
+            f"found {vectors.dtype} {vectors.shape}"
+        )
+
+
+def _read_vectors(
+    saved: SavedDirectory, count: int, dimension: int
+) -> tuple[Matrix, npt.NDArray[np.float32]]:
+    """The vectors file read into a new matrix, checksummed and normed block by block
+    (each block is still in cache for the checksum and the norms), and the inverse norms."""
+    path = saved.files["vectors"]
+    with open(path, "rb") as file:
+        major, _ = np.lib.format.read_magic(file)
+        read_header = {
+            1: np.lib.format.read_array_header_1_0,
+            2: np.lib.format.read_array_header_2_0,
+        }.get(major)
+        if read_header is None:
+            raise ValueError(f".npy version {major} is not supported")
+        shape, fortran_order, dtype = read_header(file)
+        if shape != (count, dimension) or fortran_order or dtype != np.dtype("<f4"):
+            raise EmbeddingStoreError(
+                f"{path}: expected float32 vectors of shape ({count}, {dimension}), "
+                f"found {dtype} {shape}"
+            )
+        header = file.tell()
+        file.seek(0)
+        matrix = np.empty((count, dimension), dtype=np.float32)
+        checksum = saved.checksum("vectors")
+        checksum.update(file.read(header))
+        squares = np.empty(count, dtype=np.float32)
+        raw = raw_bytes(matrix)
+        block = max(1, _STAGE_BLOCK_BYTES // (4 * max(dimension, 1)))
+        with np.errstate(over="ignore", invalid="ignore"):
+            for first in range(0, count, block):
+                last = min(first + block, count)
+                chunk = raw[first * 4 * dimension : last * 4 * dimension]
+                if file.readinto(chunk) != len(chunk):
+                    raise ValueError("the file ends early")
+                checksum.update(chunk)
+                _row_squares(matrix[first:last], squares[first:last])
+        if file.read(1):
+            raise ValueError("data after the vectors")
+        checksum.check()
+    inv_norms = np.empty(count, dtype=np.float32)
+    try:
+        _inverse_norms(matrix, squares, out=inv_norms)
+    except EmbeddingStoreError as exc:
+        raise EmbeddingStoreError(f"{path}: {exc}") from exc
+    return matrix, inv_norms
 
 
 def _dimension_and_count(document: Mapping[str, Any], source: object) -> tuple[int | None, int]:

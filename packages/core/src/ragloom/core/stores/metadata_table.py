@@ -11,7 +11,6 @@ let a column holding one type skip the type test. Not thread-safe: the owner loc
 
 from __future__ import annotations
 
-import itertools
 import math
 import operator
 import struct
@@ -35,6 +34,7 @@ from ragloom.core.filter_values import (
     value_kind,
 )
 from ragloom.core.metadata import Metadata, MetadataValue, validate_key, validate_value
+from ragloom.core.stores._columnar import Arrays, StringColumn, encode_strings
 
 __all__ = ["MetadataTable"]
 
@@ -58,6 +58,10 @@ _NP_OPS: dict[str, Callable[[Any, Any], NDArray[np.bool_]]] = {
 _FEW = 2  # up to this many candidates, == per candidate beats np.isin and gathers
 _VECTOR_MIN = 16  # below this many rows, plain Python beats numpy's per-call overhead
 _DOUBLE, _BITS = struct.Struct("<d"), struct.Struct("<q")
+# Saved dictionary values: the kind of each (its text is str(value)) and the type code of
+# the rows that may refer to it.
+_STR_KIND, _UUID_KIND, _BIGINT_KIND = range(3)
+_KIND_OF_CODE = np.array([-1, -1, -1, -1, _STR_KIND, _UUID_KIND, _BIGINT_KIND], dtype=np.int8)
 
 
 class _Absent:
@@ -137,9 +141,9 @@ def _as_int64(value: int | float) -> int | None:
 
 
 def _counts(codes: NDArray[np.int8]) -> list[int]:
-    counts: list[int] = np.bincount(codes, minlength=_N_CODES).tolist()
-    counts[_MISSING] = 0  # only present codes are counted
-    return counts
+    """Rows of each type code (0 for missing: only present codes are counted); one compare
+    pass per code beats ``np.bincount``, which first widens the int8 codes to intp."""
+    return [0, *(int(np.count_nonzero(codes == code)) for code in range(1, _N_CODES))]
 
 
 class _Column:
@@ -174,11 +178,11 @@ class _Column:
     def intern(self, values: list[Any]) -> list[int]:
         """Dictionary codes of ``values``, adding the new ones."""
         index = self.index
-        codes = [index.setdefault(value, len(index)) for value in values]
-        added = len(index) - len(self.objects)
-        if added:  # the new values are the last ones inserted into the dict
-            self.objects.extend(reversed(list(itertools.islice(reversed(index), added))))
-        return codes
+        for value in dict.fromkeys(values):  # the distinct values, in first-seen order
+            if value not in index:
+                index[value] = len(index)
+                self.objects.append(value)
+        return list(map(index.__getitem__, values))
 
     def present(self) -> int:
         return sum(self.counts)
@@ -208,6 +212,83 @@ class _Column:
         self.objects = [self.objects[code] for code in used.tolist()]
         self.index = {value: code for code, value in enumerate(self.objects)}
         self.payload[rows] = inverse
+
+
+def _object_kind(value: MetadataValue) -> int:
+    """The saved kind of a dictionary value (str, UUID or an int beyond int64)."""
+    if type(value) is str:
+        return _STR_KIND
+    return _UUID_KIND if type(value) is uuid.UUID else _BIGINT_KIND
+
+
+def _column_from_arrays(arrays: Arrays, prefix: str, size: int, key: str) -> _Column:
+    """One saved column, checked: codes, payloads and dictionary agree (see ``to_arrays``)."""
+    try:
+        codes, payload, kinds = (arrays[f"{prefix}.{n}"] for n in ("codes", "payload", "kinds"))
+    except KeyError as exc:
+        raise ValueError(f"metadata key {key!r}: array {exc} missing") from exc
+    texts = StringColumn(arrays, f"{prefix}.objects", len(kinds)).to_list()
+    if (
+        codes.dtype != np.int8
+        or codes.shape != (size,)
+        or payload.dtype != np.int64
+        or payload.shape != (size,)
+        or kinds.dtype != np.uint8
+        or kinds.ndim != 1
+    ):
+        raise ValueError(f"metadata key {key!r}: arrays of the wrong type or shape")
+    if size and (codes.min() < 0 or codes.max() >= _N_CODES):
+        raise ValueError(f"metadata key {key!r}: invalid type codes")
+    if None in texts or (kinds > _BIGINT_KIND).any():
+        raise ValueError(f"metadata key {key!r}: invalid dictionary values")
+    objects: list[MetadataValue] = texts  # type: ignore[assignment]
+    for row in np.flatnonzero(kinds != _STR_KIND).tolist():
+        text = str(texts[row])
+        value: MetadataValue = uuid.UUID(text) if kinds[row] == _UUID_KIND else int(text)
+        if kinds[row] == _BIGINT_KIND and _INT64_MIN <= int(value) <= _INT64_MAX:
+            raise ValueError(f"metadata key {key!r}: {value} is not a big int")
+        objects[row] = value
+    counts = _counts(codes)
+    _check_references(key, codes, payload, counts, kinds, len(objects))
+    if counts[_BOOL_CODE]:
+        bools = payload[codes == _BOOL_CODE]
+        if ((bools < 0) | (bools > 1)).any():
+            raise ValueError(f"metadata key {key!r}: invalid bool values")
+    column = _Column(0)
+    column.codes, column.payload, column.counts = codes, payload, counts
+    column.objects = objects
+    column.index = dict(zip(objects, range(len(objects)), strict=True))
+    if len(column.index) != len(objects):
+        raise ValueError(f"metadata key {key!r}: duplicate dictionary values")
+    return column
+
+
+def _check_references(
+    key: str,
+    codes: NDArray[np.int8],
+    payload: NDArray[np.int64],
+    counts: list[int],
+    kinds: NDArray[np.uint8],
+    size: int,
+) -> None:
+    """Raise unless every row of a str, UUID or big-int code refers to a dictionary value
+    of that kind (vectorized; no gather when every row is of one kind)."""
+    referring = sum(counts[code] for code in _OBJECT_CODES)
+    if not referring:
+        return
+    every = referring == len(codes)
+    selected = None if every else codes >= _STR_CODE  # the object codes are the last ones
+    targets = payload if selected is None else payload[selected]
+    if targets.min() < 0 or targets.max() >= size:
+        raise ValueError(f"metadata key {key!r}: rows refer to missing dictionary values")
+    if kinds.min() == kinds.max():  # one kind: no row may hold another object code
+        expected = _OBJECT_CODES[int(kinds[0])]
+        wrong = any(counts[code] for code in _OBJECT_CODES if code != expected)
+    else:
+        row_codes = codes if selected is None else codes[selected]
+        wrong = bool((kinds[targets] != _KIND_OF_CODE[row_codes]).any())
+    if wrong:
+        raise ValueError(f"metadata key {key!r}: rows refer to dictionary values of another type")
 
 
 def _decode(column: _Column, codes: NDArray[np.int8], payload: NDArray[np.int64]) -> list[Any]:
@@ -425,7 +506,10 @@ class MetadataTable:
         self, positions: NDArray[np.integer[Any]] | Sequence[int]
     ) -> list[dict[str, MetadataValue]]:
         """The metadata of the rows at ``positions``, in that order."""
-        selected = self._positions(positions)
+        return self._take(self._positions(positions))
+
+    def _take(self, selected: NDArray[np.intp]) -> list[dict[str, MetadataValue]]:
+        """:meth:`take` of positions known to be valid (the owner's search results)."""
         rows: list[dict[str, MetadataValue]] = [{} for _ in range(len(selected))]
         for key, column in self._columns.items():
             codes = column.codes[selected]
@@ -449,6 +533,41 @@ class MetadataTable:
         table._columns = {key: column.copy() for key, column in self._columns.items()}
         table._size = self._size
         table._capacity = self._capacity
+        return table
+
+    # -- columnar persistence --------------------------------------------------------------
+
+    def to_arrays(self) -> tuple[list[str], Arrays]:
+        """The keys, and the arrays of every column (``metadata.<i>.codes``, ``.payload``,
+        ``.kinds`` and the ``.objects`` string column) for a columnar save."""
+        keys = list(self._columns)
+        arrays: Arrays = {}
+        for i, column in enumerate(self._columns.values()):
+            prefix = f"metadata.{i}"
+            arrays[f"{prefix}.codes"] = column.codes[: self._size]
+            arrays[f"{prefix}.payload"] = column.payload[: self._size]
+            kinds = [_object_kind(v) for v in column.objects]
+            arrays[f"{prefix}.kinds"] = np.array(kinds, dtype=np.uint8)
+            texts = column.objects if set(kinds) <= {_STR_KIND} else list(map(str, column.objects))
+            arrays.update(encode_strings(texts, f"{prefix}.objects"))  # type: ignore[arg-type]
+        return keys, arrays
+
+    @classmethod
+    def from_arrays(cls, size: int, keys: object, arrays: Arrays) -> MetadataTable:
+        """The table :meth:`to_arrays` saved, every array checked (vectorized); the arrays
+        are used, not copied. Raises ``ValueError`` (or ``InvalidMetadataError``) naming
+        the defect."""
+        if not isinstance(keys, list):
+            raise ValueError(f"metadata keys must be a list, got {keys!r}")
+        table = cls()
+        table._size = table._capacity = size
+        for i, key in enumerate(keys):
+            validate_key(key)
+            if key in table._columns:
+                raise ValueError(f"metadata key {key!r} appears twice")
+            column = _column_from_arrays(arrays, f"metadata.{i}", size, key)
+            if column.present():
+                table._columns[key] = column
         return table
 
     # -- storage ---------------------------------------------------------------------------

@@ -40,15 +40,17 @@ import re
 import time
 import uuid
 import zipfile
-from collections.abc import Callable, Iterator, Mapping, Sequence
+import zlib
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NamedTuple, Protocol
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from ragloom.core.errors import InvalidMetadataError, RagloomError
 from ragloom.core.metadata import MetadataValue, validate_key
+from ragloom.core.stores._columnar import Buffer, ByteSink
 from ragloom.core.stores.metadata_table import MetadataTable
 
 __all__ = [
@@ -56,6 +58,7 @@ __all__ = [
     "ByteSink",
     "DataFiles",
     "DirectoryFormat",
+    "FileChecksum",
     "Records",
     "SavedDirectory",
     "decode_metadata",
@@ -68,6 +71,8 @@ ORPHAN_AGE = 3600.0
 """Seconds after which a data file no manifest names counts as a crashed save's leftover."""
 
 _RECORD_BLOCK = 8192
+_READ_BLOCK = 1 << 20
+_CHECKSUMS = ("sha256", "crc32")
 _PLAIN_TYPES = frozenset({str, int, float, bool})
 # What reading or parsing a damaged file raises (numpy, json, zipfile, a missing key).
 _PARSE_ERRORS = (
@@ -80,12 +85,6 @@ _PARSE_ERRORS = (
     EOFError,
     zipfile.BadZipFile,
 )
-
-
-class ByteSink(Protocol):
-    """Where a data file's bytes go: a binary file, or anything with its ``write``."""
-
-    def write(self, data: bytes, /) -> int: ...
 
 
 class Records(NamedTuple):
@@ -102,7 +101,37 @@ class SavedDirectory:
 
     manifest_path: Path
     manifest: Mapping[str, Any]
-    files: dict[str, Path]  # kind -> data file, checksum verified
+    files: dict[str, Path]  # kind -> data file, checksum verified unless asked not to
+    version: int
+    checksums: dict[str, tuple[str, object]]  # kind -> (algorithm, expected digest)
+    format: DirectoryFormat
+
+    def verify(self, kind: str, data: Buffer) -> None:
+        """Raise unless ``data``, the bytes of the ``kind`` file, match its checksum."""
+        checksum = self.checksum(kind)
+        checksum.update(data)
+        checksum.check()
+
+    def checksum(self, kind: str) -> FileChecksum:
+        """A running checksum to feed the bytes of the ``kind`` file to, then ``check()``."""
+        return FileChecksum(self, kind)
+
+
+class FileChecksum:
+    """The checksum of one data file, computed as it is read (:meth:`SavedDirectory.checksum`)."""
+
+    def __init__(self, saved: SavedDirectory, kind: str) -> None:
+        algorithm, self._expected = saved.checksums[kind]
+        self._checksum = _Checksum(algorithm)
+        self._path = saved.files[kind]
+        self._format = saved.format
+
+    def update(self, data: Buffer) -> None:
+        self._checksum.update(data)
+
+    def check(self) -> None:
+        """Raise the format's checksum mismatch error unless all bytes fed match."""
+        self._format.compare(self._path, self._checksum.hexdigest(), self._expected)
 
 
 class DirectoryFormat:
@@ -110,7 +139,11 @@ class DirectoryFormat:
 
     ``files`` maps each kind of data file to its suffix (``{"vectors": ".npy"}``);
     ``error`` is the ragloom error every defect raises, and ``noun`` names what is saved
-    in messages ("BM25 index").
+    in messages ("BM25 index"). ``older`` maps each older version still readable to its
+    ``files``. ``checksum`` is what new saves record of each file: ``"sha256"``, or
+    ``"crc32"`` (zlib's, three times faster; enough to catch corruption, which is what
+    the checksum is for: whoever can edit a file can edit the manifest too). Both are
+    verified when found.
     """
 
     def __init__(
@@ -121,19 +154,26 @@ class DirectoryFormat:
         *,
         error: type[RagloomError],
         noun: str,
+        older: Mapping[int, Mapping[str, str]] | None = None,
+        checksum: str = "sha256",
     ) -> None:
+        if checksum not in _CHECKSUMS:
+            raise ValueError(f"unknown checksum {checksum!r}")
         self.name = name
         self.version = version
         self.suffixes = dict(files)
         self.error = error
         self.noun = noun
-        names = {
-            kind: rf"{re.escape(kind)}-[0-9a-f]{{32}}{re.escape(suffix)}"
-            for kind, suffix in self.suffixes.items()
+        self.checksum = checksum
+        self._versions = {**(older or {}), version: self.suffixes}
+        self._data_file = {
+            (v, kind): re.compile(_data_file_pattern(kind, suffix))
+            for v, files_of_version in self._versions.items()
+            for kind, suffix in files_of_version.items()
         }
-        self._data_file = {kind: re.compile(pattern) for kind, pattern in names.items()}
         temporary = rf"{re.escape(MANIFEST_NAME)}\.[0-9a-f]{{32}}\.tmp"
-        self._ours = re.compile("|".join([*names.values(), temporary]))
+        patterns = {pattern.pattern for pattern in self._data_file.values()}
+        self._ours = re.compile("|".join([*sorted(patterns), temporary]))
 
     def check(self, document: object, source: object) -> Mapping[str, Any]:
         """``document`` if it names this format and version, else the error naming ``source``.
@@ -143,10 +183,11 @@ class DirectoryFormat:
         if not isinstance(document, Mapping) or document.get("format") != self.name:
             raise self.error(f"{source}: not a ragloom {self.noun}")
         version = document.get("version")
-        if version != self.version:
+        if type(version) is not int or version not in self._versions:
+            readable = " and ".join(map(str, sorted(self._versions)))
             raise self.error(
                 f"{source}: format version {version!r} is not supported (this ragloom reads "
-                f"version {self.version})"
+                f"version {readable})"
             )
         return document
 
@@ -176,7 +217,7 @@ class DirectoryFormat:
             )
         try:
             directory.mkdir(parents=True, exist_ok=True)
-            files = DataFiles(directory, self.suffixes)
+            files = DataFiles(directory, self.suffixes, self.checksum)
             committed = False
             try:
                 header = write(files)
@@ -233,8 +274,12 @@ class DirectoryFormat:
 
     # ------------------------------------------------------------------ loading
 
-    def open(self, path: str | os.PathLike[str]) -> SavedDirectory:
-        """Read and check the manifest in ``path`` and verify every data file's checksum."""
+    def open(
+        self, path: str | os.PathLike[str], *, unverified: Collection[str] = ()
+    ) -> SavedDirectory:
+        """Read and check the manifest in ``path`` and verify every data file's checksum,
+        but those of the kinds in ``unverified``: their caller verifies them while reading
+        them (:meth:`SavedDirectory.verify`), or, for memory-mapping, not at all."""
         directory = Path(path)
         manifest_path = directory / MANIFEST_NAME
         try:
@@ -242,30 +287,45 @@ class DirectoryFormat:
         except (OSError, ValueError) as exc:
             raise self.error(f"{manifest_path}: not a readable saved {self.noun} ({exc})") from exc
         self.check(manifest, manifest_path)
+        version = manifest["version"]
         entries = manifest.get("files")
         files: dict[str, Path] = {}
-        for kind in self.suffixes:
+        checksums: dict[str, tuple[str, object]] = {}
+        for kind in self._versions[version]:
             entry = entries.get(kind) if isinstance(entries, Mapping) else None
             # Only our own plain names: never a path outside the directory.
             if not (
                 isinstance(entry, Mapping)
                 and isinstance(name := entry.get("name"), str)
-                and self._data_file[kind].fullmatch(name)
+                and self._data_file[version, kind].fullmatch(name)
             ):
                 raise self.error(f"{manifest_path}: names no valid {kind} file")
             files[kind] = directory / name
-            self._verify(files[kind], entry.get("sha256"))
-        return SavedDirectory(manifest_path, manifest, files)
+            algorithm = next((a for a in _CHECKSUMS if a in entry), "sha256")
+            checksums[kind] = (algorithm, entry.get(algorithm))
+            if kind not in unverified:
+                self._verify(files[kind], *checksums[kind])
+        return SavedDirectory(manifest_path, manifest, files, version, checksums, self)
 
-    def _verify(self, path: Path, expected: object) -> None:
-        """Raise unless ``path`` can be read and its SHA-256 is ``expected``."""
+    def _verify(self, path: Path, algorithm: str, expected: object) -> None:
+        """Raise unless ``path`` can be read and its checksum is ``expected``."""
         try:
             with open(path, "rb") as file:
-                digest = hashlib.file_digest(file, "sha256").hexdigest()
+                if algorithm == "sha256":
+                    digest = hashlib.file_digest(file, "sha256").hexdigest()
+                else:
+                    checksum = _Checksum(algorithm)
+                    while block := file.read(_READ_BLOCK):
+                        checksum.update(block)
+                    digest = checksum.hexdigest()
         except OSError as exc:
             raise self.error(
                 f"{path}: corrupt saved {self.noun}, a file is missing or unreadable ({exc})"
             ) from exc
+        self.compare(path, digest, expected)
+
+    def compare(self, path: Path, digest: str, expected: object) -> None:
+        """Raise the checksum mismatch error for ``path`` unless ``digest == expected``."""
         if digest != expected:
             raise self.error(f"{path}: checksum mismatch, the file is corrupt or was edited")
 
@@ -313,27 +373,30 @@ class DataFiles:
     ``entries`` is the manifest's ``files`` object: kind -> ``{"name", "sha256"}``.
     """
 
-    def __init__(self, directory: Path, suffixes: Mapping[str, str]) -> None:
+    def __init__(
+        self, directory: Path, suffixes: Mapping[str, str], checksum: str = "sha256"
+    ) -> None:
         self.directory = directory
         self.token = uuid.uuid4().hex
         self.entries: dict[str, dict[str, str]] = {}
         self._suffixes = suffixes
+        self._checksum = checksum
         self._created: list[Path] = []
 
     def write(self, kind: str, fill: Callable[[ByteSink], object]) -> None:
         """Create the ``kind`` data file and fill it with ``fill(sink)``, hashing the bytes."""
         name = f"{kind}-{self.token}{self._suffixes[kind]}"
-        self.entries[kind] = {"name": name, "sha256": self.create(name, fill)}
+        self.entries[kind] = {"name": name, self._checksum: self.create(name, fill)}
 
     def create(self, name: str, fill: Callable[[ByteSink], object]) -> str:
-        """Create ``name`` exclusively, fill it, fsync it and return its SHA-256.
+        """Create ``name`` exclusively, fill it, fsync it and return its checksum.
 
         The file is deleted again by :meth:`discard` if the save fails.
         """
         path = self.directory / name
         self._created.append(path)
         with open(path, "xb") as raw:
-            sink = _HashingSink(raw)
+            sink = _HashingSink(raw, self._checksum)
             fill(sink)
             raw.flush()
             os.fsync(raw.fileno())
@@ -346,19 +409,40 @@ class DataFiles:
                 path.unlink()
 
 
+class _Checksum:
+    """A running SHA-256 or CRC-32 (``zlib.crc32``, as 8 hex digits)."""
+
+    def __init__(self, algorithm: str) -> None:
+        self._sha = hashlib.sha256() if algorithm == "sha256" else None
+        self._crc = 0
+
+    def update(self, data: Buffer) -> None:
+        if self._sha is not None:
+            self._sha.update(data)
+        else:
+            self._crc = zlib.crc32(data, self._crc)
+
+    def hexdigest(self) -> str:
+        return self._sha.hexdigest() if self._sha is not None else f"{self._crc:08x}"
+
+
 class _HashingSink:
-    """A write-only binary file wrapper that hashes what passes through it."""
+    """A write-only binary file wrapper that checksums what passes through it."""
 
-    def __init__(self, raw: ByteSink) -> None:
+    def __init__(self, raw: ByteSink, algorithm: str) -> None:
         self._raw = raw
-        self._hash = hashlib.sha256()
+        self._checksum = _Checksum(algorithm)
 
-    def write(self, data: bytes, /) -> int:
-        self._hash.update(data)
+    def write(self, data: Buffer, /) -> int:
+        self._checksum.update(data)
         return self._raw.write(data)
 
     def hexdigest(self) -> str:
-        return self._hash.hexdigest()
+        return self._checksum.hexdigest()
+
+
+def _data_file_pattern(kind: str, suffix: str) -> str:
+    return rf"{re.escape(kind)}-[0-9a-f]{{32}}{re.escape(suffix)}"
 
 
 def _fsync_directory(directory: Path) -> None:

@@ -8,6 +8,8 @@ the ``error`` class given (the BM25 index raises its own), naming the value at f
 
 from __future__ import annotations
 
+import itertools
+import operator
 import os
 from collections import Counter
 from collections.abc import Iterable, Sequence
@@ -96,25 +98,51 @@ def split_segments(
     count: int,
     *,
     error: type[RagloomError] = EmbeddingStoreError,
+    copy: bool = True,
 ) -> tuple[list[str | None], list[dict[str, MetadataValue]] | None]:
-    """Texts and metadata dicts of the ``count`` segments of a batch.
+    """Texts and metadata dicts of the ``count`` segments of a batch, checked by
+    :func:`check_segment` (in bulk: one check over all texts, keys and distinct strings).
 
-    Without segments: ``None`` texts and ``None`` metadata (no metadata on any row).
+    Without segments: ``None`` texts and ``None`` metadata (no metadata on any row). With
+    ``copy=False`` the dicts are the segments' own, for a caller that only reads them.
     """
     if segments is None:
         return [None] * count, None
     if isinstance(segments, str | TextSegment) or len(segments) != count:
         given = 1 if isinstance(segments, str | TextSegment) else len(segments)
         raise error(f"got {given} segments for {count} embeddings")
-    texts: list[str | None] = []
-    metadata: list[dict[str, MetadataValue]] = []
-    for position, segment in enumerate(segments):
-        if not isinstance(segment, TextSegment):
-            raise error(f"expected TextSegment, got {type(segment).__name__}")
-        check_segment(segment, position, error=error)
-        texts.append(segment.text)
-        metadata.append(segment.metadata.to_dict())
-    return texts, metadata
+    batch = list(segments)
+    if set(map(type, batch)) != {TextSegment}:
+        for segment in batch:
+            if not isinstance(segment, TextSegment):
+                raise error(f"expected TextSegment, got {type(segment).__name__}")
+    texts: list[str | None] = list(map(_TEXT, batch))
+    metadata = list(map(_METADATA, batch))
+    if set(map(type, metadata)) != {dict}:  # some were read: the Metadata around the dict
+        metadata = [m if type(m) is dict else m._data for m in metadata]
+    keys = set().union(*metadata)
+    distinct = set(itertools.chain.from_iterable(map(dict.values, metadata)))
+    strings = list(filter(str.__instancecheck__, distinct))
+    if not all(map(_valid_unicode, (texts, keys, strings))):
+        for position, segment in enumerate(batch):  # find the first culprit
+            check_segment(segment, position, error=error)
+    return texts, [dict(row) for row in metadata] if copy else metadata
+
+
+_TEXT = operator.attrgetter("text")
+_METADATA = operator.attrgetter("_metadata")  # a dict, or a Metadata around one
+
+
+def _valid_unicode(texts: Iterable[str | None]) -> bool:
+    """Whether every text (all of type str) is valid Unicode (:func:`check_segment_text`)."""
+    joined = "".join(texts)  # type: ignore[arg-type]
+    if joined.isascii():
+        return True
+    try:
+        joined.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def embedding_dimension(embeddings: Sequence[Embedding] | npt.NDArray[np.floating[Any]]) -> int:
