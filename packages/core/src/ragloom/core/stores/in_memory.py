@@ -60,6 +60,8 @@ from ragloom.core.stores.base import (
 )
 from ragloom.core.stores.filter_mask import filter_mask
 from ragloom.core.stores.metadata_table import MetadataTable
+from ragloom.core.stores.metadata_types import batch_kinds, check_held
+from ragloom.core.stores.metadata_types import metadata_schema as metadata_schema_kinds
 from ragloom.core.stores.persistence import (
     ByteSink,
     DataFiles,
@@ -108,21 +110,28 @@ class InMemoryEmbeddingStore(TombstonedRows, EmbeddingStore):
     embedding sets it (and removing everything forgets it). ``add_all`` also accepts a
     2-D numpy array of vectors, the fast path for bulk loads. ``index`` chooses exact
     search (the default) or a quantized index, ``"int8"`` or ``"binary"`` (see the module
-    docstring). All methods are safe to call from several threads (one re-entrant lock
-    guards the state).
+    docstring). ``metadata_schema`` (e.g. ``{"tenant": str}``) declares metadata key
+    types; undeclared keys take the type of their first write, and a write with another
+    type is refused (:mod:`~ragloom.core.stores.metadata_types`). All methods are safe to
+    call from several threads (one re-entrant lock guards the state).
     """
 
     _id_error = EmbeddingStoreError
     _id_noun = "embedding"
 
     def __init__(
-        self, dimension: int | None = None, *, index: IndexKind | IndexOptions = "exact"
+        self,
+        dimension: int | None = None,
+        *,
+        index: IndexKind | IndexOptions = "exact",
+        metadata_schema: Mapping[str, type] | None = None,
     ) -> None:
         if dimension is not None and (type(dimension) is not int or dimension < 1):
             raise EmbeddingStoreError(f"dimension must be a positive int, got {dimension!r}")
         self._lock = threading.RLock()
         self._fixed_dimension = dimension
         self._index_options = index_options(index)
+        self._declared = metadata_schema_kinds(metadata_schema)
         self._reset()
 
     def _reset(self) -> None:
@@ -178,7 +187,9 @@ class InMemoryEmbeddingStore(TombstonedRows, EmbeddingStore):
         id_list = None if ids is None else _validate_ids(ids, count)
         if count == 0:
             return []
+        kinds = batch_kinds(metadata, self._declared)
         with self._lock:
+            check_held(kinds, self._metadata.key_kinds)
             dimension = embedding_dimension(embeddings)
             self._check_dimension(dimension)
             if id_list is not None and self._size:
