@@ -29,7 +29,7 @@ import hashlib
 import math
 import struct
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Literal
 
 import numpy as np
@@ -43,12 +43,21 @@ from ragloom.core.embedding import Embedding
 from ragloom.core.errors import EmbeddingStoreError, InvalidFilterError
 from ragloom.core.filters import Filter
 from ragloom.core.metadata import Metadata
+from ragloom.core.filter_values import BOOL, NUMBER, STR, UUID
 from ragloom.core.stores.base import (
     EmbeddingMatch,
     EmbeddingSearchRequest,
     EmbeddingSearchResult,
     EmbeddingStore,
 )
+from ragloom.core.stores.metadata_types import (
+    BatchKinds,
+    batch_kinds,
+    conflicting_kinds,
+    held_type_error,
+    kind_of,
+)
+from ragloom.core.stores.metadata_types import metadata_schema as metadata_schema_kinds
 from ragloom.core.stores.scores import exact_cosines, relevance_score
 from ragloom.core.stores.validation import (
     check_filter,
@@ -68,6 +77,7 @@ from ragloom.stores.pgvector._database import (
 from ragloom.stores.pgvector._filters import compile_filter
 from ragloom.stores.pgvector._metadata import (
     check_text,
+    kind_tag,
     decode_many,
     decode_metadata,
     encode_metadata,
@@ -87,6 +97,7 @@ IterativeScan = Literal["off", "strict_order", "relaxed_order"]
 _MAX_IDENTIFIER_BYTES = 63
 _MAX_DIMENSION = 16000  # pgvector's limit for the vector type
 _EF_SEARCH_MAX = 1000  # pgvector's limit for hnsw.ef_search
+_LETTER = {STR: "s", NUMBER: "n", BOOL: "b", UUID: "u"}  # core kinds -> _metadata's tags
 _STAGING_FROM = 64  # batches with ids of at least this size go through COPY + upsert
 _COLUMNS = ("id", "embedding", "text", "metadata", "metadata_kinds")
 _EXPECTED_TYPES = {
@@ -153,7 +164,9 @@ class PgVectorEmbeddingStore(EmbeddingStore):
     created; for an existing table it may be omitted (read from the table) and, when
     given, must match it. ``index`` is ``"hnsw"`` (default), ``"ivfflat"`` (build it after
     loading data, see :meth:`create_index`) or ``"none"`` (exact scans). Metadata is stored
-    as typed JSONB; filters run in SQL with the in-memory store's semantics.
+    as typed JSONB; filters run in SQL with the in-memory store's semantics. A metadata
+    key keeps one type (``metadata_schema`` declares some, e.g. ``{"tenant": str}``; else
+    the first write fixes it): a write with another type raises ``MetadataTypeError``.
 
     Thread-safe: each call takes a pooled connection. A connection broken by a server
     restart is replaced, and the call retried when that is safe.
@@ -180,6 +193,7 @@ class PgVectorEmbeddingStore(EmbeddingStore):
         batch_size: int = 1000,
         pool_size: int = 4,
         timeout: float = 10.0,
+        metadata_schema: Mapping[str, type] | None = None,
     ) -> None:
         self._table_name = _identifier(table, "table name")
         self._schema = None if schema is None else _identifier(schema, "schema name")
@@ -204,6 +218,7 @@ class PgVectorEmbeddingStore(EmbeddingStore):
         self._ivfflat_lists = _positive_int(ivfflat_lists, "ivfflat_lists", 32768)
         self._metadata_index = bool(metadata_index)
         self._batch_size = _positive_int(batch_size, "batch_size")
+        self._declared = metadata_schema_kinds(metadata_schema)
         if not isinstance(timeout, int | float) or isinstance(timeout, bool) or timeout <= 0:
             raise EmbeddingStoreError(f"timeout must be a positive number, got {timeout!r}")
         settings = {
@@ -474,10 +489,11 @@ class PgVectorEmbeddingStore(EmbeddingStore):
         for position, text in enumerate(texts):
             if text is not None:
                 check_text(text, f"text of segment {position}")
+        kinds = batch_kinds(segment_metadata, self._declared)
         if id_list is None:
             batch = Batch(generate_ids(count), matrix, texts, documents, tags)
             self._db.run(
-                lambda conn: self._copy(conn, self._table, batch),
+                lambda conn: (self._check_kinds(conn, kinds), self._copy(conn, self._table, batch)),
                 what=f"adding {count} embeddings",
                 write=True,
                 idempotent=False,
@@ -485,12 +501,35 @@ class PgVectorEmbeddingStore(EmbeddingStore):
             return batch.ids
         batch = Batch(id_list, matrix, texts, documents, tags)
         self._db.run(
-            lambda conn: self._upsert(conn, batch),
+            lambda conn: (self._check_kinds(conn, kinds), self._upsert(conn, batch)),
             what=f"adding {count} embeddings",
             write=True,
             idempotent=True,
         )
         return id_list
+
+    def _check_kinds(self, conn: Connection, kinds: BatchKinds) -> None:
+        """Refuse the batch if the table holds one of its keys with another type: one probe
+        of the ``metadata_kinds`` GIN index, in the writing transaction."""
+        if not kinds:
+            return
+        other = [
+            kind_tag(_LETTER[kind], key)
+            for key, kinds_to_avoid in conflicting_kinds(kinds).items()
+            for kind in kinds_to_avoid
+        ]
+        row = conn.execute(
+            sql.SQL("SELECT metadata::text FROM {} WHERE metadata_kinds && %s LIMIT 1").format(
+                self._table
+            ),
+            [other],
+        ).fetchone()
+        if row is None:
+            return
+        held = decode_metadata(row[0])
+        for key, (kind, position) in kinds.items():
+            if key in held and kind_of(held[key]) != kind:
+                raise held_type_error(key, kind_of(held[key]), kind, position)
 
     def _copy(self, conn: Connection, table: sql.Composable, batch: Batch) -> None:
         """Binary ``COPY`` of ``batch`` into ``table`` (our stream on UTF-8 connections)."""
