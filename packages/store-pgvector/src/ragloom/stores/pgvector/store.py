@@ -41,9 +41,9 @@ from psycopg_pool import ConnectionPool
 from ragloom.core.document import TextSegment
 from ragloom.core.embedding import Embedding
 from ragloom.core.errors import EmbeddingStoreError, InvalidFilterError
+from ragloom.core.filter_values import BOOL, NUMBER, STR, UUID
 from ragloom.core.filters import Filter
 from ragloom.core.metadata import Metadata
-from ragloom.core.filter_values import BOOL, NUMBER, STR, UUID
 from ragloom.core.stores.base import (
     EmbeddingMatch,
     EmbeddingSearchRequest,
@@ -77,10 +77,10 @@ from ragloom.stores.pgvector._database import (
 from ragloom.stores.pgvector._filters import compile_filter
 from ragloom.stores.pgvector._metadata import (
     check_text,
-    kind_tag,
     decode_many,
     decode_metadata,
     encode_metadata,
+    kind_tag,
 )
 
 __all__ = [
