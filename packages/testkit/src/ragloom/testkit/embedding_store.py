@@ -492,7 +492,7 @@ class EmbeddingStoreSuite(EmbeddingStoreSuiteBase, standard=True):
         self, store: EmbeddingStore, dimension: int
     ) -> None:
         def segment(**metadata: object) -> TextSegment:
-            return TextSegment("entry", metadata)  # type: ignore[arg-type]
+            return TextSegment("entry", metadata)
 
         store.add_all([embedding(1, 0, 0, 0)], [segment(tenant="a", n=1)], ids=["a"])
         with pytest.raises(MetadataTypeError, match=r"segment 1: .*'tenant'.*str.*int"):

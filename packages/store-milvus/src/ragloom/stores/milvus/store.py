@@ -419,7 +419,8 @@ class MilvusEmbeddingStore(EmbeddingStore):
             if key_expressible(key)
         ]
         found: list[Row] = []
-        if checks:
+        probe = _or(checks).expr if checks else None
+        if probe is not None:
             found = self._call(
                 "checking metadata types",
                 self._client.query,
@@ -427,7 +428,7 @@ class MilvusEmbeddingStore(EmbeddingStore):
                 output_fields=["metadata", "kinds", "exact"],
                 limit=1,
                 consistency_level="Strong",
-                **self._render(_or(checks).expr),
+                **self._render(probe),
             )
         if len(checks) < len(kinds):
             found += self._scan(None, ["metadata", "kinds", "exact"])

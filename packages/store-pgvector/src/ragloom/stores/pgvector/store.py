@@ -29,7 +29,7 @@ import hashlib
 import math
 import struct
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Literal
 
 import numpy as np
@@ -493,7 +493,7 @@ class PgVectorEmbeddingStore(EmbeddingStore):
         if id_list is None:
             batch = Batch(generate_ids(count), matrix, texts, documents, tags)
             self._db.run(
-                lambda conn: (self._check_kinds(conn, kinds), self._copy(conn, self._table, batch)),
+                lambda conn: self._checked(conn, kinds, self._copy, self._table, batch),
                 what=f"adding {count} embeddings",
                 write=True,
                 idempotent=False,
@@ -501,12 +501,19 @@ class PgVectorEmbeddingStore(EmbeddingStore):
             return batch.ids
         batch = Batch(id_list, matrix, texts, documents, tags)
         self._db.run(
-            lambda conn: (self._check_kinds(conn, kinds), self._upsert(conn, batch)),
+            lambda conn: self._checked(conn, kinds, self._upsert, batch),
             what=f"adding {count} embeddings",
             write=True,
             idempotent=True,
         )
         return id_list
+
+    def _checked(
+        self, conn: Connection, kinds: BatchKinds, write: Callable[..., None], *args: Any
+    ) -> None:
+        """``write(conn, *args)`` after :meth:`_check_kinds`, in one transaction."""
+        self._check_kinds(conn, kinds)
+        write(conn, *args)
 
     def _check_kinds(self, conn: Connection, kinds: BatchKinds) -> None:
         """Refuse the batch if the table holds one of its keys with another type: one probe
