@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -23,6 +24,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+
+# The suite's helper modules (hostile_corpus) import by name under --import-mode=importlib.
+sys.path.insert(0, str(Path(__file__).parent))
 
 ANSWER = json.dumps(
     {
