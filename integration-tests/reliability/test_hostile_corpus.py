@@ -36,7 +36,7 @@ elif parser_name == "office":
     from ragloom.parsers.office import OfficeDocumentParser as Parser
 else:
     from ragloom.parsers.auto import AutoDocumentParser
-    Parser = lambda: AutoDocumentParser(timeout=10)
+    Parser = lambda: AutoDocumentParser(timeout=4)
 parser = Parser()
 for name in sorted(os.listdir(folder)):
     data = open(os.path.join(folder, name), "rb").read()
