@@ -277,8 +277,9 @@ def office_attacks(secret_path: str) -> dict[str, bytes]:
         "deep_xml.docx": _docx(_body("<w:p>" * 100_000 + "</w:p>" * 100_000)),
         "unclosed_xml.docx": _docx(_body(paragraph)[:-20]),
         "not_xml.docx": _docx(b"\x00\x01 not xml at all"),
-        "no_document.docx": _docx(b"", {"word/other.xml": b"<x/>"})
-        .replace(b"word/document.xml", b"word/documenX.xml"),
+        "no_document.docx": _docx(b"", {"word/other.xml": b"<x/>"}).replace(
+            b"word/document.xml", b"word/documenX.xml"
+        ),
         "empty_zip.docx": _empty_zip(),
         "path_traversal.docx": _docx(_body(paragraph), {"../../evil.xml": b"<x/>"}),
         "duplicate_members.docx": _duplicate_member_docx(paragraph),

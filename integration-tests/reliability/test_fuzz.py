@@ -102,7 +102,9 @@ def test_every_filter_round_trips_through_its_text(condition: Filter) -> None:
 
 
 @FAST
-@given(st.dictionaries(st.one_of(st.text(max_size=8), st.integers(), st.none()), SCALARS | st.none()))
+@given(
+    st.dictionaries(st.one_of(st.text(max_size=8), st.integers(), st.none()), SCALARS | st.none())
+)
 def test_metadata_accepts_or_refuses_cleanly(data: dict[Any, Any]) -> None:
     try:
         metadata = Metadata(data)

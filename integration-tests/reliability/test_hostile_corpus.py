@@ -112,7 +112,9 @@ def test_the_loader_keeps_the_good_files_of_a_hostile_folder(corpus: Path, tmp_p
     from ragloom.core import FileSystemDocumentLoader, RagloomError
 
     result = FileSystemDocumentLoader.load_documents(corpus, recursive=True)
-    loaded = {(Path(d.metadata["absolute_directory_path"]).name, d.metadata["file_name"]) for d in result}
+    loaded = {
+        (Path(d.metadata["absolute_directory_path"]).name, d.metadata["file_name"]) for d in result
+    }
     for parser, names in (("text", good_text()), ("html", good_html()), ("pdf", good_pdf())):
         assert {(parser, name) for name in names} <= loaded
     assert {("office", name) for name in good_office()} <= loaded

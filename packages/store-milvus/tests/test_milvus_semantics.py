@@ -392,3 +392,15 @@ def test_without_type_checks_mismatches_match_neither_side(
             i for i, row in zip(ids, rows, strict=True) if matches(condition, row, lenient=True)
         }
         assert {i for i, _ in _found(store, condition)} == expected, str(condition)
+
+
+def test_contains_the_empty_string_matches_every_str(store: MilvusEmbeddingStore) -> None:
+    """Milvus Lite's like "%" matches nothing; every str contains "" (was: no match)."""
+    memory = InMemoryEmbeddingStore()
+    _fill([store, memory], [{"s": "apple"}, {"s": ""}, {}])
+    for condition in (
+        metadata_key("s").contains_string(""),
+        ~metadata_key("s").contains_string(""),
+    ):
+        _same(store, memory, condition)
+    assert len(_found(store, metadata_key("s").contains_string(""))) == 2
