@@ -168,7 +168,7 @@ def server_message(body: bytes) -> str:
         return "(empty body)"
     try:
         data: Any = json.loads(body)
-    except (json.JSONDecodeError, UnicodeDecodeError):
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
         data = None
     if isinstance(data, dict):
         for key in ("error", "message", "detail"):
@@ -290,7 +290,7 @@ class RerankEndpoint:
         """The JSON body of a successful answer; ScoringResponseError when it is not JSON."""
         try:
             return json.loads(reply.body)
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as exc:
             excerpt = _clip(reply.body.decode("utf-8", "replace").strip())
             raise self.error(
                 ScoringResponseError,

@@ -18,12 +18,18 @@ Registered under ``ragloom.scoring_models`` as ``http``; the entry point is
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Mapping, Sequence
 from types import TracebackType
 from typing import Any, Literal, Self, get_args
 
 import httpx
 
+from ragloom.core.bounded_read import (
+    DEFAULT_MAX_RESPONSE_BYTES,
+    ResponseTooLargeError,
+    read_within,
+)
 from ragloom.core.document import TextSegment
 from ragloom.core.embedding import TokenUsage, text_of
 from ragloom.core.errors import InvalidArgumentError, InvalidArgumentTypeError, PluginError
@@ -99,6 +105,7 @@ class HttpScoringModel(ScoringModel):
             )
         if not isinstance(timeout, int | float) or not timeout > 0:
             raise InvalidArgumentError(f"timeout must be a number > 0, got {timeout!r}")
+        self._timeout = float(timeout)  # also bounds each attempt as a whole
         for name, flag in (("truncate", truncate), ("raw_scores", raw_scores)):
             if not isinstance(flag, bool):
                 raise InvalidArgumentTypeError(f"{name} must be a bool, got {flag!r}")
@@ -184,13 +191,20 @@ class HttpScoringModel(ScoringModel):
         return scores_in_input_order(pairs, count, self._endpoint)
 
     def _send(self, body: Mapping[str, Any]) -> Reply:
+        """One attempt, bounded as a whole by the timeout and in size by
+        ``DEFAULT_MAX_RESPONSE_BYTES`` (a dripping or huge answer is cut off)."""
+        deadline = time.monotonic() + self._timeout
+        url = self._endpoint.url
         try:
-            response = self._client.post(self._endpoint.url, json=body, headers=self._headers)
-        except httpx.TimeoutException as exc:
+            with self._client.stream("POST", url, json=body, headers=self._headers) as response:
+                content = read_within(
+                    response.iter_bytes(), deadline=deadline, max_bytes=DEFAULT_MAX_RESPONSE_BYTES
+                )
+        except (httpx.TimeoutException, TimeoutError) as exc:
             raise TransportFailure(str(exc) or type(exc).__name__, timeout=True) from exc
-        except httpx.TransportError as exc:
+        except (httpx.TransportError, ResponseTooLargeError) as exc:
             raise TransportFailure(str(exc) or type(exc).__name__) from exc
-        return Reply(response.status_code, response.headers, response.content)
+        return Reply(response.status_code, response.headers, content)
 
     def close(self) -> None:
         """Release the pooled connections (not those of an ``http_client`` passed in)."""
