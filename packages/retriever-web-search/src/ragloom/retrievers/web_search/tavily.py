@@ -10,11 +10,17 @@ other scalar field of a result go to its metadata. HTTP errors become
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Mapping
 from typing import Any
 
 import httpx
 
+from ragloom.core.bounded_read import (
+    DEFAULT_MAX_RESPONSE_BYTES,
+    ResponseTooLargeError,
+    read_within,
+)
 from ragloom.core.errors import InvalidArgumentError
 from ragloom.core.web_search import (
     WebSearchError,
@@ -42,7 +48,7 @@ def _error_text(response: httpx.Response) -> str:
     """Tavily's message: ``{"detail": {"error": ...}}`` (or the body's start)."""
     try:
         body = response.json()
-    except ValueError:
+    except (ValueError, RecursionError):
         return response.text[:200]
     detail = body.get("detail") if isinstance(body, dict) else None
     if isinstance(detail, dict) and "error" in detail:
@@ -78,6 +84,7 @@ class TavilyWebSearchEngine:
         self.search_depth = search_depth
         self.topic = topic
         self.include_raw_content = include_raw_content
+        self.timeout_seconds = float(timeout_seconds)
         self._client = client or httpx.Client(timeout=timeout_seconds)
         self._headers = {"Authorization": f"Bearer {key}", "Content-Type": "application/json"}
 
@@ -98,10 +105,17 @@ class TavilyWebSearchEngine:
             body["country"] = request.geo_location
         body.update(request.additional_params)
         url = f"{self.base_url}/search"
+        deadline = time.monotonic() + self.timeout_seconds  # bounds the call as a whole
         try:
-            response = self._client.post(url, json=body, headers=self._headers)
-        except httpx.TimeoutException as exc:
+            with self._client.stream("POST", url, json=body, headers=self._headers) as streamed:
+                content = read_within(
+                    streamed.iter_bytes(), deadline=deadline, max_bytes=DEFAULT_MAX_RESPONSE_BYTES
+                )
+            response = httpx.Response(streamed.status_code, content=content)
+        except (httpx.TimeoutException, TimeoutError) as exc:
             raise WebSearchError(f"Tavily at {url} timed out: {exc!r}") from exc
+        except ResponseTooLargeError as exc:
+            raise WebSearchError(f"Tavily at {url}: {exc}") from exc
         except httpx.HTTPError as exc:
             raise WebSearchError(f"Tavily at {url} is unreachable: {exc!r}") from exc
         if response.status_code != 200:
@@ -116,7 +130,7 @@ class TavilyWebSearchEngine:
             data = response.json()
             items = data["results"]
             results = tuple(self._organic(item) for item in items)
-        except (ValueError, KeyError, TypeError) as exc:
+        except (ValueError, KeyError, TypeError, RecursionError) as exc:
             raise WebSearchError(
                 f"Tavily at {url} sent a malformed answer ({exc!r}): {response.text[:200]!r}"
             ) from exc
