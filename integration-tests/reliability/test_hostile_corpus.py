@@ -16,7 +16,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from hostile_corpus import PARSERS, SECRET, cases, good_html, good_office, good_pdf, good_text
 
 CASE_SECONDS = 30.0  # a generous bound per case (the slowest takes a few seconds)

@@ -67,14 +67,16 @@ def test_kill_during_save_leaves_the_old_or_the_new_state(tmp_path: Path) -> Non
             continue  # killed before the first save finished
         store = InMemoryEmbeddingStore.load(target)
         count = len(store)
-        assert count % 50 == 0 and count > 0, count  # a whole state, never a partial one
+        assert count > 0
+        assert count % 50 == 0, count  # a whole state, never a partial one
         query = EmbeddingSearchRequest(Embedding([0.0, 1.0, 0.0, 0.0]), max_results=10**6)
         matches = store.search(query).matches
         assert {m.embedding_id for m in matches} == {f"s{i}" for i in range(count)}
         for match in matches:
             i = int(match.embedding_id[1:])
             assert match.embedded is not None
-            assert match.embedded.text == f"text {i}" and match.embedded.metadata["n"] == i
+            assert match.embedded.text == f"text {i}"
+            assert match.embedded.metadata["n"] == i
             np.testing.assert_array_equal(match.embedding.vector, [i, 1.0, 0.5, 0.25])
 
 
