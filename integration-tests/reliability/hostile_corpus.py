@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import io
 import random
+import warnings
 import zipfile
 from collections.abc import Callable, Iterator
 
@@ -305,7 +306,8 @@ def _empty_zip() -> bytes:
 
 def _duplicate_member_docx(paragraph: str) -> bytes:
     out = io.BytesIO()
-    with zipfile.ZipFile(out, "w") as archive:
+    with warnings.catch_warnings(), zipfile.ZipFile(out, "w") as archive:
+        warnings.simplefilter("ignore")  # "Duplicate name": the point of this case
         archive.writestr("[Content_Types].xml", _CONTENT_TYPES)
         archive.writestr("word/document.xml", _body(paragraph))
         archive.writestr("word/document.xml", "<broken")
