@@ -31,6 +31,7 @@ __all__ = [
     "BatchKinds",
     "batch_kinds",
     "check_held",
+    "check_held_row",
     "conflicting_kinds",
     "held_type_error",
     "kind_of",
@@ -156,3 +157,11 @@ def check_held(kinds: BatchKinds, held: Callable[[str], Collection[str]]) -> Non
         other = [k for k in held(key) if k != kind]
         if other:
             raise held_type_error(key, other[0], kind, position)
+
+
+def check_held_row(kinds: BatchKinds, row: Mapping[str, MetadataValue]) -> None:
+    """Raise :func:`held_type_error` if the stored metadata ``row`` (what a store's probe
+    found) holds one of the batch's keys with another kind."""
+    for key, (kind, position) in kinds.items():
+        if key in row and kind_of(row[key]) != kind:
+            raise held_type_error(key, kind_of(row[key]), kind, position)

@@ -45,8 +45,7 @@ from ragloom.core.stores.base import (
 from ragloom.core.stores.metadata_types import (
     BatchKinds,
     batch_kinds,
-    held_type_error,
-    kind_of,
+    check_held_row,
 )
 from ragloom.core.stores.metadata_types import metadata_schema as metadata_schema_kinds
 from ragloom.core.stores.scores import exact_cosines, relevance_score
@@ -433,10 +432,7 @@ class MilvusEmbeddingStore(EmbeddingStore):
         if len(checks) < len(kinds):
             found += self._scan(None, ["metadata", "kinds", "exact"])
         for row in found:
-            held = self._metadata(row)
-            for key, (kind, position) in kinds.items():
-                if key in held and kind_of(held[key]) != kind:
-                    raise held_type_error(key, kind_of(held[key]), kind, position)
+            check_held_row(kinds, self._metadata(row))
 
     def _rows(
         self,

@@ -53,9 +53,8 @@ from ragloom.core.stores.base import (
 from ragloom.core.stores.metadata_types import (
     BatchKinds,
     batch_kinds,
+    check_held_row,
     conflicting_kinds,
-    held_type_error,
-    kind_of,
 )
 from ragloom.core.stores.metadata_types import metadata_schema as metadata_schema_kinds
 from ragloom.core.stores.scores import exact_cosines, relevance_score
@@ -531,12 +530,8 @@ class PgVectorEmbeddingStore(EmbeddingStore):
             ),
             [other],
         ).fetchone()
-        if row is None:
-            return
-        held = decode_metadata(row[0])
-        for key, (kind, position) in kinds.items():
-            if key in held and kind_of(held[key]) != kind:
-                raise held_type_error(key, kind_of(held[key]), kind, position)
+        if row is not None:
+            check_held_row(kinds, decode_metadata(row[0]))
 
     def _copy(self, conn: Connection, table: sql.Composable, batch: Batch) -> None:
         """Binary ``COPY`` of ``batch`` into ``table`` (our stream on UTF-8 connections)."""

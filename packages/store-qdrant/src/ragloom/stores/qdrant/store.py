@@ -45,9 +45,8 @@ from ragloom.core.stores import (
 from ragloom.core.stores.metadata_types import (
     BatchKinds,
     batch_kinds,
+    check_held_row,
     conflicting_kinds,
-    held_type_error,
-    kind_of,
 )
 from ragloom.core.stores.metadata_types import metadata_schema as metadata_schema_kinds
 from ragloom.core.stores.scores import exact_cosines, relevance_score
@@ -439,12 +438,8 @@ class QdrantEmbeddingStore(EmbeddingStore):
                 self._collection, scroll_filter=condition, limit=1, with_payload=["kinds", "meta"]
             ),
         )
-        if not records or records[0].payload is None:
-            return
-        held = decode_meta(records[0].payload)
-        for key, (kind, position) in kinds.items():
-            if key in held and kind_of(held[key]) != kind:
-                raise held_type_error(key, kind_of(held[key]), kind, position)
+        if records and records[0].payload is not None:
+            check_held_row(kinds, decode_meta(records[0].payload))
 
     def _existing_seqs(self, pids: list[str]) -> dict[str, int]:
         """The sequence numbers of those of ``pids`` already stored."""
