@@ -68,3 +68,27 @@ def test_a_saved_store_keeps_its_key_types(tmp_path: object) -> None:
     again = InMemoryEmbeddingStore.load(tmp_path)  # type: ignore[arg-type]
     with pytest.raises(MetadataTypeError, match=r"'tenant' expects str.*got int/float"):
         again.add(Embedding([1.0, 0.0]), TextSegment("b", {"tenant": 7}))
+
+
+def test_merging_stores_with_other_key_types_is_refused() -> None:
+    first, second = InMemoryEmbeddingStore(), InMemoryEmbeddingStore()
+    first.add(Embedding([1.0, 0.0]), TextSegment("a", {"tenant": "a"}))
+    second.add(Embedding([0.0, 1.0]), TextSegment("b", {"tenant": 7}))
+    with pytest.raises(MetadataTypeError, match="'tenant'"):
+        InMemoryEmbeddingStore.merge(first, second)
+    assert len(InMemoryEmbeddingStore.merge(first, first)) == 1
+
+
+def test_the_ingestor_fails_the_mistyped_document_alone() -> None:
+    from ragloom.core import Document, EmbeddingStoreIngestor
+    from ragloom.testkit import FakeEmbeddingModel
+
+    store = InMemoryEmbeddingStore()
+    documents = [
+        Document("first text", {"tenant": "a"}),
+        Document("second text", {"tenant": 7}),
+        Document("third text", {"tenant": "c"}),
+    ]
+    result = EmbeddingStoreIngestor(store, FakeEmbeddingModel()).ingest(documents)
+    assert [type(outcome.error) for outcome in result.failures] == [MetadataTypeError]
+    assert len(store) == 2

@@ -584,7 +584,8 @@ class InMemoryEmbeddingStore(TombstonedRows, EmbeddingStore):
     def merge(cls, *stores: InMemoryEmbeddingStore) -> InMemoryEmbeddingStore:
         """A new store holding the entries of ``stores``; a later store's id wins.
 
-        The stores' dimensions must agree (empty stores are ignored).
+        The stores' dimensions must agree (empty stores are ignored), and so must the types
+        of their metadata keys (``MetadataTypeError`` otherwise).
         """
         merged = cls()
         for store in stores:
@@ -602,6 +603,7 @@ class InMemoryEmbeddingStore(TombstonedRows, EmbeddingStore):
                 ids = [store._ids[row] for row in kept]
                 texts = [store._texts[row] for row in kept]
                 metadata = [dict(store._metadata.row(row)) for row in kept]
+            check_held(batch_kinds(metadata), merged._metadata.key_kinds)
             if merged._size:
                 merged._ensure_index()
             merged._stage(vectors, vectors.shape[1])
