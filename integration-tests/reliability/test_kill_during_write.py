@@ -14,7 +14,7 @@ import numpy as np
 
 from ragloom.core import Embedding, EmbeddingSearchRequest, InMemoryEmbeddingStore
 
-ROUNDS = 6
+ROUNDS = 5
 
 SAVER = """
 import sys
@@ -85,7 +85,7 @@ def test_kill_during_ingest_then_rerun_completes(tmp_path: Path) -> None:
 
     corpus = tmp_path / "corpus"
     corpus.mkdir()
-    for i in range(120):
+    for i in range(60):
         (corpus / f"{i}.txt").write_text(f"note {i}: the kiln reached {i * 10} degrees", "utf-8")
     index_dir = tmp_path / "index"
     rng = random.Random(5)
@@ -102,5 +102,5 @@ def test_kill_during_ingest_then_rerun_completes(tmp_path: Path) -> None:
         stdout=subprocess.DEVNULL,
     )
     index = RagIndex.open(index_dir)
-    assert len(index.files) == 120
-    assert len(index.store) == 120
+    assert len(index.files) == 60
+    assert len(index.store) == 60
