@@ -8,6 +8,9 @@ A hostile HTTP server for client tests: each path misbehaves one way.
 ``/nested/...``   valid JSON nested 100,000 levels deep
 ``/keepalive/...``  an SSE stream of keep-alive comments only, one every 0.2 s
 ``/cut/...``      an SSE stream cut off mid-event
+``/short/...``    a JSON body shorter than its Content-Length, then the connection closes
+``/redirect/...`` a redirect to itself, forever
+GET and POST behave alike (loaders GET, API clients POST).
 Runs on 127.0.0.1 in a daemon thread; every handler stops when the client goes away.
 """
 
@@ -15,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -23,6 +27,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+
+# The suite's helper modules (hostile_corpus) import by name under --import-mode=importlib.
+sys.path.insert(0, str(Path(__file__).parent))
 
 ANSWER = json.dumps(
     {
@@ -41,6 +48,11 @@ class Handler(BaseHTTPRequestHandler):
 
     def log_message(self, *args: object) -> None:  # quiet
         pass
+
+    def do_GET(self) -> None:
+        mode = self.path.strip("/").split("/")[0]
+        with contextlib.suppress(TimeoutError, BrokenPipeError, ConnectionResetError):
+            getattr(self, f"mode_{mode}")()
 
     def do_POST(self) -> None:
         self.rfile.read(int(self.headers.get("content-length") or 0))
@@ -87,6 +99,18 @@ class Handler(BaseHTTPRequestHandler):
             self.wfile.write(b": keep-alive\n\n")
             self.wfile.flush()
             time.sleep(0.2)
+
+    def mode_short(self) -> None:
+        self.head("application/json", len(ANSWER) + 100)
+        self.wfile.write(ANSWER[:20])
+        self.wfile.flush()
+        self.close_connection = True
+
+    def mode_redirect(self) -> None:
+        self.send_response(302)
+        self.send_header("Location", self.path)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
 
     def mode_cut(self) -> None:
         self.head("text/event-stream")

@@ -109,6 +109,7 @@ EXPECTED_ALL = [
     "LoadedDocuments",
     "MessageWindowChatMemory",
     "Metadata",
+    "MetadataTypeError",
     "MetadataValue",
     "Not",
     "ObjectNotFoundError",

@@ -324,6 +324,13 @@ def test_truncated_files(data: bytes, keep: float) -> None:
         OfficeDocumentParser().parse(data[: int(len(data) * keep)], source="cut.bin")
 
 
+def test_an_unknown_zip_version_is_a_clear_error() -> None:
+    at = DOCX.index(b"PK\x01\x02") + 6  # "version needed to extract" of the first entry
+    future = DOCX[:at] + bytes([117, 0]) + DOCX[at + 2 :]  # was a raw NotImplementedError
+    with pytest.raises(DocumentParseError, match="future.docx: corrupt or truncated"):
+        OfficeDocumentParser().parse(future, source="future.docx")
+
+
 def test_corrupt_xml_inside_a_valid_zip() -> None:
     broken = rewrite(DOCX, "word/document.xml", lambda xml: xml[: len(xml) // 2])
     with pytest.raises(DocumentParseError, match=r"broken.docx: corrupt Office file"):

@@ -151,6 +151,9 @@ def test_corrupt_objects_are_a_clear_error() -> None:
         PdfDocumentParser().parse(data, source="broken.pdf")
     with pytest.raises(DocumentParseError, match="noise.pdf"):
         PdfDocumentParser().parse(b"%PDF-1.4\n" + bytes(range(256)) * 20, source="noise.pdf")
+    huge_offset = b"%PDF-1.4\nstartxref\n99999999999999999999\n%%EOF"  # was a raw OverflowError
+    with pytest.raises(DocumentParseError, match="offset.pdf"):
+        PdfDocumentParser().parse(huge_offset, source="offset.pdf")
 
 
 @pytest.mark.parametrize("algorithm", ["RC4-128", "AES-128", "AES-256"])

@@ -122,7 +122,7 @@ def test_injection_through_keys_and_values(store: MilvusEmbeddingStore) -> None:
 
 
 def test_differential_random_filters(store: MilvusEmbeddingStore) -> None:
-    """Random nested filters over mixed-type data agree with the in-memory store."""
+    """Random nested filters over typed data agree with the in-memory store."""
     rng = random.Random(7)
     memory = InMemoryEmbeddingStore()
     uid = uuid.UUID("11111111-1111-4111-8111-111111111111")
@@ -133,7 +133,7 @@ def test_differential_random_filters(store: MilvusEmbeddingStore) -> None:
         row: dict[str, object] = {"n": rng.choice(numbers)} if i % 5 else {}
         row["s"] = rng.choice(["apple", "banana", "b\nc", "b%", "a_c", "", "Banana"])
         if i % 3 == 0:
-            row["u"] = rng.choice([uid, str(uid), uuid.UUID(int=5)])
+            row["u"] = rng.choice([uid, uuid.UUID(int=5)])  # one type per key
         if i % 4 == 0:
             row["b"] = rng.choice([True, False])
         rows.append(row)
@@ -367,7 +367,13 @@ def test_without_type_checks_mismatches_match_neither_side(
     store = MilvusEmbeddingStore(
         client=milvus_client, collection_name=collection_name, dimension=DIM, type_checks=False
     )
-    ids = _fill([store], rows)
+    # A collection written before stores refused mistyped writes: rows upserted directly.
+    ids = [f"id{i}" for i in range(len(rows))]
+    vectors = np.array([v.vector for v in _vectors(len(rows))], dtype=np.float32)
+    legacy = store._rows(ids, vectors, [f"t{i}" for i in range(len(rows))], rows)  # type: ignore[arg-type]
+    store.add_all(_vectors(1), ids=["first"])  # creates the collection
+    store.remove("first")
+    milvus_client.upsert(collection_name, legacy)
     key = metadata_key("m")
 
     def leaf() -> Filter:
@@ -386,3 +392,15 @@ def test_without_type_checks_mismatches_match_neither_side(
             i for i, row in zip(ids, rows, strict=True) if matches(condition, row, lenient=True)
         }
         assert {i for i, _ in _found(store, condition)} == expected, str(condition)
+
+
+def test_contains_the_empty_string_matches_every_str(store: MilvusEmbeddingStore) -> None:
+    """Milvus Lite's like "%" matches nothing; every str contains "" (was: no match)."""
+    memory = InMemoryEmbeddingStore()
+    _fill([store, memory], [{"s": "apple"}, {"s": ""}, {}])
+    for condition in (
+        metadata_key("s").contains_string(""),
+        ~metadata_key("s").contains_string(""),
+    ):
+        _same(store, memory, condition)
+    assert len(_found(store, metadata_key("s").contains_string(""))) == 2

@@ -60,9 +60,9 @@ STORED_NUMBERS: list[Any] = [
     0.0, -0.0, 0.5, 2.0, 2.5, 0.1, -3.75, 2.0**53, 2.0**53 - 1, 1e-300, 5e-324, 1e300, -1e300,
 ]  # fmt: skip
 STORED_STRS = ["", "a", "B", "b", "é", "\uffff", "😀", "a'b", 'q"q', "x;--", "$$", "\\", "a.b[0]",
-               "nan", "A\u0300", "ab", "\x00nul", "%s"]  # fmt: skip
+               "nan", "A\u0300", "ab", "\x00nul", "%s", str(U1), "not-a-uuid"]  # fmt: skip
 STORED_BOOLS: list[Any] = [True, False]
-STORED_UUIDS: list[Any] = [U1, U2, str(U1), "not-a-uuid"]
+STORED_UUIDS: list[Any] = [U1, U2]  # one type per key: UUID filters on strs use STORED_STRS
 
 # Filter values: any int, including ones between floats.
 FILTER_NUMBERS: list[Any] = [

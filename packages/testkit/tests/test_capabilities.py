@@ -76,7 +76,7 @@ def test_a_store_declaring_its_deviations_passes_the_weaker_tests(
 ) -> None:
     pytester.makepyfile(_suite(_DECLARED))
     result = pytester.runpytest("-q", "-p", "no:cacheprovider")
-    result.assert_outcomes(passed=104)
+    result.assert_outcomes(passed=105)
     result.stdout.fnmatch_lines(
         [
             "*= ragloom conformance: declared deviations =*",
@@ -92,7 +92,7 @@ def test_the_same_store_without_declarations_fails_the_strict_tests(
 ) -> None:
     pytester.makepyfile(_suite("pass"))
     result = pytester.runpytest("-q", "-p", "no:cacheprovider", "-rf")
-    result.assert_outcomes(passed=88, failed=16)
+    result.assert_outcomes(passed=89, failed=16)
     failed = {line.split("::")[2].split(" ")[0] for line in result.outlines if "FAILED" in line}
     assert {
         "test_ties_keep_insertion_order",

@@ -25,6 +25,7 @@ brackets below), so ``except ValueError`` still works::
     │   └── EncryptedDocumentError
     ├── EmbeddingModelError
     ├── EmbeddingStoreError
+    │   └── MetadataTypeError (TypeError)
     ├── BM25IndexError
     ├── ChatModelError
     ├── RetrievalError
@@ -61,6 +62,7 @@ __all__ = [
     "InvalidArgumentTypeError",
     "InvalidFilterError",
     "InvalidMetadataError",
+    "MetadataTypeError",
     "ObjectNotFoundError",
     "ObjectStoreAccessError",
     "ObjectStoreUnavailableError",
@@ -145,6 +147,11 @@ class UnsupportedFilterError(InvalidFilterError):
 
 class EmbeddingStoreError(RagloomError):
     """An embedding store operation failed or got bad input; the store stays unchanged."""
+
+
+class MetadataTypeError(EmbeddingStoreError, TypeError):
+    """A write gives a metadata key a value of another type than the store holds for it (or
+    declared); names the key, the expected and the given type. The store stays unchanged."""
 
 
 class BM25IndexError(RagloomError):

@@ -23,11 +23,13 @@ from __future__ import annotations
 
 import json
 import math
+import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any, Self
 
+from ragloom.core.bounded_read import DEFAULT_MAX_RESPONSE_BYTES, ResponseTooLargeError, read_within
 from ragloom.core.embedding import TokenUsage
 from ragloom.core.errors import (
     InvalidArgumentError,
@@ -102,7 +104,7 @@ def server_message(body: bytes) -> str:
         return "(empty body)"
     try:
         data: Any = json.loads(body)
-    except (json.JSONDecodeError, UnicodeDecodeError):
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
         data = None
     if isinstance(data, dict):
         for key in ("error", "message", "detail"):
@@ -224,7 +226,7 @@ class RerankEndpoint:
         """The JSON body of a successful answer; ScoringResponseError when it is not JSON."""
         try:
             return json.loads(reply.body)
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as exc:
             excerpt = _clip(reply.body.decode("utf-8", "replace").strip())
             raise self.error(
                 ScoringResponseError,
@@ -276,21 +278,29 @@ class HttpxRerankClient:
     def _connect(self, http_client: Any | None, timeout: float) -> None:
         import httpx
 
+        self._timeout = float(timeout)  # bounds each attempt as a whole, too
         self._own_client = http_client is None
         self._client = http_client or httpx.Client(
             timeout=httpx.Timeout(timeout, connect=min(timeout, 10.0))
         )
 
     def _send(self, body: Mapping[str, Any]) -> Reply:
+        """One attempt, bounded as a whole by the timeout and in size by
+        ``DEFAULT_MAX_RESPONSE_BYTES`` (a dripping or huge answer is cut off)."""
         import httpx
 
+        deadline = time.monotonic() + self._timeout
+        url = self._endpoint.url
         try:
-            response = self._client.post(self._endpoint.url, json=body, headers=self._headers)
-        except httpx.TimeoutException as exc:
+            with self._client.stream("POST", url, json=body, headers=self._headers) as response:
+                content = read_within(
+                    response.iter_bytes(), deadline=deadline, max_bytes=DEFAULT_MAX_RESPONSE_BYTES
+                )
+        except (httpx.TimeoutException, TimeoutError) as exc:
             raise TransportFailure(str(exc) or type(exc).__name__, timeout=True) from exc
-        except httpx.TransportError as exc:
+        except (httpx.TransportError, ResponseTooLargeError) as exc:
             raise TransportFailure(str(exc) or type(exc).__name__) from exc
-        return Reply(response.status_code, response.headers, response.content)
+        return Reply(response.status_code, response.headers, content)
 
     def close(self) -> None:
         """Release the pooled connections (not those of an ``http_client`` passed in)."""

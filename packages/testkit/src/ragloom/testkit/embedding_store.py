@@ -25,7 +25,7 @@ import pytest
 
 from ragloom.core.document import TextSegment
 from ragloom.core.embedding import Embedding
-from ragloom.core.errors import EmbeddingStoreError, InvalidFilterError
+from ragloom.core.errors import EmbeddingStoreError, InvalidFilterError, MetadataTypeError
 from ragloom.core.filters import Filter, metadata_key
 from ragloom.core.stores.base import (
     EmbeddingMatch,
@@ -482,3 +482,39 @@ class EmbeddingStoreSuite(EmbeddingStoreSuiteBase, standard=True):
         with pytest.raises(EmbeddingStoreError):
             store.add_all(two, [TextSegment("only one")])
         assert entries(store, dimension) == {}
+
+    @if_fails(
+        "a metadata key keeps one type per store: refuse a write of another type with "
+        "MetadataTypeError before any write of its batch (core's stores.metadata_types: "
+        "batch_kinds, then ask the backend which kinds it holds for those keys)"
+    )
+    def test_a_mistyped_metadata_write_is_refused(
+        self, store: EmbeddingStore, dimension: int
+    ) -> None:
+        def segment(**metadata: object) -> TextSegment:
+            return TextSegment("entry", metadata)
+
+        store.add_all([embedding(1, 0, 0, 0)], [segment(tenant="a", n=1)], ids=["a"])
+        with pytest.raises(MetadataTypeError, match=r"segment 1: .*'tenant'.*str.*int"):
+            store.add_all(
+                [embedding(0, 1, 0, 0), embedding(0, 0, 1, 0)],
+                [segment(tenant="b"), segment(tenant=7)],
+                ids=["b", "c"],
+            )
+        with pytest.raises(MetadataTypeError, match="'fresh'"):  # a batch against itself
+            store.add_all(
+                [embedding(0, 1, 0, 0), embedding(0, 0, 1, 0)],
+                [segment(fresh="x"), segment(fresh=True)],
+                ids=["d", "e"],
+            )
+        with pytest.raises(MetadataTypeError, match="'tenant'"):  # a UUID is not a str
+            store.add(embedding(0, 0, 1, 0), segment(tenant=uuid.UUID(int=1)))
+        store.add_all([embedding(0, 0, 0, 1)], [segment(tenant="f", n=2.5)], ids=["f"])  # numbers
+        assert set(entries(store, dimension)) == {"a", "f"}
+        request = EmbeddingSearchRequest(
+            embedding(1, 0, 0, 0), _ALL, filter=metadata_key("tenant").is_equal_to("a")
+        )
+        assert [match.embedding_id for match in store.search(request).matches] == ["a"]
+        store.remove_all()  # no entry holds the keys any more: any type may be written
+        store.add_all([embedding(1, 0, 0, 0)], [segment(tenant=7)], ids=["g"])
+        assert list(entries(store, dimension)) == ["g"]

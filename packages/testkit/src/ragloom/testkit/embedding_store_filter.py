@@ -157,7 +157,7 @@ def _mixed_number_cases() -> list[FilterCase]:
         FilterCase(
             "uuid-matches-its-canonical-str",
             key.is_equal_to(_U2),
-            [(_row(str(_U2)), True), (_row(str(_U1)), False), (_row(_U2), True)],
+            [(_row(str(_U2)), True), (_row(str(_U1)), False)],
         ),
     ]
 
@@ -379,9 +379,9 @@ class EmbeddingStoreFilterSuite(EmbeddingStoreSuiteBase, standard=True):
         "removed entries must not be type-checked or matched (clear their metadata on removal)"
     )
     def test_removed_entries_take_no_part_in_type_checks(self, store: EmbeddingStore) -> None:
-        ids = self._fill(store, [{"k": "x"}, *({"k": i} for i in range(9))])
-        store.remove(ids[0])
-        assert self._matching(store, metadata_key("k").is_greater_than(0)) == set(ids[2:])
+        store.remove(self._fill(store, [{"k": "x"}])[0])  # gone: "k" may hold ints now
+        ids = self._fill(store, [{"k": i} for i in range(9)])
+        assert self._matching(store, metadata_key("k").is_greater_than(0)) == set(ids[1:])
 
     @pytest.mark.parametrize("value", [True, _U1])
     @if_fails("this is core's Filter builder, not your store: check the ragloom-core version")

@@ -79,6 +79,8 @@ from ragloom.core.stores.base import (
 )
 from ragloom.core.stores.filter_mask import filter_mask
 from ragloom.core.stores.metadata_table import MetadataTable
+from ragloom.core.stores.metadata_types import batch_kinds, check_held
+from ragloom.core.stores.metadata_types import metadata_schema as metadata_schema_kinds
 from ragloom.core.stores.persistence import (
     ByteSink,
     DataFiles,
@@ -134,21 +136,28 @@ class InMemoryEmbeddingStore(TombstonedRows, EmbeddingStore):
     embedding sets it (and removing everything forgets it). ``add_all`` also accepts a
     2-D numpy array of vectors, the fast path for bulk loads. ``index`` chooses exact
     search (the default) or a quantized index, ``"int8"`` or ``"binary"`` (see the module
-    docstring). All methods are safe to call from several threads (one re-entrant lock
-    guards the state).
+    docstring). ``metadata_schema`` (e.g. ``{"tenant": str}``) declares metadata key
+    types; undeclared keys take the type of their first write, and a write with another
+    type is refused (:mod:`~ragloom.core.stores.metadata_types`). All methods are safe to
+    call from several threads (one re-entrant lock guards the state).
     """
 
     _id_error = EmbeddingStoreError
     _id_noun = "embedding"
 
     def __init__(
-        self, dimension: int | None = None, *, index: IndexKind | IndexOptions = "exact"
+        self,
+        dimension: int | None = None,
+        *,
+        index: IndexKind | IndexOptions = "exact",
+        metadata_schema: Mapping[str, type] | None = None,
     ) -> None:
         if dimension is not None and (type(dimension) is not int or dimension < 1):
             raise EmbeddingStoreError(f"dimension must be a positive int, got {dimension!r}")
         self._lock = threading.RLock()
         self._fixed_dimension = dimension
         self._index_options = index_options(index)
+        self._declared = metadata_schema_kinds(metadata_schema)
         self._reset()
 
     def _reset(self) -> None:
@@ -206,7 +215,9 @@ class InMemoryEmbeddingStore(TombstonedRows, EmbeddingStore):
         id_list = None if ids is None else _validate_ids(ids, count)
         if count == 0:
             return []
+        kinds = batch_kinds(metadata, self._declared)
         with self._lock:
+            check_held(kinds, self._metadata.key_kinds)
             dimension = embedding_dimension(embeddings)
             self._check_dimension(dimension)
             if id_list is not None and self._size:
@@ -690,7 +701,8 @@ class InMemoryEmbeddingStore(TombstonedRows, EmbeddingStore):
     def merge(cls, *stores: InMemoryEmbeddingStore) -> InMemoryEmbeddingStore:
         """A new store holding the entries of ``stores``; a later store's id wins.
 
-        The stores' dimensions must agree (empty stores are ignored).
+        The stores' dimensions must agree (empty stores are ignored), and so must the types
+        of their metadata keys (``MetadataTypeError`` otherwise).
         """
         merged = cls()
         for store in stores:
@@ -709,6 +721,7 @@ class InMemoryEmbeddingStore(TombstonedRows, EmbeddingStore):
                 ids = [store._ids[row] for row in kept]
                 texts = [store._texts[row] for row in kept]
                 metadata = [dict(store._metadata.row(row)) for row in kept]
+            check_held(batch_kinds(metadata), merged._metadata.key_kinds)
             if merged._size:
                 merged._ensure_index()
             merged._stage(vectors, vectors.shape[1])

@@ -47,6 +47,8 @@ _CODES_OF_KIND = {
     STR: (_STR_CODE,),
     UUID: (_UUID_CODE, _STR_CODE),
 }
+_KIND_OF_CODE = {code: kind for kind, codes in _CODES_OF_KIND.items() for code in codes}
+_KIND_OF_CODE[_STR_CODE] = STR  # a stored str is a str (UUID filters also match it)
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 _NP_OPS: dict[str, Callable[[Any, Any], NDArray[np.bool_]]] = {
     "==": operator.eq,
@@ -496,6 +498,14 @@ class MetadataTable:
             column.compact(keep, self._size)
         self._size = int(keep.sum())
         self._drop_empty_columns()
+
+    def key_kinds(self, key: str) -> list[str]:
+        """The filter kinds of the values the live rows hold for ``key`` (from the type
+        counts, O(1)); :mod:`~ragloom.core.stores.metadata_types` keeps it to one."""
+        column = self._columns.get(key)
+        if column is None:
+            return []
+        return list({_KIND_OF_CODE[code] for code, n in enumerate(column.counts) if n})
 
     def row(self, i: int) -> dict[str, MetadataValue]:
         """The metadata of row ``i`` (negative ``i`` counts from the end)."""

@@ -405,6 +405,13 @@ class GitHubDocumentLoader:
                 raise DocumentLoadError(
                     f"{where}: cannot reach GitHub at {self.base_url}: {exc}"
                 ) from exc
+            # PyGithub asserts, indexes and decodes what the server sent: a malformed or
+            # deeply nested answer (a proxy, a broken mirror) surfaces as these.
+            except (AssertionError, TypeError, ValueError, KeyError, RecursionError) as exc:
+                raise DocumentLoadError(
+                    f"{where}: GitHub at {self.base_url} sent a malformed answer "
+                    f"({type(exc).__name__}: {str(exc)[:200]})"
+                ) from exc
         raise GitHubRateLimitError(
             f"{where}: still rate limited after {MAX_RATE_LIMIT_RETRIES} waits; "
             "retry later or pass a token with a higher limit",

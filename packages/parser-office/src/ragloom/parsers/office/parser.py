@@ -161,7 +161,9 @@ def _kind(raw: bytes, name: str, max_bytes: int) -> str:
     try:
         with zipfile.ZipFile(io.BytesIO(raw)) as archive:
             infos = archive.infolist()
-    except zipfile.BadZipFile as exc:
+    # zipfile also raises NotImplementedError (an unknown zip version or compression),
+    # ValueError and EOFError on damaged archives.
+    except (zipfile.BadZipFile, NotImplementedError, ValueError, EOFError) as exc:
         raise DocumentParseError(f"{name}: corrupt or truncated Office file: {exc}") from exc
     # zipfile never inflates a part beyond its declared size, so the sum bounds the work.
     unzipped = sum(info.file_size for info in infos)

@@ -127,7 +127,15 @@ class PdfDocumentParser:
             raise
         except PyPdfError as exc:
             raise DocumentParseError(f"{name}: not a readable PDF: {exc}") from exc
-        except (ValueError, TypeError, KeyError, IndexError, AttributeError, OSError) as exc:
+        except (
+            ValueError,
+            TypeError,
+            KeyError,
+            IndexError,
+            AttributeError,
+            OSError,
+            ArithmeticError,  # e.g. an offset beyond any integer type (OverflowError)
+        ) as exc:
             raise DocumentParseError(
                 f"{name}: corrupt or unsupported PDF ({type(exc).__name__}: {exc})"
             ) from exc

@@ -73,6 +73,7 @@ class GoogleCustomSearchEngine:
         self.base_url = base_url.rstrip("/")
         self._key = key
         self.search_engine_id = cx
+        self.timeout_seconds = float(timeout_seconds)
         self._client = client or httpx.Client(timeout=timeout_seconds)
 
     def close(self) -> None:
@@ -122,6 +123,7 @@ class GoogleCustomSearchEngine:
             f"{self.base_url}/customsearch/v1",
             explain=_google_error,
             parse=self._parse,
+            timeout=self.timeout_seconds,
             params=params,
         )
 

@@ -69,6 +69,7 @@ class SearxngWebSearchEngine:
         self.time_range = time_range
         self.max_pages = max_pages
         self._headers = dict(headers or {})
+        self.timeout_seconds = float(timeout_seconds)
         self._client = client or httpx.Client(timeout=timeout_seconds)
 
     def close(self) -> None:
@@ -130,6 +131,7 @@ class SearxngWebSearchEngine:
             f"{self.base_url}/search",
             explain=lambda r: (_STATUS.get(r.status_code, "error"), r.text[:200]),
             parse=self._parse,
+            timeout=self.timeout_seconds,
             params=params,
             headers=self._headers,
         )

@@ -42,7 +42,7 @@ def _error_text(response: httpx.Response) -> str:
     """Tavily's message: ``{"detail": {"error": ...}}`` (or the body's start)."""
     try:
         body = response.json()
-    except ValueError:
+    except (ValueError, RecursionError):
         return response.text[:200]
     detail = body.get("detail") if isinstance(body, dict) else None
     if isinstance(detail, dict) and "error" in detail:
@@ -78,6 +78,7 @@ class TavilyWebSearchEngine:
         self.search_depth = search_depth
         self.topic = topic
         self.include_raw_content = include_raw_content
+        self.timeout_seconds = float(timeout_seconds)
         self._client = client or httpx.Client(timeout=timeout_seconds)
         self._headers = {"Authorization": f"Bearer {key}", "Content-Type": "application/json"}
 
@@ -105,6 +106,7 @@ class TavilyWebSearchEngine:
             url,
             explain=lambda r: (_STATUS.get(r.status_code, "error"), _error_text(r)),
             parse=self._results,
+            timeout=self.timeout_seconds,
             json=body,
             headers=self._headers,
         )

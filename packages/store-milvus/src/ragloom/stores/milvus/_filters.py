@@ -215,9 +215,12 @@ class MilvusFilterCompiler(FilterCompiler[Pair]):
         found = self.leaf(filter.key, STR, (filter.value,))
         if found is None:
             return SUPERSET, SUPERSET
-        pattern = "%" + _like_escape(filter.value) + "%"
-        # "not like" does not exist in Milvus Lite: the negation is checked in Python.
-        positive = Cond((f"{found.metadata} like ", Param(pattern)))
+        if filter.value:
+            pattern = "%" + _like_escape(filter.value) + "%"
+            # "not like" does not exist in Milvus Lite: the negation is checked in Python.
+            positive = Cond((f"{found.metadata} like ", Param(pattern)))
+        else:  # every str contains "" (Milvus Lite's like "%" matches nothing)
+            positive = _cmp(found.kinds, "==", "s")
         return self.guarded(found, positive, SUPERSET, typed=False)[0], SUPERSET
 
     def and_(self, operands: list[Pair]) -> Pair:

@@ -24,7 +24,7 @@ import contextlib
 import re
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
 import numpy as np
@@ -42,6 +42,12 @@ from ragloom.core.stores.base import (
     EmbeddingSearchResult,
     EmbeddingStore,
 )
+from ragloom.core.stores.metadata_types import (
+    BatchKinds,
+    batch_kinds,
+    check_held_row,
+)
+from ragloom.core.stores.metadata_types import metadata_schema as metadata_schema_kinds
 from ragloom.core.stores.scores import exact_cosines, relevance_score
 from ragloom.core.stores.validation import (
     check_filter,
@@ -54,11 +60,18 @@ from ragloom.stores.milvus._expr import (
     Expr,
     Param,
     expressible,
+    key_expressible,
+    path,
     render_literal,
     render_template,
 )
-from ragloom.stores.milvus._filters import CompiledFilter, Cond, compile_filter, matches
-from ragloom.stores.milvus._metadata import decode_metadata, encode_metadata
+from ragloom.stores.milvus._filters import CompiledFilter, Cond, _cmp, _or, compile_filter, matches
+from ragloom.stores.milvus._metadata import (
+    ALL_STORED_KINDS,
+    KINDS_OF,
+    decode_metadata,
+    encode_metadata,
+)
 
 __all__ = ["MilvusEmbeddingStore"]
 
@@ -141,6 +154,7 @@ class MilvusEmbeddingStore(EmbeddingStore):
         type_checks: bool = True,
         batch_size: int = 500,
         timeout: int = 60,
+        metadata_schema: Mapping[str, type] | None = None,
     ) -> None:
         if (uri is None) == (client is None):
             raise EmbeddingStoreError("give either uri (a Milvus URI or a .db path) or client")
@@ -151,6 +165,7 @@ class MilvusEmbeddingStore(EmbeddingStore):
             )
         if dimension is not None:
             _positive_int(dimension, "dimension", _MAX_DIMENSION)
+        self._declared = metadata_schema_kinds(metadata_schema)
         if not isinstance(index_type, str) or not index_type:
             raise EmbeddingStoreError(f"index_type must be a non-empty str, got {index_type!r}")
         for name, params in (("index_params", index_params), ("search_params", search_params)):
@@ -374,6 +389,7 @@ class MilvusEmbeddingStore(EmbeddingStore):
         for id in id_list:
             _check_id(id)
         rows = self._rows(id_list, vectors, texts, metadata)
+        kinds = batch_kinds(metadata, self._declared)
         with self._lock:
             if self._dimension is None:
                 if not self._client.has_collection(self._collection, timeout=self._timeout):
@@ -381,6 +397,7 @@ class MilvusEmbeddingStore(EmbeddingStore):
                     self._dimension = vectors.shape[1]
                 else:
                     self._dimension = self._check_collection(vectors.shape[1])
+        self._check_kinds(kinds)
         for start in range(0, count, self._batch_size):
             batch = rows[start : start + self._batch_size]
             if ids is not None:  # generated UUID4s are new: nothing to keep
@@ -389,6 +406,33 @@ class MilvusEmbeddingStore(EmbeddingStore):
                 f"writing {len(batch)} entries", self._client.upsert, self._collection, batch
             )
         return id_list
+
+    def _check_kinds(self, kinds: BatchKinds) -> None:
+        """Refuse the batch if the collection holds one of its keys with another type (core's
+        ``metadata_types``): one query on the ``kinds`` field, a scan for unnameable keys."""
+        checks = [
+            _cmp(
+                path("kinds", key), "in", tuple(sorted(set(ALL_STORED_KINDS) - set(KINDS_OF[kind])))
+            )
+            for key, (kind, _) in kinds.items()
+            if key_expressible(key)
+        ]
+        found: list[Row] = []
+        probe = _or(checks).expr if checks else None
+        if probe is not None:
+            found = self._call(
+                "checking metadata types",
+                self._client.query,
+                self._collection,
+                output_fields=["metadata", "kinds", "exact"],
+                limit=1,
+                consistency_level="Strong",
+                **self._render(probe),
+            )
+        if len(checks) < len(kinds):
+            found += self._scan(None, ["metadata", "kinds", "exact"])
+        for row in found:
+            check_held_row(kinds, self._metadata(row))
 
     def _rows(
         self,

@@ -29,7 +29,7 @@ import hashlib
 import math
 import struct
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Literal
 
 import numpy as np
@@ -41,6 +41,7 @@ from psycopg_pool import AsyncConnectionPool, ConnectionPool
 from ragloom.core.document import TextSegment
 from ragloom.core.embedding import Embedding
 from ragloom.core.errors import EmbeddingStoreError, InvalidFilterError
+from ragloom.core.filter_values import BOOL, NUMBER, STR, UUID
 from ragloom.core.filters import Filter
 from ragloom.core.metadata import Metadata
 from ragloom.core.stores.base import (
@@ -49,6 +50,13 @@ from ragloom.core.stores.base import (
     EmbeddingSearchResult,
     EmbeddingStore,
 )
+from ragloom.core.stores.metadata_types import (
+    BatchKinds,
+    batch_kinds,
+    check_held_row,
+    conflicting_kinds,
+)
+from ragloom.core.stores.metadata_types import metadata_schema as metadata_schema_kinds
 from ragloom.core.stores.scores import exact_cosines, relevance_score
 from ragloom.core.stores.validation import (
     check_filter,
@@ -72,6 +80,7 @@ from ragloom.stores.pgvector._metadata import (
     decode_many,
     decode_metadata,
     encode_metadata,
+    kind_tag,
 )
 
 __all__ = [
@@ -88,6 +97,7 @@ IterativeScan = Literal["off", "strict_order", "relaxed_order"]
 _MAX_IDENTIFIER_BYTES = 63
 _MAX_DIMENSION = 16000  # pgvector's limit for the vector type
 _EF_SEARCH_MAX = 1000  # pgvector's limit for hnsw.ef_search
+_LETTER = {STR: "s", NUMBER: "n", BOOL: "b", UUID: "u"}  # core kinds -> _metadata's tags
 _STAGING_FROM = 64  # batches with ids of at least this size go through COPY + upsert
 _COLUMNS = ("id", "embedding", "text", "metadata", "metadata_kinds")
 _EXPECTED_TYPES = {
@@ -155,7 +165,9 @@ class PgVectorEmbeddingStore(EmbeddingStore):
     created; for an existing table it may be omitted (read from the table) and, when
     given, must match it. ``index`` is ``"hnsw"`` (default), ``"ivfflat"`` (build it after
     loading data, see :meth:`create_index`) or ``"none"`` (exact scans). Metadata is stored
-    as typed JSONB; filters run in SQL with the in-memory store's semantics.
+    as typed JSONB; filters run in SQL with the in-memory store's semantics. A metadata
+    key keeps one type (``metadata_schema`` declares some, e.g. ``{"tenant": str}``; else
+    the first write fixes it): a write with another type raises ``MetadataTypeError``.
 
     Thread-safe: each call takes a pooled connection. A connection broken by a server
     restart is replaced, and the call retried when that is safe.
@@ -182,6 +194,7 @@ class PgVectorEmbeddingStore(EmbeddingStore):
         batch_size: int = 1000,
         pool_size: int = 4,
         timeout: float = 10.0,
+        metadata_schema: Mapping[str, type] | None = None,
     ) -> None:
         self._table_name = _identifier(table, "table name")
         self._schema = None if schema is None else _identifier(schema, "schema name")
@@ -206,6 +219,7 @@ class PgVectorEmbeddingStore(EmbeddingStore):
         self._ivfflat_lists = _positive_int(ivfflat_lists, "ivfflat_lists", 32768)
         self._metadata_index = bool(metadata_index)
         self._batch_size = _positive_int(batch_size, "batch_size")
+        self._declared = metadata_schema_kinds(metadata_schema)
         if not isinstance(timeout, int | float) or isinstance(timeout, bool) or timeout <= 0:
             raise EmbeddingStoreError(f"timeout must be a positive number, got {timeout!r}")
         settings = {
@@ -483,21 +497,19 @@ class PgVectorEmbeddingStore(EmbeddingStore):
         (``INSERT ... ON CONFLICT``) in pipelined batches, or ``COPY`` into a temporary
         table and one upsert from it for large batches.
         """
-        batch, upsert = self._batch(embeddings, segments, ids)
+        batch, upsert, kinds = self._batch(embeddings, segments, ids)
         if batch is None:
             return []
+
+        def work(conn: Connection) -> None:
+            self._check_kinds(conn, kinds)  # in the writing transaction
+            if upsert:
+                self._upsert(conn, batch)
+            else:
+                self._copy(conn, self._table, batch)
+
         what = f"adding {len(batch)} embeddings"
-        if upsert:
-            self._db.run(
-                lambda conn: self._upsert(conn, batch), what=what, write=True, idempotent=True
-            )
-        else:
-            self._db.run(
-                lambda conn: self._copy(conn, self._table, batch),
-                what=what,
-                write=True,
-                idempotent=False,
-            )
+        self._db.run(work, what=what, write=True, idempotent=upsert)
         return batch.ids
 
     async def aadd_all(
@@ -508,11 +520,15 @@ class PgVectorEmbeddingStore(EmbeddingStore):
         ids: Sequence[str] | None = None,
     ) -> list[str]:
         """:meth:`add_all` on the store's async connection pool (same statements)."""
-        batch, upsert = self._batch(embeddings, segments, ids)
+        batch, upsert, kinds = self._batch(embeddings, segments, ids)
         if batch is None:
             return []
 
         async def work(conn: AsyncConnection) -> None:
+            probe = self._kinds_probe(kinds)
+            if probe is not None:
+                cursor = await conn.execute(*probe)
+                self._refuse_held(kinds, await cursor.fetchone())
             if upsert:
                 await self._aupsert(conn, batch)
             else:
@@ -527,14 +543,15 @@ class PgVectorEmbeddingStore(EmbeddingStore):
         embeddings: Sequence[Embedding] | npt.NDArray[np.floating[Any]],
         segments: Sequence[TextSegment] | None,
         ids: Sequence[str] | None,
-    ) -> tuple[Batch | None, bool]:
-        """The validated rows to write (None for none) and whether to upsert (ids given)."""
+    ) -> tuple[Batch | None, bool, BatchKinds]:
+        """The validated rows to write (None for none), whether to upsert (ids given) and
+        the metadata types they bring (checked against the table's when written)."""
         count = len(embeddings)
         texts, segment_metadata = split_segments(segments, count)
         metadata = [{}] * count if segment_metadata is None else segment_metadata
         id_list = None if ids is None else _storable_ids(validate_ids(ids, count))
         if count == 0:
-            return None, False
+            return None, False, {}
         matrix = validate_embeddings(embeddings, self._dimension)
         documents: list[str] = []
         tags: list[list[str]] = []
@@ -545,15 +562,40 @@ class PgVectorEmbeddingStore(EmbeddingStore):
         for position, text in enumerate(texts):
             if text is not None:
                 check_text(text, f"text of segment {position}")
+        kinds = batch_kinds(segment_metadata, self._declared)
         if id_list is None:
-            return Batch(generate_ids(count), matrix, texts, documents, tags), False
-        return Batch(id_list, matrix, texts, documents, tags), True
+            return Batch(generate_ids(count), matrix, texts, documents, tags), False, kinds
+        return Batch(id_list, matrix, texts, documents, tags), True, kinds
 
     @staticmethod
     def _copy_statement(table: sql.Composable) -> sql.Composed:
         return sql.SQL("COPY {} ({}) FROM STDIN (FORMAT BINARY)").format(
             table, sql.SQL(", ").join(map(sql.Identifier, _COLUMNS))
         )
+
+    def _check_kinds(self, conn: Connection, kinds: BatchKinds) -> None:
+        """Refuse the batch if the table holds one of its keys with another type: one probe
+        of the ``metadata_kinds`` GIN index, in the writing transaction."""
+        probe = self._kinds_probe(kinds)
+        if probe is not None:
+            self._refuse_held(kinds, conn.execute(*probe).fetchone())
+
+    def _kinds_probe(self, kinds: BatchKinds) -> tuple[sql.Composed, list[Any]] | None:
+        """The query finding one row that holds a key of ``kinds`` with another type."""
+        if not kinds:
+            return None
+        other = [
+            kind_tag(_LETTER[kind], key)
+            for key, kinds_to_avoid in conflicting_kinds(kinds).items()
+            for kind in kinds_to_avoid
+        ]
+        query = sql.SQL("SELECT metadata::text FROM {} WHERE metadata_kinds && %s LIMIT 1")
+        return query.format(self._table), [other]
+
+    @staticmethod
+    def _refuse_held(kinds: BatchKinds, row: tuple[Any, ...] | None) -> None:
+        if row is not None:
+            check_held_row(kinds, decode_metadata(row[0]))
 
     def _copy(self, conn: Connection, table: sql.Composable, batch: Batch) -> None:
         """Binary ``COPY`` of ``batch`` into ``table`` (our stream on UTF-8 connections)."""

@@ -21,7 +21,7 @@ import os
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import nullcontext
 from pathlib import Path
 from typing import Any, NamedTuple, TypeVar
@@ -42,6 +42,13 @@ from ragloom.core.stores import (
     EmbeddingSearchResult,
     EmbeddingStore,
 )
+from ragloom.core.stores.metadata_types import (
+    BatchKinds,
+    batch_kinds,
+    check_held_row,
+    conflicting_kinds,
+)
+from ragloom.core.stores.metadata_types import metadata_schema as metadata_schema_kinds
 from ragloom.core.stores.scores import exact_cosines, relevance_score
 from ragloom.core.stores.validation import (
     check_filter,
@@ -187,8 +194,10 @@ class QdrantEmbeddingStore(EmbeddingStore):
         exact: bool = False,
         hnsw_ef: int | None = None,
         batch_size: int = 256,
+        metadata_schema: Mapping[str, type] | None = None,
     ) -> None:
         self._collection = _collection_name(collection)
+        self._declared = metadata_schema_kinds(metadata_schema)
         if dimension is not None:
             _positive_int(dimension, "dimension", _MAX_DIMENSION)
         self._batch_size = _positive_int(batch_size, "batch_size")
@@ -385,9 +394,11 @@ class QdrantEmbeddingStore(EmbeddingStore):
             )
             for i, entry_id in enumerate(id_list)
         ]
+        kinds = batch_kinds(metadata, self._declared)
         with self._guard():
             if self._dimension is None:
                 self._create_collection(int(vectors.shape[1]))
+            self._check_kinds(kinds)
             existing = self._existing_seqs(pids)
             fresh = iter(self._next_seqs(count - len(existing)))
             for pid, payload in zip(pids, payloads, strict=True):
@@ -407,6 +418,28 @@ class QdrantEmbeddingStore(EmbeddingStore):
                     ),
                 )
         return id_list
+
+    def _check_kinds(self, kinds: BatchKinds) -> None:
+        """Refuse the batch if the collection holds one of its keys with another type (core's
+        ``metadata_types``): one scroll on the indexed ``kinds`` field."""
+        other = [
+            field(kind, key)
+            for key, kinds_to_avoid in conflicting_kinds(kinds).items()
+            for kind in kinds_to_avoid
+        ]
+        if not other:
+            return
+        condition = models.Filter(
+            must=[models.FieldCondition(key="kinds", match=models.MatchAny(any=other))]
+        )
+        records, _ = self._call(
+            "checking metadata types",
+            lambda: self._client.scroll(
+                self._collection, scroll_filter=condition, limit=1, with_payload=["kinds", "meta"]
+            ),
+        )
+        if records and records[0].payload is not None:
+            check_held_row(kinds, decode_meta(records[0].payload))
 
     def _existing_seqs(self, pids: list[str]) -> dict[str, int]:
         """The sequence numbers of those of ``pids`` already stored."""
