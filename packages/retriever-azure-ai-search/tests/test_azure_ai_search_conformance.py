@@ -39,7 +39,12 @@ class TestAzureAiSearchConformance(ContentRetrieverSuite):
         server = SearchWireServer("docs", documents)
         with server.running() as endpoint:
             yield AzureAiSearchContentRetriever(
-                endpoint, "docs", AzureKeyCredential(server.api_key), mode=mode,
-                embedding_model=model, semantic_configuration="default",
-                metadata_fields=["topic"], max_results=5,
+                endpoint,
+                "docs",
+                AzureKeyCredential(server.api_key),
+                mode=mode,
+                embedding_model=model,
+                semantic_configuration="default",
+                metadata_fields=["topic"],
+                max_results=5,
             )

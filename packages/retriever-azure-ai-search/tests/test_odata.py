@@ -19,8 +19,11 @@ def test_operations() -> None:
 
 @pytest.mark.parametrize(
     ("value", "odata"),
-    [("O'Brien", "'O''Brien'"), ("x' or 1 eq 1 or a eq '", "'x'' or 1 eq 1 or a eq '''"),
-     ("%s;--", "'%s;--'")],
+    [
+        ("O'Brien", "'O''Brien'"),
+        ("x' or 1 eq 1 or a eq '", "'x'' or 1 eq 1 or a eq '''"),
+        ("%s;--", "'%s;--'"),
+    ],
 )
 def test_values_are_quoted(value: str, odata: str) -> None:
     assert compile_(key("name").is_equal_to(value)) == f"name eq {odata}"

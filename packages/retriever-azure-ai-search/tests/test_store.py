@@ -13,7 +13,7 @@ from azure.search.documents import SearchClient
 
 from ragloom.core.document import TextSegment
 from ragloom.core.embedding import Embedding
-from ragloom.core.errors import EmbeddingStoreError
+from ragloom.core.errors import EmbeddingStoreError, MetadataTypeError
 from ragloom.core.filters import MetadataFilterBuilder as key
 from ragloom.core.stores.base import EmbeddingSearchRequest
 from ragloom.retrievers.azure_ai_search import AzureAiSearchEmbeddingStore, MetadataFilterCompiler
@@ -125,7 +125,11 @@ def test_removal_pages_past_1000_documents(service: tuple[SearchWireServer, str]
     assert len(index.documents) == 1150
     store.remove_all()
     assert index.documents == {}
-    searches = [r["body"] for r in service[0].requests if r["path"].endswith("search.post.search")]
+    searches = [
+        r["body"]
+        for r in service[0].requests
+        if r["path"].endswith("search.post.search") and "ne null" not in r["body"].get("filter", "")
+    ]  # not the metadata-type probes of add_all
     assert searches[1]["filter"].startswith("(metadata/any(m: m/key eq 'even' and m/b eq true))")
     assert "id gt '" in searches[1]["filter"]  # keyset paging, no $skip limit
 
@@ -159,7 +163,7 @@ def test_the_filter_is_applied_by_the_server_before_the_neighbours(
     )
     request = EmbeddingSearchRequest(Embedding([1.0, 0]), 1, filter=key("t").is_equal_to("y"))
     assert [m.embedding_id for m in store.search(request).matches] == ["b"]
-    [body] = [r["body"] for r in service[0].requests if r["path"].endswith("search.post.search")]
+    [body] = [r["body"] for r in service[0].requests if "vectorQueries" in (r["body"] or {})]
     assert body["vectorQueries"][0]["k"] == 1
     assert "m/s eq 'y'" in body["filter"]
 
@@ -204,3 +208,22 @@ def test_settings_are_checked(
 ) -> None:
     with pytest.raises(EmbeddingStoreError):
         _store(service, **bad)
+
+
+def test_a_mistyped_write_is_refused_by_one_probe_of_the_typed_fields(
+    service: tuple[SearchWireServer, str],
+) -> None:
+    store = _store(service, dimension=2)
+    store.add_all([Embedding([1.0, 0])], [TextSegment("a", {"tenant": "x", "n": 1})], ids=["a"])
+    with pytest.raises(MetadataTypeError, match="'n' expects int/float values.*got str"):
+        store.add_all([Embedding([0, 1.0])], [TextSegment("b", {"n": "one"})], ids=["b"])
+    probe = [
+        r["body"] for r in service[0].requests if "ne null" in (r["body"] or {}).get("filter", "")
+    ]
+    assert probe[-1]["filter"] == (
+        "metadata/any(m: m/key eq 'n' and (m/b ne null or m/n ne null or m/u ne null))"
+    )
+    store.add_all([Embedding([0, 1.0])], [TextSegment("b", {"n": 2.5})], ids=["b"])  # a number
+    declared = _store(service, dimension=2, metadata_schema={"tenant": int})
+    with pytest.raises(MetadataTypeError, match="'tenant'"):
+        declared.add_all([Embedding([0, 1.0])], [TextSegment("c", {"tenant": "x"})], ids=["c"])

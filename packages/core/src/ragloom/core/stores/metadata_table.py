@@ -47,8 +47,8 @@ _CODES_OF_KIND = {
     STR: (_STR_CODE,),
     UUID: (_UUID_CODE, _STR_CODE),
 }
-_KIND_OF_CODE = {code: kind for kind, codes in _CODES_OF_KIND.items() for code in codes}
-_KIND_OF_CODE[_STR_CODE] = STR  # a stored str is a str (UUID filters also match it)
+_FILTER_KIND_OF_CODE = {code: kind for kind, codes in _CODES_OF_KIND.items() for code in codes}
+_FILTER_KIND_OF_CODE[_STR_CODE] = STR  # a stored str is a str (UUID filters also match it)
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 _NP_OPS: dict[str, Callable[[Any, Any], NDArray[np.bool_]]] = {
     "==": operator.eq,
@@ -63,7 +63,7 @@ _DOUBLE, _BITS = struct.Struct("<d"), struct.Struct("<q")
 # Saved dictionary values: the kind of each (its text is str(value)) and the type code of
 # the rows that may refer to it.
 _STR_KIND, _UUID_KIND, _BIGINT_KIND = range(3)
-_KIND_OF_CODE = np.array([-1, -1, -1, -1, _STR_KIND, _UUID_KIND, _BIGINT_KIND], dtype=np.int8)
+_SAVED_KIND_OF_CODE = np.array([-1, -1, -1, -1, _STR_KIND, _UUID_KIND, _BIGINT_KIND], dtype=np.int8)
 
 
 class _Absent:
@@ -288,7 +288,7 @@ def _check_references(
         wrong = any(counts[code] for code in _OBJECT_CODES if code != expected)
     else:
         row_codes = codes if selected is None else codes[selected]
-        wrong = bool((kinds[targets] != _KIND_OF_CODE[row_codes]).any())
+        wrong = bool((kinds[targets] != _SAVED_KIND_OF_CODE[row_codes]).any())
     if wrong:
         raise ValueError(f"metadata key {key!r}: rows refer to dictionary values of another type")
 
@@ -505,7 +505,7 @@ class MetadataTable:
         column = self._columns.get(key)
         if column is None:
             return []
-        return list({_KIND_OF_CODE[code] for code, n in enumerate(column.counts) if n})
+        return list({_FILTER_KIND_OF_CODE[code] for code, n in enumerate(column.counts) if n})
 
     def row(self, i: int) -> dict[str, MetadataValue]:
         """The metadata of row ``i`` (negative ``i`` counts from the end)."""

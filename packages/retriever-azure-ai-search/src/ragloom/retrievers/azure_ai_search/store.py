@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import base64
 import uuid
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -46,7 +46,7 @@ from azure.search.documents.models import VectorizedQuery
 from ragloom.core.document import TextSegment
 from ragloom.core.embedding import Embedding
 from ragloom.core.errors import EmbeddingStoreError
-from ragloom.core.filter_values import BOOL, NUMBER, STR, FilterValue, value_kind
+from ragloom.core.filter_values import BOOL, NUMBER, STR, UUID, FilterValue, value_kind
 from ragloom.core.filters import (
     Filter,
     IsEqualTo,
@@ -61,6 +61,13 @@ from ragloom.core.stores.base import (
     EmbeddingSearchResult,
     EmbeddingStore,
 )
+from ragloom.core.stores.metadata_types import (
+    BatchKinds,
+    batch_kinds,
+    check_held_row,
+    conflicting_kinds,
+)
+from ragloom.core.stores.metadata_types import metadata_schema as metadata_schema_kinds
 from ragloom.core.stores.scores import relevance_score
 from ragloom.core.stores.validation import (
     generate_ids,
@@ -94,6 +101,10 @@ def _id(key: str) -> str:
         return base64.urlsafe_b64decode(key.encode("ascii")).decode()
     except (ValueError, UnicodeError):  # binascii.Error is a ValueError
         return key
+
+
+#: The typed field an entry of each metadata kind sets (ints set ``n`` too).
+_FIELD_OF_KIND = {STR: "s", NUMBER: "n", BOOL: "b", UUID: "u"}
 
 
 def _encode_value(key: str, value: MetadataValue) -> dict[str, Any]:
@@ -222,7 +233,9 @@ class AzureAiSearchEmbeddingStore(EmbeddingStore):
         batch_size: int = 1000,
         search_client: SearchClient | None = None,
         index_client: SearchIndexClient | None = None,
+        metadata_schema: Mapping[str, type] | None = None,
     ) -> None:
+        self._declared = metadata_schema_kinds(metadata_schema)
         if dimension is not None and (
             isinstance(dimension, bool) or not isinstance(dimension, int) or dimension < 1
         ):
@@ -330,6 +343,7 @@ class AzureAiSearchEmbeddingStore(EmbeddingStore):
         if count == 0:
             return []
         matrix = validate_embeddings(embeddings, self._dimension)
+        kinds = batch_kinds(metadata, self._declared)
         keys = [_key(i) for i in id_list]
         too_long = next((i for i, k in zip(id_list, keys, strict=True) if len(k) > _MAX_KEY), None)
         if too_long is not None:
@@ -350,8 +364,32 @@ class AzureAiSearchEmbeddingStore(EmbeddingStore):
         ]
         if self._dimension is None:
             self._create_index(matrix.shape[1])
+        else:
+            self._check_kinds(kinds)
         self._index(documents, "upload")
         return id_list
+
+    def _check_kinds(self, kinds: BatchKinds) -> None:
+        """Refuse the batch if the index holds one of its keys with another type: one
+        filtered query for an entry whose typed field of another kind is set. (A probe, not
+        a lock: two writers of a new key with two types at once can both pass.)"""
+        conflicts = conflicting_kinds(kinds)
+        if not conflicts:
+            return
+        odata = " or ".join(
+            f"metadata/any(m: m/key eq {odata_literal(key)} and ("
+            + " or ".join(f"m/{_FIELD_OF_KIND[kind]} ne null" for kind in others)
+            + "))"
+            for key, others in conflicts.items()
+        )
+        try:
+            hits = list(
+                self._client.search(search_text="*", filter=odata, select=["metadata"], top=1)
+            )
+        except AzureError as exc:
+            raise self._azure("checking metadata types failed", exc) from exc
+        for hit in hits:
+            check_held_row(kinds, {e["key"]: _decode_value(e) for e in hit.get("metadata") or []})
 
     def _index(self, documents: list[dict[str, Any]], action: str) -> None:
         """Send ``documents`` with ``action`` in batches; a rejected document raises."""
