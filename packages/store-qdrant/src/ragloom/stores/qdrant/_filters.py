@@ -22,6 +22,7 @@ compare with (``mismatch``); the store probes the ``kinds`` field for them and r
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,7 +30,15 @@ from qdrant_client import models
 
 from ragloom.core.errors import InvalidFilterError
 from ragloom.core.filter_compiler import FilterCompiler
-from ragloom.core.filter_values import BOOL, NUMBER, STR, UUID, FilterValue, value_kind
+from ragloom.core.filter_values import (
+    BOOL,
+    NUMBER,
+    STR,
+    UUID,
+    FilterValue,
+    mismatch_error,
+    value_kind,
+)
 from ragloom.core.filters import (
     ContainsString,
     Filter,
@@ -38,9 +47,17 @@ from ragloom.core.filters import (
     IsNotEqualTo,
     IsNotIn,
 )
+from ragloom.stores.qdrant._payload import decode_meta
 from ragloom.stores.qdrant._payload import field as payload_field
 
-__all__ = ["CompiledFilter", "Native", "QdrantFilterCompiler", "compile_filter"]
+__all__ = [
+    "CompiledFilter",
+    "Native",
+    "QdrantFilterCompiler",
+    "compile_filter",
+    "mismatch_found",
+    "mismatch_probe",
+]
 
 # Stored kinds a filter value of each kind cannot be compared with.
 _INCOMPATIBLE = {
@@ -250,3 +267,22 @@ def compile_filter(condition: Filter) -> CompiledFilter:
     compiler = QdrantFilterCompiler()
     native = compiler.compile(condition)
     return CompiledFilter(native, compiler.mismatch)
+
+
+def mismatch_probe(compiled: CompiledFilter) -> models.Filter | None:
+    """A filter matching the points whose stored types clash with the filter's values
+    (None: no clash is possible)."""
+    if not compiled.mismatch:
+        return None
+    return models.Filter(
+        must=[
+            models.FieldCondition(key="kinds", match=models.MatchAny(any=list(compiled.mismatch)))
+        ]
+    )
+
+
+def mismatch_found(compiled: CompiledFilter, payload: Mapping[str, Any]) -> InvalidFilterError:
+    """Core's type-mismatch error for a point :func:`mismatch_probe` found."""
+    name = next(name for name in payload["kinds"] if name in compiled.mismatch)
+    key, value = compiled.mismatch[name]
+    return mismatch_error(key, decode_meta(payload)[key], value)
