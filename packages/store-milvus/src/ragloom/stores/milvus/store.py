@@ -479,7 +479,7 @@ class MilvusEmbeddingStore(EmbeddingStore):
         vector_lists = vectors.tolist()
         for position, id in enumerate(ids):
             text = texts[position]
-            if text is not None:
+            if text is not None and not (text.isascii() and len(text) <= _MAX_VARCHAR):
                 try:
                     size = len(text.encode("utf-8"))
                 except UnicodeEncodeError as exc:

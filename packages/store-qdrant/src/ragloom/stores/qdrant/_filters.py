@@ -22,11 +22,11 @@ compare with (``mismatch``); the store probes the ``kinds`` field for them and r
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from qdrant_client import models
+from qdrant_client import QdrantClient, models
 
 from ragloom.core.errors import InvalidFilterError
 from ragloom.core.filter_compiler import FilterCompiler
@@ -54,9 +54,8 @@ __all__ = [
     "CompiledFilter",
     "Native",
     "QdrantFilterCompiler",
+    "check_types",
     "compile_filter",
-    "mismatch_found",
-    "mismatch_probe",
 ]
 
 # Stored kinds a filter value of each kind cannot be compared with.
@@ -269,20 +268,31 @@ def compile_filter(condition: Filter) -> CompiledFilter:
     return CompiledFilter(native, compiler.mismatch)
 
 
-def mismatch_probe(compiled: CompiledFilter) -> models.Filter | None:
-    """A filter matching the points whose stored types clash with the filter's values
-    (None: no clash is possible)."""
+def check_types(
+    compiled: CompiledFilter,
+    client: QdrantClient,
+    collection: str,
+    call: Callable[[str, Callable[[], Any]], Any],
+) -> None:
+    """Raise core's InvalidFilterError if a point of ``collection`` stores a value whose
+    type clashes with the filter's (one scroll for the first point holding a clashing
+    kind under a filtered key); ``call`` runs the client call with the caller's errors."""
     if not compiled.mismatch:
-        return None
-    return models.Filter(
+        return
+    probe = models.Filter(
         must=[
             models.FieldCondition(key="kinds", match=models.MatchAny(any=list(compiled.mismatch)))
         ]
     )
-
-
-def mismatch_found(compiled: CompiledFilter, payload: Mapping[str, Any]) -> InvalidFilterError:
-    """Core's type-mismatch error for a point :func:`mismatch_probe` found."""
+    records = call(
+        "checking filter types",
+        lambda: client.scroll(
+            collection, scroll_filter=probe, limit=1, with_payload=["kinds", "meta"]
+        )[0],
+    )
+    if not records or records[0].payload is None:
+        return
+    payload = records[0].payload
     name = next(name for name in payload["kinds"] if name in compiled.mismatch)
     key, value = compiled.mismatch[name]
-    return mismatch_error(key, decode_meta(payload)[key], value)
+    raise mismatch_error(key, decode_meta(payload)[key], value)

@@ -44,7 +44,7 @@ from ragloom.core.filters import Filter
 from ragloom.core.query import Query
 from ragloom.core.retrievers.dynamic import Dynamic, resolve_dynamic
 from ragloom.core.stores.validation import check_filter, generate_ids, validate_ids
-from ragloom.stores.qdrant._filters import compile_filter, mismatch_found, mismatch_probe
+from ragloom.stores.qdrant._filters import check_types, compile_filter
 from ragloom.stores.qdrant._payload import decode_meta, point_id, point_payload
 
 __all__ = ["DENSE_VECTOR", "SPARSE_VECTOR", "QdrantHybridContentRetriever"]
@@ -262,16 +262,7 @@ class QdrantHybridContentRetriever:
         if condition is None:
             return None
         compiled = compile_filter(check_filter(condition))
-        probe = mismatch_probe(compiled)
-        if probe is not None:
-            found, _ = self._call(
-                "checking filter types",
-                lambda: self.client.scroll(
-                    self.collection, scroll_filter=probe, limit=1, with_payload=["kinds", "meta"]
-                ),
-            )
-            if found and found[0].payload is not None:
-                raise mismatch_found(compiled, found[0].payload)
+        check_types(compiled, self.client, self.collection, self._call)
         if compiled.native.exact:
             return compiled.native.filter
         ids = self._matching(compiled.native.filter, condition)

@@ -53,9 +53,8 @@ from ragloom.core.stores.validation import (
 from ragloom.stores.qdrant._filters import (
     CompiledFilter,
     Native,
+    check_types,
     compile_filter,
-    mismatch_found,
-    mismatch_probe,
 )
 from ragloom.stores.qdrant._payload import (
     decode_meta,
@@ -557,17 +556,8 @@ class QdrantEmbeddingStore(EmbeddingStore):
 
     def _probe(self, compiled: CompiledFilter) -> None:
         """Raise InvalidFilterError if a stored value's type cannot meet the filter's."""
-        condition = mismatch_probe(compiled)
-        if condition is None or self._dimension is None:
-            return
-        records, _ = self._call(
-            "checking filter types",
-            lambda: self._client.scroll(
-                self._collection, scroll_filter=condition, limit=1, with_payload=["kinds", "meta"]
-            ),
-        )
-        if records and records[0].payload is not None:
-            raise mismatch_found(compiled, records[0].payload)
+        if self._dimension is not None:
+            check_types(compiled, self._client, self._collection, self._call)
 
     # ------------------------------------------------------------------ removing
 
