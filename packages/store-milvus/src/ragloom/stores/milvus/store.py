@@ -460,12 +460,45 @@ class MilvusEmbeddingStore(EmbeddingStore):
             self._registry.register(row["kinds"] for row in rows)
         for start in range(0, count, self._batch_size):
             batch = rows[start : start + self._batch_size]
-            if ids is not None:  # generated UUID4s are new: nothing to keep
-                self._keep_positions(batch)
-            self._call(
-                f"writing {len(batch)} entries", self._client.upsert, self._collection, batch
-            )
+            if ids is None:  # generated UUID4s are new: nothing to replace or keep
+                self._call(
+                    f"writing {len(batch)} entries", self._client.insert, self._collection, batch
+                )
+                continue
+            existing = self._keep_positions(batch)
+            replaced = [row for row in batch if row["id"] in existing]
+            new = [row for row in batch if row["id"] not in existing]
+            if replaced:
+                self._call(
+                    f"replacing {len(replaced)} entries",
+                    self._client.upsert,
+                    self._collection,
+                    replaced,
+                )
+            if new:
+                self._insert_new(new)
         return id_list
+
+    def _insert_new(self, rows: list[Row]) -> None:
+        """Insert rows whose ids were not stored: an insert costs a third of an upsert at
+        100k entries (an upsert deletes by primary key first). Another writer may have
+        inserted one of these ids meanwhile; Milvus keeps both rows then, so the ids are
+        counted after the insert and a duplicate is healed with an upsert of the batch
+        (which deletes every row of those ids first). Of two racing writers, the later
+        one's count sees both rows, so one of them always heals."""
+        self._call(f"writing {len(rows)} entries", self._client.insert, self._collection, rows)
+        counted = self._call(
+            "checking for concurrently written ids",
+            self._client.query,
+            self._collection,
+            output_fields=["count(*)"],
+            consistency_level="Strong",
+            **self._render(("id in ", Param(tuple(row["id"] for row in rows)))),
+        )
+        if int(counted[0]["count(*)"]) > len(rows):
+            self._call(
+                f"rewriting {len(rows)} entries", self._client.upsert, self._collection, rows
+            )
 
     def _rows(
         self,
@@ -514,8 +547,9 @@ class MilvusEmbeddingStore(EmbeddingStore):
             self._last_seq = start + count - 1
         return start
 
-    def _keep_positions(self, batch: list[Row]) -> None:
-        """Replaced ids keep their insertion position (their old ``seq``), as in memory."""
+    def _keep_positions(self, batch: list[Row]) -> set[str]:
+        """Replaced ids keep their insertion position (their old ``seq``), as in memory;
+        the ids of ``batch`` already stored."""
         ids = tuple(row["id"] for row in batch)
         found = self._call(
             "reading existing ids",
@@ -525,11 +559,11 @@ class MilvusEmbeddingStore(EmbeddingStore):
             consistency_level="Strong",
             **self._render(("id in ", Param(ids))),
         )
-        if found:
-            old = {row["id"]: row["seq"] for row in found}
-            for row in batch:
-                if row["id"] in old:
-                    row["seq"] = old[row["id"]]
+        old = {row["id"]: row["seq"] for row in found}
+        for row in batch:
+            if row["id"] in old:
+                row["seq"] = old[row["id"]]
+        return set(old)
 
     # ------------------------------------------------------------------ search
 
