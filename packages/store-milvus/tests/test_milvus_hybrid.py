@@ -210,6 +210,13 @@ def test_reopened_full_text_collection_is_recognized(
 
 def test_settings_and_dimension_are_checked(store: MilvusEmbeddingStore) -> None:
     model = FakeEmbeddingModel(16)
+    empty = MilvusHybridContentRetriever(
+        store, model, filter=~metadata_key("k").contains_string("a")
+    )
+    assert empty.retrieve(Query("E4711")) == []  # before the first write
+    empty.filter = "not a filter"  # type: ignore[assignment]
+    with pytest.raises(EmbeddingStoreError, match="ragloom Filter"):
+        empty.retrieve(Query("E4711"))
     with pytest.raises(InvalidArgumentError, match="candidates"):
         MilvusHybridContentRetriever(store, model, max_results=5, candidates=4)
     with pytest.raises(InvalidArgumentError, match="store must be"):

@@ -34,6 +34,7 @@ from ragloom.core.filters import Filter
 from ragloom.core.metadata import Metadata
 from ragloom.core.query import Query
 from ragloom.core.retrievers.dynamic import Dynamic, resolve_dynamic
+from ragloom.core.stores.validation import check_filter
 from ragloom.stores.milvus.store import SPARSE_FIELD, MilvusEmbeddingStore
 
 __all__ = ["MilvusHybridContentRetriever"]
@@ -116,8 +117,13 @@ class MilvusHybridContentRetriever:
         if not isinstance(query, Query):
             raise InvalidArgumentError(f"retrieve takes a Query, got {type(query).__name__}")
         store = self.store
-        expr = store._filter_expr(resolve_dynamic(self.filter, query))
-        if expr is False or store.dimension is None:
+        condition = resolve_dynamic(self.filter, query)
+        if store.dimension is None:  # nothing written yet
+            if condition is not None:
+                check_filter(condition)
+            return []
+        expr = store._filter_expr(condition)
+        if expr is False:
             return []
         dense = self.embedding_model.embed(query.text).embedding.vector
         if dense.shape[0] != store.dimension:
