@@ -14,6 +14,8 @@ from pathlib import Path
 import pytest
 from pymilvus import MilvusClient  # type: ignore[import-untyped]
 
+from ragloom.stores.milvus._registry import registry_name
+
 
 @pytest.fixture(scope="session")
 def milvus_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
@@ -31,8 +33,9 @@ def milvus_client(milvus_db: Path) -> Iterator[MilvusClient]:
 
 @pytest.fixture
 def collection_name(milvus_client: MilvusClient) -> Iterator[str]:
-    """A fresh collection name, dropped after the test."""
+    """A fresh collection name, dropped after the test (with its kinds registry)."""
     name = f"t_{uuid.uuid4().hex[:16]}"
     yield name
-    if milvus_client.has_collection(name):
-        milvus_client.drop_collection(name)
+    for collection in (name, registry_name(name)):
+        if milvus_client.has_collection(collection):
+            milvus_client.drop_collection(collection)

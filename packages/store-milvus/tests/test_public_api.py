@@ -5,4 +5,6 @@ from ragloom.testkit.public_api import check_public_api
 
 
 def test_public_api() -> None:
-    check_public_api(ragloom.stores.milvus, ["MilvusEmbeddingStore"])
+    check_public_api(
+        ragloom.stores.milvus, ["MilvusEmbeddingStore", "MilvusHybridContentRetriever"]
+    )

@@ -10,8 +10,9 @@ import pytest
 from qdrant_client import QdrantClient
 
 from ragloom.core.document import Document, TextSegment
-from ragloom.core.errors import EmbeddingStoreError
-from ragloom.core.query import Query
+from ragloom.core.errors import EmbeddingStoreError, InvalidFilterError
+from ragloom.core.filters import metadata_key
+from ragloom.core.query import Query, QueryMetadata
 from ragloom.embeddings.onnx import AllMiniLmL6V2QuantizedEmbeddingModel
 from ragloom.stores.qdrant.hybrid import QdrantHybridContentRetriever
 from ragloom.testkit import ContentRetrieverSuite
@@ -116,3 +117,83 @@ def test_replace_by_id_and_dimension_mismatch(client: QdrantClient) -> None:
     other = QdrantHybridContentRetriever(client, "c", FakeEmbeddingModel(16))
     with pytest.raises(EmbeddingStoreError, match="dimension 8"):
         other.retrieve(Query("words"))
+
+
+def tagged(client: QdrantClient, filter: object = None) -> QdrantHybridContentRetriever:
+    """Four entries over two tenants; two mention the code E4711."""
+    r = QdrantHybridContentRetriever(
+        client,
+        f"t_{uuid.uuid4().hex[:8]}",
+        FakeEmbeddingModel(16),
+        max_results=10,
+        filter=filter,  # type: ignore[arg-type]
+    )
+    r.add_all(
+        [
+            TextSegment("code E4711 for tenant a", {"tenant": "a", "n": 1}),
+            TextSegment("code E4711 for tenant b", {"tenant": "b", "n": 2}),
+            TextSegment("plain memo for tenant a", {"tenant": "a", "n": 3}),
+            TextSegment("plain memo for tenant b", {"tenant": "b", "n": 4}),
+        ],
+        ids=["a1", "b1", "a2", "b2"],
+    )
+    return r
+
+
+def ids_of(retriever: QdrantHybridContentRetriever, text: str) -> set[str]:
+    return {c.metadata["embedding_id"] for c in retriever.retrieve(Query(text))}
+
+
+def test_filter_applies_to_both_rankings(client: QdrantClient) -> None:
+    r = tagged(client, metadata_key("tenant").is_equal_to("a"))
+    assert ids_of(r, "E4711") == {"a1", "a2"}  # tenant b's E4711 is kept out of both legs
+    r.filter = lambda query: metadata_key("tenant").is_equal_to(query.metadata.chat_memory_id)
+    found = r.retrieve(Query("E4711", QueryMetadata(chat_memory_id="b")))
+    assert {c.metadata["embedding_id"] for c in found} == {"b1", "b2"}
+    r.filter = metadata_key("n").is_greater_than(2) & metadata_key("tenant").is_equal_to("b")
+    assert ids_of(r, "E4711") == {"b2"}
+    r.filter = metadata_key("tenant").is_equal_to("nobody")
+    assert r.retrieve(Query("E4711")) == []
+
+
+def test_filter_qdrant_cannot_state_is_resolved_exactly(client: QdrantClient) -> None:
+    r = tagged(client, metadata_key("tenant").is_greater_than("a"))  # a str ordering
+    assert ids_of(r, "E4711 memo") == {"b1", "b2"}
+    r.filter = metadata_key("tenant").is_greater_than("b")
+    assert r.retrieve(Query("E4711")) == []
+
+
+def test_filter_type_mismatch_raises_like_the_store(client: QdrantClient) -> None:
+    r = tagged(client, metadata_key("tenant").is_equal_to(1))
+    with pytest.raises(InvalidFilterError, match="tenant"):
+        r.retrieve(Query("E4711"))
+
+
+def test_remove_by_ids_filter_and_all(client: QdrantClient) -> None:
+    r = tagged(client)
+
+    def legs(text: str) -> tuple[set[str], set[str]]:
+        dense = client.query_points(
+            r.collection,
+            query=r.embedding_model.embed(text).embedding.vector.tolist(),
+            using="dense",
+            limit=10,
+            with_payload=["rid"],
+        ).points
+        sparse = client.query_points(
+            r.collection, query=r.query_vector(text), using="bm25", limit=10, with_payload=["rid"]
+        ).points
+        return {p.payload["rid"] for p in dense}, {p.payload["rid"] for p in sparse}  # type: ignore[index]
+
+    r.remove_all(["a1", "missing"])
+    assert legs("E4711 code") == ({"b1", "a2", "b2"}, {"b1"})
+    r.remove_all(filter=metadata_key("tenant").is_equal_to("b"))
+    assert legs("E4711 code memo") == ({"a2"}, {"a2"})
+    assert ids_of(r, "memo") == {"a2"}
+    with pytest.raises(EmbeddingStoreError, match="ids or a filter"):
+        r.remove_all(["a2"], filter=metadata_key("n").is_equal_to(3))
+    r.remove_all(filter=metadata_key("tenant").is_greater_than("a"))  # str order: nothing
+    assert ids_of(r, "memo") == {"a2"}
+    r.remove_all()
+    assert r.retrieve(Query("memo")) == []
+    assert client.count(r.collection).count == 0

@@ -132,15 +132,18 @@ class MilvusFilterCompiler(FilterCompiler[Pair]):
     lenient: bool = False
     probes: dict[str, set[str]] = field(default_factory=dict)
     probe_complete: bool = True
+    incompatible: dict[str, set[str]] = field(default_factory=dict)  # every key, named or not
 
     def leaf(self, key: str, kind: str, values: tuple[FilterValue, ...]) -> _Key | None:
         """The paths of ``key``, noting its type check; None if the key or a value cannot be
         written exactly in an expression."""
+        allowed = set(KINDS_OF[kind]) | ({"s"} if kind == UUID else set())
+        clashing = {k for k in ALL_STORED_KINDS if k not in allowed}
+        self.incompatible.setdefault(key, set()).update(clashing)
         if not key_expressible(key):
             self.probe_complete = False
             return None
-        allowed = set(KINDS_OF[kind]) | ({"s"} if kind == UUID else set())
-        self.probes.setdefault(key, set()).update(k for k in ALL_STORED_KINDS if k not in allowed)
+        self.probes.setdefault(key, set()).update(clashing)
         if not all(_exact_value(value) for value in values):
             return None
         return _Key(path("metadata", key), path("kinds", key), tuple(sorted(allowed)))
@@ -250,11 +253,13 @@ def _like_escape(text: str) -> str:
 
 @dataclass(frozen=True)
 class CompiledFilter:
-    """A filter's Milvus condition, its exactness, and its type-mismatch probe."""
+    """A filter's Milvus condition, its exactness, and its type-mismatch probe;
+    ``incompatible``: each filtered key's stored kinds that would be a mismatch."""
 
     condition: Cond
     probe: Expr | None
     probe_complete: bool
+    incompatible: dict[str, set[str]]
 
 
 def compile_filter(condition: Filter, *, lenient: bool = False) -> CompiledFilter:
@@ -266,7 +271,7 @@ def compile_filter(condition: Filter, *, lenient: bool = False) -> CompiledFilte
         for key, kinds in compiler.probes.items()
     ]
     probe = _or(checks).expr if checks else None
-    return CompiledFilter(positive, probe, compiler.probe_complete)
+    return CompiledFilter(positive, probe, compiler.probe_complete, compiler.incompatible)
 
 
 def matches(condition: Filter, metadata: Mapping[str, Any], *, lenient: bool = False) -> bool:

@@ -61,8 +61,19 @@ def encode_metadata(
     kinds: dict[str, str] = {}
     exact: dict[str, str] = {}
     for raw_key, value in metadata.items():
-        key = _storable_str(str(raw_key), raw_key, "key")
-        if isinstance(value, bool):
+        key = (
+            raw_key
+            if type(raw_key) is str and raw_key.isascii()
+            else _storable_str(str(raw_key), raw_key, "key")
+        )
+        # fast paths for the common exact types, then the general case
+        if type(value) is str and value.isascii():
+            values[key], kinds[key] = value, "s"
+        elif type(value) is int and -_INT64 <= value < _INT64:
+            values[key], kinds[key] = value, "i"
+        elif type(value) is float and -_MAX <= value <= _MAX:
+            values[key], kinds[key] = value, "f"
+        elif isinstance(value, bool):
             values[key], kinds[key] = value, "b"
         elif isinstance(value, int):
             number = int(value)

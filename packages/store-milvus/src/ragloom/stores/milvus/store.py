@@ -10,6 +10,8 @@ Collection (created on first use with a ``COSINE`` index, or checked if it exist
     metadata  JSON                  values to filter on   } see ``_metadata``
     kinds     JSON                  key -> stored kind    }
     exact     JSON                  ints beyond int64     }
+    sparse    SPARSE_FLOAT_VECTOR   with ``full_text=True``: BM25 of ``text`` (a Milvus
+                                    BM25 function; ``text`` then has an analyzer)
 
 Search asks Milvus for the nearest candidates by cosine (a few more than asked for), then
 rescores them in float64 from the stored vectors with core's ``exact_cosines`` and sorts by
@@ -25,12 +27,19 @@ import re
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 import numpy as np
 import numpy.typing as npt
-from pymilvus import DataType, MilvusClient, MilvusException  # type: ignore[import-untyped]
+from pymilvus import (  # type: ignore[import-untyped]
+    DataType,
+    Function,
+    FunctionType,
+    MilvusClient,
+    MilvusException,
+)
 
+from ragloom.core.bm25.analyzer import ENGLISH_STOPWORDS
 from ragloom.core.document import TextSegment
 from ragloom.core.embedding import Embedding
 from ragloom.core.errors import EmbeddingStoreError
@@ -72,6 +81,7 @@ from ragloom.stores.milvus._metadata import (
     decode_metadata,
     encode_metadata,
 )
+from ragloom.stores.milvus._registry import KindRegistry
 
 __all__ = ["MilvusEmbeddingStore"]
 
@@ -91,6 +101,17 @@ _SCHEMA = {
     "kinds": DataType.JSON,
     "exact": DataType.JSON,
 }
+SPARSE_FIELD = "sparse"
+DEFAULT_ANALYZER: dict[str, Any] = {
+    "tokenizer": "standard",
+    "filter": [
+        "lowercase",
+        {"type": "stop", "stop_words": sorted(ENGLISH_STOPWORDS)},
+        {"type": "stemmer", "language": "english"},
+    ],
+}
+"""Milvus analyzer settings close to core's StandardAnalyzer: lowercase, the Snowball
+English stopwords, English Snowball stemming (the best measured in docs/evaluation.md)."""
 _TIE_MARGIN = 1e-5  # float32 cosine error of the server's scores, generously
 
 T = TypeVar("T")
@@ -135,6 +156,10 @@ class MilvusEmbeddingStore(EmbeddingStore):
     comparing a key with a value of another type raise ``InvalidFilterError`` as in memory,
     at the cost of one query scanning the filtered keys' kinds; off, such entries simply
     do not match. Writes go in batches of ``batch_size``.
+    ``full_text=True`` gives a new collection a BM25 function over ``text`` (analyzed with
+    ``analyzer_params``, default :data:`DEFAULT_ANALYZER`) for
+    :class:`~ragloom.stores.milvus.MilvusHybridContentRetriever`; an existing collection
+    must then have it.
     Thread-safe (one pymilvus client, which is).
     """
 
@@ -155,6 +180,8 @@ class MilvusEmbeddingStore(EmbeddingStore):
         batch_size: int = 500,
         timeout: int = 60,
         metadata_schema: Mapping[str, type] | None = None,
+        full_text: bool = False,
+        analyzer_params: dict[str, Any] | None = None,
     ) -> None:
         if (uri is None) == (client is None):
             raise EmbeddingStoreError("give either uri (a Milvus URI or a .db path) or client")
@@ -168,7 +195,11 @@ class MilvusEmbeddingStore(EmbeddingStore):
         self._declared = metadata_schema_kinds(metadata_schema)
         if not isinstance(index_type, str) or not index_type:
             raise EmbeddingStoreError(f"index_type must be a non-empty str, got {index_type!r}")
-        for name, params in (("index_params", index_params), ("search_params", search_params)):
+        for name, params in (
+            ("index_params", index_params),
+            ("search_params", search_params),
+            ("analyzer_params", analyzer_params),
+        ):
             if params is not None and not isinstance(params, dict):
                 raise EmbeddingStoreError(f"{name} must be a dict, got {type(params).__name__}")
         if expression_templates is not None and not isinstance(expression_templates, bool):
@@ -177,7 +208,11 @@ class MilvusEmbeddingStore(EmbeddingStore):
             )
         if not isinstance(type_checks, bool):
             raise EmbeddingStoreError(f"type_checks must be a bool, got {type_checks!r}")
+        if not isinstance(full_text, bool):
+            raise EmbeddingStoreError(f"full_text must be a bool, got {full_text!r}")
         self._type_checks = type_checks
+        self._full_text = full_text
+        self._analyzer_params = analyzer_params
         self._batch_size = _positive_int(batch_size, "batch_size")
         self._timeout = _positive_int(timeout, "timeout")
         self._collection = collection_name
@@ -210,6 +245,8 @@ class MilvusEmbeddingStore(EmbeddingStore):
             )
             self._owns_client = True
         self._templates = templates
+        self._registry = KindRegistry(self._client, self._collection, self._call, self._render)
+        self._registered = False  # whether the collection has a kinds registry
         try:
             self._dimension: int | None = self._open(dimension)
         except BaseException:
@@ -237,6 +274,11 @@ class MilvusEmbeddingStore(EmbeddingStore):
     @property
     def collection_name(self) -> str:
         return self._collection
+
+    @property
+    def full_text(self) -> bool:
+        """Whether the collection has (or will be created with) the BM25 ``sparse`` field."""
+        return self._full_text
 
     @property
     def client(self) -> MilvusClient:
@@ -311,14 +353,23 @@ class MilvusEmbeddingStore(EmbeddingStore):
             if dimension is not None:
                 self._create(dimension)
             return dimension
+        # A collection made before the registry existed has none: filters then scan.
+        self._registered = self._registry.exists()
         return self._check_collection(dimension)
 
     def _create(self, dimension: int) -> None:
+        # The registry first: wherever the collection exists, so does its registry.
+        self._registry.create()
+        self._registered = True
         schema = MilvusClient.create_schema(auto_id=False, enable_dynamic_field=False)
         schema.add_field("id", DataType.VARCHAR, is_primary=True, max_length=_MAX_VARCHAR)
         schema.add_field("seq", DataType.INT64)
         schema.add_field("vector", DataType.FLOAT_VECTOR, dim=dimension)
-        schema.add_field("text", DataType.VARCHAR, max_length=_MAX_VARCHAR)
+        analyzer: dict[str, Any] = {}
+        if self._full_text:
+            analyzer["enable_analyzer"] = True
+            analyzer["analyzer_params"] = self._analyzer_params or DEFAULT_ANALYZER
+        schema.add_field("text", DataType.VARCHAR, max_length=_MAX_VARCHAR, **analyzer)
         schema.add_field("has_text", DataType.BOOL)
         schema.add_field("metadata", DataType.JSON)
         schema.add_field("kinds", DataType.JSON)
@@ -327,6 +378,17 @@ class MilvusEmbeddingStore(EmbeddingStore):
         index.add_index(
             "vector", index_type=self._index_type, metric_type="COSINE", params=self._index_params
         )
+        if self._full_text:
+            schema.add_field(SPARSE_FIELD, DataType.SPARSE_FLOAT_VECTOR)
+            schema.add_function(
+                Function(
+                    name="text_bm25",
+                    function_type=FunctionType.BM25,
+                    input_field_names=["text"],
+                    output_field_names=[SPARSE_FIELD],
+                )
+            )
+            index.add_index(SPARSE_FIELD, index_type="SPARSE_INVERTED_INDEX", metric_type="BM25")
         try:
             self._call(
                 f"creating the collection (dimension {dimension})",
@@ -358,6 +420,18 @@ class MilvusEmbeddingStore(EmbeddingStore):
                 f"(missing or mistyped fields: {', '.join(wrong) or 'id primary key'}); "
                 "use another collection_name"
             )
+        sparse = fields.get(SPARSE_FIELD, {})
+        has_bm25 = sparse.get("type") == DataType.SPARSE_FLOAT_VECTOR and bool(
+            sparse.get("is_function_output")
+        )
+        if self._full_text and not has_bm25:
+            raise EmbeddingStoreError(
+                f"Milvus collection {self._collection!r} was created without the BM25 function "
+                f"(no {SPARSE_FIELD!r} field computed from 'text'), so it has no keyword index "
+                "for hybrid search; Milvus cannot add one to an existing collection: use a new "
+                "collection_name with full_text=True and add the segments again"
+            )
+        self._full_text = has_bm25
         stored = int(fields["vector"].get("params", {}).get("dim", 0))
         if dimension is not None and dimension != stored:
             raise EmbeddingStoreError(
@@ -396,15 +470,30 @@ class MilvusEmbeddingStore(EmbeddingStore):
                     self._create(vectors.shape[1])
                     self._dimension = vectors.shape[1]
                 else:
+                    self._registered = self._registry.exists()
                     self._dimension = self._check_collection(vectors.shape[1])
         self._check_kinds(kinds)
+        if self._registered:
+            self._registry.register(row["kinds"] for row in rows)
         for start in range(0, count, self._batch_size):
             batch = rows[start : start + self._batch_size]
-            if ids is not None:  # generated UUID4s are new: nothing to keep
-                self._keep_positions(batch)
-            self._call(
-                f"writing {len(batch)} entries", self._client.upsert, self._collection, batch
-            )
+            if ids is None:  # generated UUID4s are new: nothing to replace or keep
+                self._call(
+                    f"writing {len(batch)} entries", self._client.insert, self._collection, batch
+                )
+                continue
+            existing = self._keep_positions(batch)
+            replaced = [row for row in batch if row["id"] in existing]
+            new = [row for row in batch if row["id"] not in existing]
+            if replaced:
+                self._call(
+                    f"replacing {len(replaced)} entries",
+                    self._client.upsert,
+                    self._collection,
+                    replaced,
+                )
+            if new:
+                self._insert_new(new)
         return id_list
 
     def _check_kinds(self, kinds: BatchKinds) -> None:
@@ -434,6 +523,27 @@ class MilvusEmbeddingStore(EmbeddingStore):
         for row in found:
             check_held_row(kinds, self._metadata(row))
 
+    def _insert_new(self, rows: list[Row]) -> None:
+        """Insert rows whose ids were not stored: an insert costs a third of an upsert at
+        100k entries (an upsert deletes by primary key first). Another writer may have
+        inserted one of these ids meanwhile; Milvus keeps both rows then, so the ids are
+        counted after the insert and a duplicate is healed with an upsert of the batch
+        (which deletes every row of those ids first). Of two racing writers, the later
+        one's count sees both rows, so one of them always heals."""
+        self._call(f"writing {len(rows)} entries", self._client.insert, self._collection, rows)
+        counted = self._call(
+            "checking for concurrently written ids",
+            self._client.query,
+            self._collection,
+            output_fields=["count(*)"],
+            consistency_level="Strong",
+            **self._render(("id in ", Param(tuple(row["id"] for row in rows)))),
+        )
+        if int(counted[0]["count(*)"]) > len(rows):
+            self._call(
+                f"rewriting {len(rows)} entries", self._client.upsert, self._collection, rows
+            )
+
     def _rows(
         self,
         ids: list[str],
@@ -446,7 +556,7 @@ class MilvusEmbeddingStore(EmbeddingStore):
         vector_lists = vectors.tolist()
         for position, id in enumerate(ids):
             text = texts[position]
-            if text is not None:
+            if text is not None and not (text.isascii() and len(text) <= _MAX_VARCHAR):
                 try:
                     size = len(text.encode("utf-8"))
                 except UnicodeEncodeError as exc:
@@ -481,8 +591,9 @@ class MilvusEmbeddingStore(EmbeddingStore):
             self._last_seq = start + count - 1
         return start
 
-    def _keep_positions(self, batch: list[Row]) -> None:
-        """Replaced ids keep their insertion position (their old ``seq``), as in memory."""
+    def _keep_positions(self, batch: list[Row]) -> set[str]:
+        """Replaced ids keep their insertion position (their old ``seq``), as in memory;
+        the ids of ``batch`` already stored."""
         ids = tuple(row["id"] for row in batch)
         found = self._call(
             "reading existing ids",
@@ -492,11 +603,11 @@ class MilvusEmbeddingStore(EmbeddingStore):
             consistency_level="Strong",
             **self._render(("id in ", Param(ids))),
         )
-        if found:
-            old = {row["id"]: row["seq"] for row in found}
-            for row in batch:
-                if row["id"] in old:
-                    row["seq"] = old[row["id"]]
+        old = {row["id"]: row["seq"] for row in found}
+        for row in batch:
+            if row["id"] in old:
+                row["seq"] = old[row["id"]]
+        return set(old)
 
     # ------------------------------------------------------------------ search
 
@@ -534,9 +645,11 @@ class MilvusEmbeddingStore(EmbeddingStore):
 
     def _compiled(self, condition: Filter) -> CompiledFilter:
         compiled = compile_filter(check_filter(condition), lenient=not self._type_checks)
-        if self._dimension is None:
+        if self._dimension is None or not self._type_checks:
             return compiled
-        if compiled.probe is not None and self._type_checks:
+        if self._registered and not self._registry.may_hold(compiled.incompatible):
+            return compiled  # no clashing kind was ever written under these keys
+        if compiled.probe is not None:
             found = self._call(
                 "checking filter value types",
                 self._client.query,
@@ -548,7 +661,7 @@ class MilvusEmbeddingStore(EmbeddingStore):
             )
             for row in found:
                 condition.test(self._metadata(row))  # raises core's InvalidFilterError
-        if not compiled.probe_complete and self._type_checks:
+        if not compiled.probe_complete:
             # A key no expression can name: check every entry's kinds in Python.
             for row in self._scan(None, ["metadata", "kinds", "exact"]):
                 condition.test(self._metadata(row))
@@ -664,12 +777,30 @@ class MilvusEmbeddingStore(EmbeddingStore):
                 **self._render(condition.expr),
             )
             return
-        rows = self._scan(condition.expr, ["id", "metadata", "kinds", "exact"])
         assert filter is not None
+        self._delete_ids(self._matching_ids(condition.expr, filter))
+
+    def _matching_ids(self, superset: Expr | None, condition: Filter) -> list[str]:
+        """The ids of the entries in ``superset`` that pass ``condition`` (checked here)."""
         lenient = not self._type_checks
-        self._delete_ids(
-            [row["id"] for row in rows if matches(filter, self._metadata(row), lenient=lenient)]
-        )
+        return [
+            row["id"]
+            for row in self._scan(superset, ["id", "metadata", "kinds", "exact"])
+            if matches(condition, self._metadata(row), lenient=lenient)
+        ]
+
+    def _filter_expr(self, condition: Filter | None) -> Expr | Literal[False] | None:
+        """``condition`` as one exact expression (None: every entry, False: none), after
+        the type check; what Milvus cannot state exactly becomes the matching ids."""
+        if condition is None:
+            return None
+        compiled = self._compiled(condition).condition
+        if compiled.expr is None and not compiled.value:
+            return False
+        if compiled.exact:
+            return compiled.expr
+        ids = tuple(self._matching_ids(compiled.expr, condition))
+        return ("id in ", Param(ids)) if ids else False
 
     def _delete_ids(self, ids: list[str]) -> None:
         for start in range(0, len(ids), self._batch_size):

@@ -22,14 +22,23 @@ compare with (``mismatch``); the store probes the ``kinds`` field for them and r
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from qdrant_client import models
+from qdrant_client import QdrantClient, models
 
 from ragloom.core.errors import InvalidFilterError
 from ragloom.core.filter_compiler import FilterCompiler
-from ragloom.core.filter_values import BOOL, NUMBER, STR, UUID, FilterValue, value_kind
+from ragloom.core.filter_values import (
+    BOOL,
+    NUMBER,
+    STR,
+    UUID,
+    FilterValue,
+    mismatch_error,
+    value_kind,
+)
 from ragloom.core.filters import (
     ContainsString,
     Filter,
@@ -38,9 +47,16 @@ from ragloom.core.filters import (
     IsNotEqualTo,
     IsNotIn,
 )
+from ragloom.stores.qdrant._payload import decode_meta
 from ragloom.stores.qdrant._payload import field as payload_field
 
-__all__ = ["CompiledFilter", "Native", "QdrantFilterCompiler", "compile_filter"]
+__all__ = [
+    "CompiledFilter",
+    "Native",
+    "QdrantFilterCompiler",
+    "check_types",
+    "compile_filter",
+]
 
 # Stored kinds a filter value of each kind cannot be compared with.
 _INCOMPATIBLE = {
@@ -250,3 +266,33 @@ def compile_filter(condition: Filter) -> CompiledFilter:
     compiler = QdrantFilterCompiler()
     native = compiler.compile(condition)
     return CompiledFilter(native, compiler.mismatch)
+
+
+def check_types(
+    compiled: CompiledFilter,
+    client: QdrantClient,
+    collection: str,
+    call: Callable[[str, Callable[[], Any]], Any],
+) -> None:
+    """Raise core's InvalidFilterError if a point of ``collection`` stores a value whose
+    type clashes with the filter's (one scroll for the first point holding a clashing
+    kind under a filtered key); ``call`` runs the client call with the caller's errors."""
+    if not compiled.mismatch:
+        return
+    probe = models.Filter(
+        must=[
+            models.FieldCondition(key="kinds", match=models.MatchAny(any=list(compiled.mismatch)))
+        ]
+    )
+    records = call(
+        "checking filter types",
+        lambda: client.scroll(
+            collection, scroll_filter=probe, limit=1, with_payload=["kinds", "meta"]
+        )[0],
+    )
+    if not records or records[0].payload is None:
+        return
+    payload = records[0].payload
+    name = next(name for name in payload["kinds"] if name in compiled.mismatch)
+    key, value = compiled.mismatch[name]
+    raise mismatch_error(key, decode_meta(payload)[key], value)

@@ -18,14 +18,20 @@ The retriever owns its collection (one named dense vector, cosine, and the spars
 fill it with :meth:`add_all` (segments are embedded with ``embedding_model``). Contents
 carry ``score`` (Qdrant's fused RRF score, ``sum 1 / (2 + rank)`` in Qdrant's formula)
 and ``embedding_id``; qdrant-client's local mode supports all of this (tested).
+
+A ``filter`` (a value or a function of the query) is compiled by the store's filter
+compiler and applied inside both prefetches, so each ranking is over the matching
+points only; a filter Qdrant cannot state exactly (a str ordering) is first resolved to
+the ids of the matching points. :meth:`remove_all` deletes whole points, so the dense
+and the sparse vector of an entry always go together.
 """
 
 from __future__ import annotations
 
 import hashlib
 from collections import Counter
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Iterable, Sequence
+from typing import Any, Literal
 
 from qdrant_client import QdrantClient, models
 
@@ -34,8 +40,11 @@ from ragloom.core.content import SCORE, Content
 from ragloom.core.document import TextSegment
 from ragloom.core.embedding import EmbeddingModel
 from ragloom.core.errors import EmbeddingStoreError, InvalidArgumentError, RagloomError
+from ragloom.core.filters import Filter
 from ragloom.core.query import Query
-from ragloom.core.stores.validation import generate_ids, validate_ids
+from ragloom.core.retrievers.dynamic import Dynamic, resolve_dynamic
+from ragloom.core.stores.validation import check_filter, generate_ids, validate_ids
+from ragloom.stores.qdrant._filters import check_types, compile_filter
 from ragloom.stores.qdrant._payload import decode_meta, point_id, point_payload
 
 __all__ = ["DENSE_VECTOR", "SPARSE_VECTOR", "QdrantHybridContentRetriever"]
@@ -43,6 +52,7 @@ __all__ = ["DENSE_VECTOR", "SPARSE_VECTOR", "QdrantHybridContentRetriever"]
 DENSE_VECTOR = "dense"
 SPARSE_VECTOR = "bm25"
 EMBEDDING_ID = "embedding_id"
+_PAGE = 1000  # points per scroll page
 
 
 def term_index(term: str) -> int:
@@ -57,6 +67,7 @@ class QdrantHybridContentRetriever:
     ``max_results`` cuts the fused list; ``candidates`` is how many each prefetch
     returns (default ``max(3 * max_results, 20)``). ``k1``/``b``/``avg_length`` are the
     BM25 document weighting; ``analyzer`` makes the terms (default StandardAnalyzer).
+    ``filter`` restricts both rankings to matching entries (see the module docstring).
     """
 
     def __init__(
@@ -71,6 +82,7 @@ class QdrantHybridContentRetriever:
         k1: float = 1.2,
         b: float = 0.75,
         avg_length: float = 256.0,
+        filter: Dynamic[Filter | None] = None,
     ) -> None:
         if not isinstance(collection, str) or not collection:
             raise InvalidArgumentError(f"collection must be a non-empty str, got {collection!r}")
@@ -96,6 +108,7 @@ class QdrantHybridContentRetriever:
         self.candidates = candidates
         self.analyzer: Analyzer = analyzer if analyzer is not None else StandardAnalyzer()
         self.k1, self.b, self.avg_length = float(k1), float(b), float(avg_length)
+        self.filter = filter
         self._ready = False
 
     def __repr__(self) -> str:
@@ -198,15 +211,26 @@ class QdrantHybridContentRetriever:
         text = query.text if isinstance(query, Query) else query
         if not isinstance(text, str):
             raise InvalidArgumentError(f"retrieve takes a Query, got {type(query).__name__}")
+        condition = resolve_dynamic(self.filter, query) if isinstance(query, Query) else None
         dense = self.embedding_model.embed(text).embedding
         self._open(dense.dimension)
+        native = self._native(condition)
+        if native is False:
+            return []
         prefetch = [
-            models.Prefetch(query=dense.vector.tolist(), using=DENSE_VECTOR, limit=self.candidates)
+            models.Prefetch(
+                query=dense.vector.tolist(),
+                using=DENSE_VECTOR,
+                filter=native,
+                limit=self.candidates,
+            )
         ]
         sparse = self.query_vector(text)
         if sparse.indices:
             prefetch.append(
-                models.Prefetch(query=sparse, using=SPARSE_VECTOR, limit=self.candidates)
+                models.Prefetch(
+                    query=sparse, using=SPARSE_VECTOR, filter=native, limit=self.candidates
+                )
             )
         points = self._call(
             "hybrid query",
@@ -228,3 +252,70 @@ class QdrantHybridContentRetriever:
             )
             for p in ordered
         ]
+
+    def _native(self, condition: Filter | None) -> models.Filter | Literal[False] | None:
+        """The Qdrant filter of ``condition`` (None: everything, False: nothing).
+
+        Raises core's InvalidFilterError when a stored value's type cannot meet the
+        filter's, as the stores do; an inexact native form becomes the matching point ids.
+        """
+        if condition is None:
+            return None
+        compiled = compile_filter(check_filter(condition))
+        check_types(compiled, self.client, self.collection, self._call)
+        if compiled.native.exact:
+            return compiled.native.filter
+        ids = self._matching(compiled.native.filter, condition)
+        return models.Filter(must=[models.HasIdCondition(has_id=ids)]) if ids else False
+
+    def _matching(
+        self, superset: models.Filter | None, condition: Filter
+    ) -> list[models.ExtendedPointId]:
+        """The ids of the points in ``superset`` that pass ``condition`` (checked here)."""
+        ids: list[models.ExtendedPointId] = []
+        offset: models.ExtendedPointId | None = None
+        while True:
+            records, offset = self._call(
+                "reading points",
+                lambda offset=offset: self.client.scroll(
+                    self.collection,
+                    scroll_filter=superset,
+                    limit=_PAGE,
+                    offset=offset,
+                    with_payload=["meta"],
+                ),
+            )
+            ids += [r.id for r in records if condition.test(decode_meta(r.payload or {}))]
+            if offset is None:
+                return ids
+
+    def remove_all(self, ids: Iterable[str] | None = None, *, filter: Filter | None = None) -> None:
+        """Remove the given ids, the entries matching ``filter``, or (neither) everything.
+
+        A point holds both vectors of an entry, so dense and keyword search stay in step.
+        """
+        if ids is not None and filter is not None:
+            raise EmbeddingStoreError("remove_all takes ids or a filter, not both")
+        if not self._call("checking", lambda: self.client.collection_exists(self.collection)):
+            if filter is not None:
+                check_filter(filter)
+            return
+        selector: models.PointIdsList | models.FilterSelector
+        if ids is not None:
+            points: list[models.ExtendedPointId] = [
+                point_id(entry_id) for entry_id in validate_ids(ids, unique=False)
+            ]
+            if not points:
+                return
+            selector = models.PointIdsList(points=points)
+        else:
+            native = self._native(filter)
+            if native is False:
+                return
+            selector = models.FilterSelector(
+                filter=native if isinstance(native, models.Filter) else models.Filter()
+            )
+        self._call(
+            "deleting points",
+            lambda: self.client.delete(self.collection, points_selector=selector, wait=True),
+        )

@@ -34,7 +34,7 @@ from qdrant_client.local.qdrant_local import QdrantLocal
 from ragloom.core.document import TextSegment
 from ragloom.core.embedding import Embedding
 from ragloom.core.errors import EmbeddingStoreError, RagloomError
-from ragloom.core.filter_values import BOOL, NUMBER, STR, UUID, mismatch_error
+from ragloom.core.filter_values import BOOL, NUMBER, STR, UUID
 from ragloom.core.filters import Filter
 from ragloom.core.stores import (
     EmbeddingMatch,
@@ -57,7 +57,12 @@ from ragloom.core.stores.validation import (
     validate_embeddings,
     validate_ids,
 )
-from ragloom.stores.qdrant._filters import CompiledFilter, Native, compile_filter
+from ragloom.stores.qdrant._filters import (
+    CompiledFilter,
+    Native,
+    check_types,
+    compile_filter,
+)
 from ragloom.stores.qdrant._payload import (
     decode_meta,
     decode_vector,
@@ -584,27 +589,8 @@ class QdrantEmbeddingStore(EmbeddingStore):
 
     def _probe(self, compiled: CompiledFilter) -> None:
         """Raise InvalidFilterError if a stored value's type cannot meet the filter's."""
-        if not compiled.mismatch or self._dimension is None:
-            return
-        condition = models.Filter(
-            must=[
-                models.FieldCondition(
-                    key="kinds", match=models.MatchAny(any=list(compiled.mismatch))
-                )
-            ]
-        )
-        records, _ = self._call(
-            "checking filter types",
-            lambda: self._client.scroll(
-                self._collection, scroll_filter=condition, limit=1, with_payload=["kinds", "meta"]
-            ),
-        )
-        if not records or records[0].payload is None:
-            return
-        payload = records[0].payload
-        name = next(name for name in payload["kinds"] if name in compiled.mismatch)
-        key, value = compiled.mismatch[name]
-        raise mismatch_error(key, decode_meta(payload)[key], value)
+        if self._dimension is not None:
+            check_types(compiled, self._client, self._collection, self._call)
 
     # ------------------------------------------------------------------ removing
 
