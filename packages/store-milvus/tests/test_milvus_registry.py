@@ -12,7 +12,7 @@ from pymilvus import MilvusClient  # type: ignore[import-untyped]
 
 from ragloom.core.document import TextSegment
 from ragloom.core.embedding import Embedding
-from ragloom.core.errors import InvalidFilterError
+from ragloom.core.errors import MetadataTypeError
 from ragloom.core.filters import metadata_key
 from ragloom.core.stores.base import EmbeddingSearchRequest
 from ragloom.stores.milvus import MilvusEmbeddingStore
@@ -70,31 +70,27 @@ def test_compatible_filters_skip_the_scan(
     assert scans == []  # every kind check answered by the registry
 
 
-def test_mismatch_written_by_another_store_raises_at_once(
+def test_mismatch_written_by_another_store_is_refused(
     milvus_client: MilvusClient, collection_name: str, scans: list[str]
 ) -> None:
     first = open_store(milvus_client, collection_name)
     first.add_all(vectors(1), [TextSegment("x", {"tenant": "a"})], ids=["1"])
     assert search(first, metadata_key("tenant").is_equal_to("a")) == ["1"]
+    assert scans == []  # first write of the key, then a compatible filter: registry only
     other = open_store(milvus_client, collection_name)
-    other.add_all(vectors(1), [TextSegment("y", {"tenant": 7})], ids=["2"])
-    with pytest.raises(InvalidFilterError, match="tenant"):
-        search(first, metadata_key("tenant").is_equal_to("a"))
-    with pytest.raises(InvalidFilterError, match="tenant"):
-        first.remove_all(filter=metadata_key("tenant").is_not_equal_to("a"))
-    assert len(scans) == 2  # the registry flagged the clash; the scan confirmed it
+    with pytest.raises(MetadataTypeError, match="tenant"):
+        other.add_all(vectors(1), [TextSegment("y", {"tenant": 7})], ids=["2"])
+    assert len(scans) == 1  # the registry flagged the clash; the probe confirmed it
+    assert search(first, metadata_key("tenant").is_equal_to("a")) == ["1"]
 
 
-def test_removed_mismatch_no_longer_raises(
+def test_a_removed_type_no_longer_binds_the_key(
     milvus_client: MilvusClient, collection_name: str, scans: list[str]
 ) -> None:
     store = open_store(milvus_client, collection_name)
-    store.add_all(
-        vectors(2), [TextSegment("x", {"k": "a"}), TextSegment("y", {"k": 1})], ids=["1", "2"]
-    )
-    with pytest.raises(InvalidFilterError):
-        search(store, metadata_key("k").is_equal_to("a"))
+    store.add_all(vectors(1), [TextSegment("y", {"k": 1})], ids=["2"])
     store.remove_all(["2"])
+    store.add_all(vectors(1), [TextSegment("x", {"k": "a"})], ids=["1"])  # stale pair: probed
     assert search(store, metadata_key("k").is_equal_to("a")) == ["1"]  # stale pair: scanned
     assert len(scans) == 2
 
@@ -103,16 +99,15 @@ def test_collection_without_registry_still_checks_types(
     milvus_client: MilvusClient, collection_name: str, scans: list[str]
 ) -> None:
     store = open_store(milvus_client, collection_name)
-    store.add_all(
-        vectors(2), [TextSegment("x", {"k": "a"}), TextSegment("y", {"k": 1})], ids=["1", "2"]
-    )
+    store.add_all(vectors(1), [TextSegment("x", {"k": "a"})], ids=["1"])
     milvus_client.drop_collection(registry_name(collection_name))  # as made before it existed
     legacy = open_store(milvus_client, collection_name)
-    with pytest.raises(InvalidFilterError):
-        search(legacy, metadata_key("k").is_equal_to("a"))
+    with pytest.raises(MetadataTypeError, match="'k'"):
+        legacy.add_all(vectors(1), [TextSegment("y", {"k": 1})], ids=["2"])
+    assert search(legacy, metadata_key("k").is_equal_to("a")) == ["1"]
     legacy.add_all(vectors(1), [TextSegment("z", {"j": "b"})], ids=["3"])
     assert search(legacy, metadata_key("j").is_equal_to("b")) == ["3"]
-    assert len(scans) == 2
+    assert len(scans) == 4  # every write probed and every filter scanned: no registry
     assert not milvus_client.has_collection(registry_name(collection_name))
 
 

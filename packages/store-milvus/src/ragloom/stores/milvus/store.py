@@ -498,12 +498,18 @@ class MilvusEmbeddingStore(EmbeddingStore):
 
     def _check_kinds(self, kinds: BatchKinds) -> None:
         """Refuse the batch if the collection holds one of its keys with another type (core's
-        ``metadata_types``): one query on the ``kinds`` field, a scan for unnameable keys."""
-        checks = [
-            _cmp(
-                path("kinds", key), "in", tuple(sorted(set(ALL_STORED_KINDS) - set(KINDS_OF[kind])))
-            )
+        ``metadata_types``). The kinds registry answers first (it may over-report, never
+        under-report); only if it names a clash, one query on the ``kinds`` field decides
+        (a scan for keys an expression cannot name)."""
+        incompatible = {
+            key: sorted(set(ALL_STORED_KINDS) - set(KINDS_OF[kind]))
             for key, (kind, _) in kinds.items()
+        }
+        if not kinds or (self._registered and not self._registry.may_hold(incompatible)):
+            return
+        checks = [
+            _cmp(path("kinds", key), "in", tuple(incompatible[key]))
+            for key in kinds
             if key_expressible(key)
         ]
         found: list[Row] = []
