@@ -209,12 +209,15 @@ def test_bad_configuration_is_rejected(kwargs: dict[str, object], message: str) 
 def test_memory_and_thread_options_reach_the_session_and_keep_the_vectors() -> None:
     texts = ["hello world", "a longer sentence about something else entirely"]
     lean = AllMiniLmL6V2QuantizedEmbeddingModel(
-        enable_cpu_mem_arena=False, intra_op_threads=1, inter_op_threads=1
+        enable_cpu_mem_arena=False, intra_op_threads=1, inter_op_threads=1, spinning=False
     )
     with pytest.raises(TypeError, match="enable_cpu_mem_arena"):
         AllMiniLmL6V2QuantizedEmbeddingModel(enable_cpu_mem_arena="no")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="spinning"):
+        AllMiniLmL6V2QuantizedEmbeddingModel(spinning=0)  # type: ignore[arg-type]
     options = lean.load().session.get_session_options()
     assert options.enable_cpu_mem_arena is False
+    assert options.get_session_config_entry("session.intra_op.allow_spinning") == "0"
     assert (options.intra_op_num_threads, options.inter_op_num_threads) == (1, 1)
     default = AllMiniLmL6V2QuantizedEmbeddingModel()
     assert default.load().session.get_session_options().enable_cpu_mem_arena is True

@@ -44,6 +44,7 @@ class AllMiniLmL6V2QuantizedEmbeddingModel(OnnxEmbeddingModel):
         intra_op_threads: int | None = None,
         inter_op_threads: int | None = None,
         enable_cpu_mem_arena: bool = True,
+        spinning: bool = True,
         strict: bool = False,
     ) -> None:
         if type(max_length) is int and max_length > MAX_POSITIONS:
@@ -61,6 +62,7 @@ class AllMiniLmL6V2QuantizedEmbeddingModel(OnnxEmbeddingModel):
             intra_op_threads=intra_op_threads,
             inter_op_threads=inter_op_threads,
             enable_cpu_mem_arena=enable_cpu_mem_arena,
+            spinning=spinning,
             strict=strict,
         )
 
