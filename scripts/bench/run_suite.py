@@ -127,22 +127,19 @@ def store_contenders(
         store.add_texts(texts, metadatas=metas, ids=ids)
         return store
 
+    def records(make: Callable[[str, dict[str, str], list[float], str], Any]) -> list[Any]:
+        return [make(t, m, v, i) for t, m, v, i in zip(texts, metas, lists(), ids, strict=True)]
+
     def llamaindex() -> Any:
         store = SimpleVectorStore()
-        nodes = [
-            TextNode(text=t, metadata=m, embedding=v, id_=i)
-            for t, m, v, i in zip(texts, metas, lists(), ids, strict=True)
-        ]
-        store.add(nodes)
+        store.add(records(lambda t, m, v, i: TextNode(text=t, metadata=m, embedding=v, id_=i)))
         return store
 
     def haystack() -> Any:
         store = InMemoryDocumentStore()
-        documents = [
-            HaystackDocument(id=i, content=t, meta=m, embedding=v)
-            for t, m, v, i in zip(texts, metas, lists(), ids, strict=True)
-        ]
-        store.write_documents(documents)
+        store.write_documents(
+            records(lambda t, m, v, i: HaystackDocument(id=i, content=t, meta=m, embedding=v))
+        )
         return store
 
     runs.update(langchain=langchain, llamaindex=llamaindex, haystack=haystack)
@@ -435,11 +432,7 @@ def plot(results: dict[str, Any]) -> list[str]:
             ax.set_title(label)
             ax.grid(True, which="both", alpha=0.3)
             ax.legend()
-            fig.tight_layout()
-            path = IMG / f"{key}-vs-n.png"
-            fig.savefig(path, dpi=90)
-            plt.close(fig)
-            made.append(str(path.relative_to(ROOT / "docs")))
+            made.append(save(fig, f"{key}-vs-n.png"))
     for key, unit, field in (
         ("splitting", "MB/s (recursive, 1000/100 chars)", "mb_per_s"),
         ("embedding", "texts/s (all-MiniLM-L6-v2)", "texts_per_s"),
@@ -450,12 +443,19 @@ def plot(results: dict[str, Any]) -> list[str]:
             ax.barh(list(values), list(values.values()), color="tab:blue")
             ax.set_xlabel(unit)
             ax.invert_yaxis()
-            fig.tight_layout()
-            path = IMG / f"{key}.png"
-            fig.savefig(path, dpi=90)
-            plt.close(fig)
-            made.append(str(path.relative_to(ROOT / "docs")))
+            made.append(save(fig, f"{key}.png"))
     return made
+
+
+def save(fig: Any, name: str) -> str:
+    """Write a figure under docs/img/benchmarks/; its path relative to docs/."""
+    import matplotlib.pyplot as plt
+
+    fig.tight_layout()
+    path = IMG / name
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+    return str(path.relative_to(ROOT / "docs"))
 
 
 def ratio_text(ratio: list[float] | tuple[float, float, float]) -> str:
