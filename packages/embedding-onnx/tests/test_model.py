@@ -195,6 +195,8 @@ def test_generic_model_pooling_and_normalize_options() -> None:
         ({"pooling": "max"}, "pooling"),
         ({"max_length": 1}, "max_length"),
         ({"batch_size": 0}, "batch_size"),
+        ({"max_batch_tokens": 0}, "max_batch_tokens"),
+        ({"max_batch_tokens": 2.5}, "max_batch_tokens"),
         ({"intra_op_threads": 0}, "intra_op_threads"),
         ({"inter_op_threads": 1.5}, "inter_op_threads"),
     ],
@@ -207,12 +209,15 @@ def test_bad_configuration_is_rejected(kwargs: dict[str, object], message: str) 
 def test_memory_and_thread_options_reach_the_session_and_keep_the_vectors() -> None:
     texts = ["hello world", "a longer sentence about something else entirely"]
     lean = AllMiniLmL6V2QuantizedEmbeddingModel(
-        enable_cpu_mem_arena=False, intra_op_threads=1, inter_op_threads=1
+        enable_cpu_mem_arena=False, intra_op_threads=1, inter_op_threads=1, spinning=False
     )
     with pytest.raises(TypeError, match="enable_cpu_mem_arena"):
         AllMiniLmL6V2QuantizedEmbeddingModel(enable_cpu_mem_arena="no")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="spinning"):
+        AllMiniLmL6V2QuantizedEmbeddingModel(spinning=0)  # type: ignore[arg-type]
     options = lean.load().session.get_session_options()
     assert options.enable_cpu_mem_arena is False
+    assert options.get_session_config_entry("session.intra_op.allow_spinning") == "0"
     assert (options.intra_op_num_threads, options.inter_op_num_threads) == (1, 1)
     default = AllMiniLmL6V2QuantizedEmbeddingModel()
     assert default.load().session.get_session_options().enable_cpu_mem_arena is True
@@ -264,7 +269,7 @@ def batch_sizes(model: OnnxEmbeddingModel, lengths: list[int]) -> list[int]:
 
 def test_batches_are_cut_at_batch_size(model: AllMiniLmL6V2QuantizedEmbeddingModel) -> None:
     assert batch_sizes(model, [12] * 70) == [32, 32, 6]
-    assert batch_sizes(model, list(range(100, 132))) == [32]  # similar lengths: one batch
+    assert batch_sizes(model, [60] * 16 + [63] * 16) == [32]  # similar lengths: one batch
     assert batch_sizes(model, list(range(20, 52))) == [16, 16]  # 51 would pad 20 by 31
 
 
@@ -291,9 +296,31 @@ def test_gradually_longer_texts_are_cut_where_padding_grows() -> None:
 
 
 def test_batches_fixed_when_splitting_is_off() -> None:
-    fixed = AllMiniLmL6V2QuantizedEmbeddingModel(batch_size=8)
+    fixed = AllMiniLmL6V2QuantizedEmbeddingModel(batch_size=8, max_batch_tokens=None)
     fixed._max_padding = None
     assert batch_sizes(fixed, [12] * 15 + [256]) == [8, 8]
+    assert batch_sizes(fixed, [256] * 32) == [8] * 4
+
+
+def test_batches_keep_to_the_token_budget(model: AllMiniLmL6V2QuantizedEmbeddingModel) -> None:
+    # Long texts run 8 to a batch (8 x 256 = 2048 padded tokens), short ones 32.
+    assert model.max_batch_tokens == 2048
+    assert batch_sizes(model, [256] * 20) == [8, 8, 4]
+    assert batch_sizes(model, list(range(100, 132))) == [17, 15]  # 17 x 116, 15 x 131
+    assert batch_sizes(model, [12] * 40) == [32, 8]
+    small = AllMiniLmL6V2QuantizedEmbeddingModel(max_batch_tokens=100)
+    assert batch_sizes(small, [60, 70, 200]) == [1, 1, 1]  # a text over the budget runs alone
+    rng = np.random.default_rng(5)
+    lengths = rng.integers(2, 257, 300)
+    for batch in model._batches(lengths):
+        assert len(batch) * int(lengths[batch].max()) <= 2048
+
+
+def test_the_token_budget_does_not_change_the_vectors() -> None:
+    texts = [("word " * n).strip() for n in (3, 50, 120, 250, 7, 90)]
+    tight = AllMiniLmL6V2QuantizedEmbeddingModel(max_batch_tokens=128)
+    loose = AllMiniLmL6V2QuantizedEmbeddingModel(max_batch_tokens=None)
+    np.testing.assert_allclose(matrix(tight, texts), matrix(loose, texts), atol=1e-5)
 
 
 def test_batches_of_random_lengths_cover_every_text(

@@ -40,9 +40,11 @@ class AllMiniLmL6V2QuantizedEmbeddingModel(OnnxEmbeddingModel):
         *,
         max_length: int = DEFAULT_MAX_LENGTH,
         batch_size: int = 32,
+        max_batch_tokens: int | None = 2048,
         intra_op_threads: int | None = None,
         inter_op_threads: int | None = None,
         enable_cpu_mem_arena: bool = True,
+        spinning: bool = True,
         strict: bool = False,
     ) -> None:
         if type(max_length) is int and max_length > MAX_POSITIONS:
@@ -56,9 +58,11 @@ class AllMiniLmL6V2QuantizedEmbeddingModel(OnnxEmbeddingModel):
             normalize=True,
             max_length=max_length,
             batch_size=batch_size,
+            max_batch_tokens=max_batch_tokens,
             intra_op_threads=intra_op_threads,
             inter_op_threads=inter_op_threads,
             enable_cpu_mem_arena=enable_cpu_mem_arena,
+            spinning=spinning,
             strict=strict,
         )
 

