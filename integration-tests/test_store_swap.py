@@ -121,7 +121,7 @@ FACTORIES: dict[str, Callable[[int, Path], Iterator[EmbeddingStore]]] = {
 
 
 def tenant_documents() -> list[Document]:
-    documents = load_documents(DOCS)
+    documents = load_documents(DOCS, glob="*.md")
     assert documents.failures == []
     for number, document in enumerate(documents):
         document.metadata["tenant"] = "alice" if number % 2 == 0 else "bob"

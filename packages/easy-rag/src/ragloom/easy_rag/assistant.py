@@ -28,9 +28,10 @@ MEMORY_WINDOW = 10
 logger = logging.getLogger("ragloom.easy_rag")
 
 
-def load_documents(path: str | os.PathLike[str]) -> LoadedDocuments:
-    """Every file under ``path``, recursively, each with the parser for its type."""
-    return FileSystemDocumentLoader.load_documents(path, recursive=True)
+def load_documents(path: str | os.PathLike[str], *, glob: str | None = None) -> LoadedDocuments:
+    """Every file under ``path`` (only those matching ``glob``, e.g. ``"*.md"``),
+    recursively, each with the parser for its type."""
+    return FileSystemDocumentLoader.load_documents(path, glob=glob, recursive=True)
 
 
 def chat_model_from_env() -> ChatModel | None:
