@@ -52,18 +52,17 @@ class LineProgress:
         self.interval = interval
         self.prefix = prefix
         self.clock = clock
-        self._phase: str | None = None
-        self._shown: tuple[str, int] | None = None
+        self._shown: tuple[str, int] | None = None  # (phase, done) of the last line
         self._last = float("-inf")
 
     def __call__(self, phase: str, done: int, total: int) -> None:
         now = self.clock()
-        new = phase != self._phase
+        new = self._shown is None or phase != self._shown[0]
         if (phase, done) == self._shown or not (
             new or done >= total or now - self._last >= self.interval
         ):
             return
-        self._phase, self._shown, self._last = phase, (phase, done), now
+        self._shown, self._last = (phase, done), now
         percent = f" ({100 * done // total}%)" if total else ""
         stream = self.stream if self.stream is not None else sys.stderr
         print(f"{self.prefix}: {phase} {done}/{total}{percent}", file=stream, flush=True)
