@@ -23,7 +23,8 @@ pip() {
   "$VENV/bin/python" -m pip --disable-pip-version-check "$@" 2> >(grep -v "^WARNING: Location" >&2)
 }
 pip install -q -U "pip>=25.1"
-pip install -q "hatchling>=1.21" editables
+# setuptools>=70.1 builds wheels itself: without build isolation, sdists (crcmod) need it
+pip install -q "hatchling>=1.21" editables "setuptools>=70.1"
 pip install -q --group dev
 # core first, then the rest; no build isolation: hatchling is already in the venv.
 args=(-e packages/core)
