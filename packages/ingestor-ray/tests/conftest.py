@@ -1,31 +1,64 @@
-"""Fixtures: one local Ray cluster per session (processes on this machine) and pgvector.
+"""Fixtures: the local Ray cluster of scripts/services/ray.sh, and pgvector.
 
-pgvector is started by ``bash scripts/services/pgvector.sh start``; ``RAGLOOM_PG_DSN``
-points the tests at another server. A missing server fails the tests with that command.
+Both are real servers started outside the tests: ``bash scripts/services/ray.sh start``
+(a head and a worker node, processes on 127.0.0.1) and ``bash scripts/services/pgvector.sh
+start``; ``RAGLOOM_RAY_ADDRESS`` and ``RAGLOOM_PG_DSN`` point the tests at others. A
+server that is not running fails the tests with the command that starts it.
 """
 
 from __future__ import annotations
 
 import os
+
+# Ray's loopback mode, as the cluster runs in: without it, Ray turns 127.0.0.1 into the
+# host's routable address, where the cluster does not listen. Read when ray is imported.
+os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
+
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 
 import psycopg
 import pytest
 import ray
 from psycopg import sql
 
+import ragloom
+from ragloom.testkit.servers import require_server
+
 DEFAULT_DSN = (
     f"postgresql://postgres@127.0.0.1:{os.environ.get('RAGLOOM_PG_PORT', '55433')}/postgres"
 )
+RAY_ADDRESS = os.environ.get(
+    "RAGLOOM_RAY_ADDRESS", f"127.0.0.1:{os.environ.get('RAGLOOM_RAY_PORT', '46379')}"
+)
+RAY_START = "bash scripts/services/ray.sh start"
 
 
 @pytest.fixture(scope="session")
-def ray_cluster() -> Iterator[None]:
-    """A local Ray cluster on 2 CPUs, started once: its startup cost is paid per session."""
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+def ray_cluster() -> Iterator[list[str]]:
+    """The driver connected to the running cluster; the ids of its alive nodes.
+
+    The workers import ragloom from where this process does (the cluster may have been
+    started from another checkout): its source directories go first on their PYTHONPATH.
+    """
+    require_server(f"tcp://{RAY_ADDRESS}", RAY_START, variable="RAGLOOM_RAY_ADDRESS")
+    sources = [str(Path(portion).parent) for portion in ragloom.__path__]
+    ray.init(
+        address=RAY_ADDRESS,
+        log_to_driver=False,
+        runtime_env={"env_vars": {"PYTHONPATH": os.pathsep.join(sources)}},
+    )
     ray.data.DataContext.get_current().enable_progress_bars = False
-    yield
+    nodes = [node["NodeID"] for node in ray.nodes() if node["Alive"]]
+    if len(nodes) < 2:
+        ray.shutdown()
+        pytest.fail(
+            f"the Ray cluster at {RAY_ADDRESS} has {len(nodes)} node(s), the tests need a "
+            f"head and a worker node: `{RAY_START}` starts them",
+            pytrace=False,
+        )
+    yield nodes
     ray.shutdown()
 
 

@@ -1,4 +1,5 @@
-"""RayIngestor on a local Ray cluster, writing from its workers into the real pgvector.
+"""RayIngestor on the local Ray cluster of scripts/services/ray.sh (a head and a worker
+node: separate raylets and worker processes), writing from its actors into the real pgvector.
 
 The reference is core's single-process EmbeddingStoreIngestor with the same model and
 splitter, into the in-memory store: the pgvector table must hold the same ids, texts,
@@ -95,6 +96,17 @@ def assert_same_content(actual: dict[str, Any], expected: dict[str, Any]) -> Non
         np.testing.assert_allclose(got_vector, vector, atol=1e-6)
 
 
+def record_start(directory: str) -> None:
+    """on_actor_start hook: each (re)started actor leaves a file in ``directory``, named
+    after its process id, holding the id of the Ray node it runs on."""
+    Path(directory, str(os.getpid())).write_text(ray.get_runtime_context().get_node_id())
+
+
+def actor_nodes(directory: Path) -> dict[int, str]:
+    """The process ids of the actors started so far, with their nodes (see record_start)."""
+    return {int(p.name): p.read_text() for p in directory.iterdir() if p.read_text()}
+
+
 def ray_ingestor(dsn: str, table: str, **options: Any) -> RayIngestor:
     options.setdefault("embedding_model_factory", functools.partial(FakeEmbeddingModel, DIMENSION))
     options.setdefault("documents_per_batch", 4)
@@ -109,13 +121,20 @@ def ray_ingestor(dsn: str, table: str, **options: Any) -> RayIngestor:
     )
 
 
-def test_same_store_content_and_result_as_core_ingestor(pg_dsn: str, table_name: str) -> None:
+def test_same_store_content_and_result_as_core_ingestor(
+    pg_dsn: str, table_name: str, tmp_path: Path, ray_cluster: list[str]
+) -> None:
+    """The two actors run on the cluster's two nodes (separate raylets and processes)."""
     documents = corpus()
     expected_result, expected = reference(documents)
     progress: list[tuple[int, int]] = []
 
-    result = ray_ingestor(pg_dsn, table_name, on_progress=lambda d, t: progress.append((d, t)))
-    actual_result = result.ingest(documents)
+    actual_result = ray_ingestor(
+        pg_dsn,
+        table_name,
+        on_progress=lambda d, t: progress.append((d, t)),
+        on_actor_start=functools.partial(record_start, str(tmp_path)),
+    ).ingest(documents)
 
     assert actual_result.ids == expected_result.ids
     assert actual_result.token_usage == expected_result.token_usage
@@ -126,6 +145,9 @@ def test_same_store_content_and_result_as_core_ingestor(pg_dsn: str, table_name:
     assert_same_content(table_rows(pg_dsn, table_name), expected)
     assert progress[-1] == (30, 30)
     assert len(progress) == 30
+    used = set(actor_nodes(tmp_path).values())
+    assert len(used) == 2
+    assert used <= set(ray_cluster)
 
 
 def test_rerun_and_edit_converge_to_core_state(pg_dsn: str, table_name: str) -> None:
@@ -205,11 +227,6 @@ class SlowModel(FakeEmbeddingModel):
         return super().embed_all(texts)
 
 
-def record_pid(directory: str) -> None:
-    """on_actor_start hook: each (re)started actor leaves its process id in ``directory``."""
-    Path(directory, str(os.getpid())).touch()
-
-
 def test_actor_killed_mid_run_job_finishes_with_core_state(
     pg_dsn: str, table_name: str, tmp_path: Path
 ) -> None:
@@ -221,13 +238,13 @@ def test_actor_killed_mid_run_job_finishes_with_core_state(
     def kill_first_actor_after_first_write() -> None:
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
-            started = sorted(pids.iterdir())
+            started = sorted(actor_nodes(pids))
             try:
                 written = len(table_rows(pg_dsn, table_name))
             except psycopg.errors.UndefinedTable:
                 written = 0
             if started and written:
-                pid = int(started[0].name)
+                pid = started[0]
                 os.kill(pid, signal.SIGKILL)
                 killed.append((pid, time.monotonic()))
                 return
@@ -239,7 +256,7 @@ def test_actor_killed_mid_run_job_finishes_with_core_state(
         pg_dsn,
         table_name,
         embedding_model_factory=functools.partial(SlowModel, DIMENSION),
-        on_actor_start=functools.partial(record_pid, str(pids)),
+        on_actor_start=functools.partial(record_start, str(pids)),
         max_retries=3,
     ).ingest(documents)
     finished = time.monotonic()
