@@ -38,7 +38,14 @@ TEMP=${RAGLOOM_RAY_TEMP_DIR:-${TMPDIR:-/tmp}/ragloom-ray-$PORT}
 WAIT=${RAGLOOM_RAY_START_TIMEOUT:-90}
 STARTED="Ray runtime started."
 
-export RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0 RAY_USAGE_STATS_ENABLED=0
+TOKEN=$BASE/auth_token
+DRIVER_ENV=$BASE/driver.env
+
+# Loopback mode (see above), token authentication with this cluster's own token (not
+# ~/.ray/auth_token, which Ray would otherwise pick up, or not, depending on the node), no
+# usage stats, and no draining on stop (Ray waits up to 30 s for nothing on a test cluster).
+export RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0 RAY_AUTH_MODE=token RAY_AUTH_TOKEN_PATH=$TOKEN \
+  RAY_USAGE_STATS_ENABLED=0 RAY_GRACEFUL_SHUTDOWN_DRAIN_TIMEOUT_S=0
 
 find_ray() {
   RAY=.venv/bin/ray
@@ -99,6 +106,20 @@ launch() {
   done
 }
 
+# The token (made once per cluster) and what a driver needs to connect, for `source`.
+prepare_auth() {
+  if ! node_running head || [ ! -s "$TOKEN" ]; then
+    (umask 077 && "$PYTHON" -c 'import secrets; print(secrets.token_hex(32))' >"$TOKEN")
+  fi
+  cat >"$DRIVER_ENV" <<EOF
+# Drivers of the cluster of scripts/services/ray.sh: set -a; . $DRIVER_ENV; set +a
+RAY_ADDRESS=$HOST:$PORT
+RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0
+RAY_AUTH_MODE=token
+RAY_AUTH_TOKEN_PATH=$TOKEN
+EOF
+}
+
 start() {
   find_ray
   mkdir -p "$BASE" "$TEMP"
@@ -106,6 +127,7 @@ start() {
     echo "ray: $HOST:$PORT is in use by another process; set RAGLOOM_RAY_PORT" >&2
     exit 1
   fi
+  prepare_auth
   local name n=0 started=()
   for name in $(nodes); do
     if ! node_running "$name"; then
@@ -120,6 +142,7 @@ start() {
     echo "ray: cluster on $HOST:$PORT (started: ${started[*]}; head $HEAD_CPUS CPU," \
       "$WORKERS worker node(s) of $WORKER_CPUS CPU; logs: $BASE/*.log, Ray's in $TEMP)"
   fi
+  echo "ray: drivers connect with the settings in $DRIVER_ENV"
 }
 
 # SIGTERM to a `ray start --block` stops its node's processes; wait, then SIGKILL.
@@ -165,7 +188,7 @@ stop() {
     # shellcheck disable=SC2086
     [ -z "$pids" ] || kill -9 $pids 2>/dev/null || true
   fi
-  rm -rf "$TEMP"
+  rm -rf "$TEMP" "$TOKEN" "$DRIVER_ENV"
   echo "ray: stopped (logs kept: $BASE)"
 }
 

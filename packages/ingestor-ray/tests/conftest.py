@@ -9,22 +9,36 @@ server that is not running fails the tests with the command that starts it.
 from __future__ import annotations
 
 import os
-
-# Ray's loopback mode, as the cluster runs in: without it, Ray turns 127.0.0.1 into the
-# host's routable address, where the cluster does not listen. Read when ray is imported.
-os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
-
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import psycopg
 import pytest
-import ray
 from psycopg import sql
 
 import ragloom
 from ragloom.testkit.servers import require_server
+
+RAY_SETTINGS = Path(__file__).resolve().parents[3] / ".services" / "ray" / "driver.env"
+
+
+def use_cluster_settings(path: Path) -> None:
+    """Take the driver settings ray.sh wrote (those not set already) into the environment.
+
+    They are Ray's loopback mode (without it Ray turns 127.0.0.1 into the host's routable
+    address, where the cluster does not listen) and the cluster's authentication token.
+    Ray reads them when it is imported: this module does not import it, and the test
+    modules are imported after it.
+    """
+    if path.is_file():
+        for line in path.read_text(encoding="utf-8").splitlines():
+            key, sep, value = line.partition("=")
+            if sep and not key.startswith("#") and key != "RAY_ADDRESS":
+                os.environ.setdefault(key, value)
+
+
+use_cluster_settings(RAY_SETTINGS)
 
 DEFAULT_DSN = (
     f"postgresql://postgres@127.0.0.1:{os.environ.get('RAGLOOM_PG_PORT', '55433')}/postgres"
@@ -42,6 +56,8 @@ def ray_cluster() -> Iterator[list[str]]:
     The workers import ragloom from where this process does (the cluster may have been
     started from another checkout): its source directories go first on their PYTHONPATH.
     """
+    import ray  # after use_cluster_settings
+
     require_server(f"tcp://{RAY_ADDRESS}", RAY_START, variable="RAGLOOM_RAY_ADDRESS")
     sources = [str(Path(portion).parent) for portion in ragloom.__path__]
     ray.init(
