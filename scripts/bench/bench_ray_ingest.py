@@ -5,8 +5,12 @@
 written into the real pgvector server (``scripts/services/pgvector.sh``, or ``--dsn``):
 
 - ``single``: core's ``EmbeddingStoreIngestor`` in this process (the baseline);
-- ``ray-1``, ``ray-2``: ``RayIngestor`` with 1 and 2 embedding actors on a local Ray
-  cluster (``ray.init`` on 127.0.0.1; split tasks use the spare logical CPUs).
+- ``ray-1``, ``ray-2``: ``RayIngestor`` with 1 and 2 embedding actors (1 CPU each) on a
+  local Ray cluster: by default one started in this process (``ray.init`` on 127.0.0.1,
+  4 logical CPUs; split tasks use the spare ones); with ``--address`` (or ``RAY_ADDRESS``)
+  a running one, e.g. the head and worker node of ``scripts/services/ray.sh``, started
+  with 2 logical CPUs per node (``RAGLOOM_RAY_HEAD_CPUS=2 RAGLOOM_RAY_WORKER_CPUS=2``)
+  and its ``driver.env`` sourced (see docs/distributed-ingestion.md).
 
 Configurations are interleaved round by round (``--rounds``); each writes into a fresh
 table. Measured per run: wall-clock docs/s, and CPU seconds by where they were spent,
@@ -15,7 +19,7 @@ which stay meaningful when other programs share the cores (wall-clock does not):
 - ``workers``: the embedding actors' processes (each actor's model records its process
   CPU time after every batch into ``--cpu-dir``): the part that scales with workers;
 - ``driver``: this process (dataset planning, pickling, collecting the outcomes);
-- ``control``: Ray's raylet and GCS server processes.
+- ``control``: the cluster's raylet and GCS server processes.
 
 The driver's and control plane's CPU is part per document (serial work) and part per
 second of run time (Ray's scheduling loop and heartbeats poll): fitting
@@ -28,7 +32,7 @@ measured, and projected for N single-core workers (or machines) as ``documents /
 ``--from-json`` redraws the plot of an earlier run.
 
     .venv/bin/python scripts/bench/bench_ray_ingest.py [--documents 5000] [--rounds 1]
-        [--json out.json] [--plot docs/img/ray-ingest-scaling.png]
+        [--address 127.0.0.1:46379] [--json out.json] [--plot docs/img/ray-ingest-scaling.png]
 """
 
 from __future__ import annotations
@@ -109,11 +113,16 @@ def check(result: IngestionResult, documents: list[Document]) -> None:
 
 
 def control_plane_cpu() -> float:
-    """CPU seconds so far of Ray's raylet and GCS server (children of this driver)."""
+    """CPU seconds so far of the connected cluster's raylets and GCS server (children of
+    this driver, or the processes of scripts/services/ray.sh: found by the GCS address)."""
+    address = ray.get_runtime_context().gcs_address
+    marks = (f"--gcs-address={address}", f"--gcs_server_port={address.rsplit(':', 1)[1]}")
     total = 0.0
-    for process in psutil.Process().children(recursive=True):
+    for process in psutil.process_iter(["name", "cmdline"]):
         try:
-            if process.name() in CONTROL_PLANE:
+            if process.info["name"] in CONTROL_PLANE and any(
+                mark in (process.info["cmdline"] or []) for mark in marks
+            ):
                 times = process.cpu_times()
                 total += times.user + times.system
         except psutil.Error:
@@ -269,6 +278,12 @@ def main() -> None:
     parser.add_argument("--json", help="write the results here")
     parser.add_argument("--plot", help="draw the scaling plot into this PNG/SVG file")
     parser.add_argument("--from-json", help="no run: analyse and plot the runs of this JSON")
+    parser.add_argument(
+        "--address",
+        default=os.environ.get("RAY_ADDRESS"),
+        help="a running cluster (e.g. scripts/services/ray.sh's, 127.0.0.1:46379); "
+        "default: one started in this process, on 4 logical CPUs",
+    )
     args = parser.parse_args()
     if args.from_json:
         previous = json.loads(Path(args.from_json).read_text(encoding="utf-8"))
@@ -279,7 +294,10 @@ def main() -> None:
         return
 
     documents = corpus(args.documents)
-    ray.init(num_cpus=4, include_dashboard=False, log_to_driver=False)
+    if args.address:
+        ray.init(address=args.address, log_to_driver=False)
+    else:
+        ray.init(num_cpus=4, include_dashboard=False, log_to_driver=False)
     ray.data.DataContext.get_current().enable_progress_bars = False
     runs: dict[str, Callable[[str, str], dict[str, float]]] = {
         "single": lambda table, cpu_dir: run_single(args.dsn, table, documents, cpu_dir),
