@@ -169,7 +169,7 @@ leftovers() {
   for proc in /proc/[0-9]*; do
     pid=${proc#/proc/}
     [ "$pid" = $$ ] && continue
-    tr '\0' ' ' <"$proc/cmdline" 2>/dev/null | grep -qF -- "$TEMP/" && echo "$pid"
+    tr '\0' ' ' 2>/dev/null <"$proc/cmdline" | grep -qF -- "$TEMP/" && echo "$pid"
   done
   return 0
 }
