@@ -108,8 +108,11 @@ launch() {
 
 # The token (made once per cluster) and what a driver needs to connect, for `source`.
 prepare_auth() {
-  if ! node_running head || [ ! -s "$TOKEN" ]; then
+  if ! node_running head; then
     (umask 077 && "$PYTHON" -c 'import secrets; print(secrets.token_hex(32))' >"$TOKEN")
+  elif [ ! -s "$TOKEN" ]; then
+    echo "ray: the running cluster's token $TOKEN is gone; run ray.sh restart" >&2
+    exit 1
   fi
   cat >"$DRIVER_ENV" <<EOF
 # Drivers of the cluster of scripts/services/ray.sh: set -a; . $DRIVER_ENV; set +a
@@ -127,8 +130,11 @@ start() {
     echo "ray: $HOST:$PORT is in use by another process; set RAGLOOM_RAY_PORT" >&2
     exit 1
   fi
-  prepare_auth
   local name n=0 started=()
+  if ! node_running head; then  # worker nodes of a head that is gone cannot rejoin
+    for name in $(nodes | tail -n +2); do stop_node "$name"; done
+  fi
+  prepare_auth
   for name in $(nodes); do
     if ! node_running "$name"; then
       launch "$name" "$n"

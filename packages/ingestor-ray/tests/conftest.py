@@ -50,8 +50,8 @@ RAY_START = "bash scripts/services/ray.sh start"
 
 
 @pytest.fixture(scope="session")
-def ray_cluster() -> Iterator[list[str]]:
-    """The driver connected to the running cluster; the ids of its alive nodes.
+def ray_cluster() -> Iterator[dict[str, float]]:
+    """The driver connected to the running cluster; its alive nodes' ids and CPUs.
 
     The workers import ragloom from where this process does (the cluster may have been
     started from another checkout): its source directories go first on their PYTHONPATH.
@@ -66,7 +66,9 @@ def ray_cluster() -> Iterator[list[str]]:
         runtime_env={"env_vars": {"PYTHONPATH": os.pathsep.join(sources)}},
     )
     ray.data.DataContext.get_current().enable_progress_bars = False
-    nodes = [node["NodeID"] for node in ray.nodes() if node["Alive"]]
+    nodes = {
+        node["NodeID"]: node["Resources"].get("CPU", 0.0) for node in ray.nodes() if node["Alive"]
+    }
     if len(nodes) < 2:
         ray.shutdown()
         pytest.fail(

@@ -110,21 +110,23 @@ def actor_nodes(directory: Path) -> dict[int, str]:
 def ray_ingestor(dsn: str, table: str, **options: Any) -> RayIngestor:
     options.setdefault("embedding_model_factory", functools.partial(FakeEmbeddingModel, DIMENSION))
     options.setdefault("documents_per_batch", 4)
+    options.setdefault("num_cpus", 0.5)
+    options.setdefault("split_num_cpus", 0.5)
     return RayIngestor(
-        pg_store(dsn, table),
-        document_splitter=splitter(),
-        batch_size=16,
-        concurrency=2,
-        num_cpus=0.5,
-        split_num_cpus=0.5,
-        **options,
+        pg_store(dsn, table), document_splitter=splitter(), batch_size=16, concurrency=2, **options
     )
 
 
 def test_same_store_content_and_result_as_core_ingestor(
-    pg_dsn: str, table_name: str, tmp_path: Path, ray_cluster: list[str]
+    pg_dsn: str, table_name: str, tmp_path: Path, ray_cluster: dict[str, float]
 ) -> None:
-    """The two actors run on the cluster's two nodes (separate raylets and processes)."""
+    """The two actors run on two nodes of the cluster (separate raylets and processes).
+
+    Each actor takes 90% of the smallest node's CPUs: two cannot share a node.
+    """
+    actor_cpus = 0.9 * min(ray_cluster.values())
+    if actor_cpus <= max(ray_cluster.values()) / 2:
+        pytest.fail(f"nodes too different in size for this test: {ray_cluster}", pytrace=False)
     documents = corpus()
     expected_result, expected = reference(documents)
     progress: list[tuple[int, int]] = []
@@ -134,6 +136,8 @@ def test_same_store_content_and_result_as_core_ingestor(
         table_name,
         on_progress=lambda d, t: progress.append((d, t)),
         on_actor_start=functools.partial(record_start, str(tmp_path)),
+        num_cpus=actor_cpus,
+        split_num_cpus=min(ray_cluster.values()) - actor_cpus,
     ).ingest(documents)
 
     assert actual_result.ids == expected_result.ids
@@ -147,7 +151,7 @@ def test_same_store_content_and_result_as_core_ingestor(
     assert len(progress) == 30
     used = set(actor_nodes(tmp_path).values())
     assert len(used) == 2
-    assert used <= set(ray_cluster)
+    assert used <= ray_cluster.keys()
 
 
 def test_rerun_and_edit_converge_to_core_state(pg_dsn: str, table_name: str) -> None:
