@@ -117,16 +117,19 @@ def ray_ingestor(dsn: str, table: str, **options: Any) -> RayIngestor:
     )
 
 
+def one_actor_per_node(nodes: dict[str, float]) -> dict[str, float]:
+    """RayIngestor CPU options that put each actor on a node of its own (Ray's scheduler
+    may otherwise pack both on one): an actor takes 90% of the smallest node's CPUs."""
+    actor_cpus = 0.9 * min(nodes.values())
+    if actor_cpus <= max(nodes.values()) / 2:
+        pytest.fail(f"nodes too different in size for this test: {nodes}", pytrace=False)
+    return {"num_cpus": actor_cpus, "split_num_cpus": min(nodes.values()) - actor_cpus}
+
+
 def test_same_store_content_and_result_as_core_ingestor(
     pg_dsn: str, table_name: str, tmp_path: Path, ray_cluster: dict[str, float]
 ) -> None:
-    """The two actors run on two nodes of the cluster (separate raylets and processes).
-
-    Each actor takes 90% of the smallest node's CPUs: two cannot share a node.
-    """
-    actor_cpus = 0.9 * min(ray_cluster.values())
-    if actor_cpus <= max(ray_cluster.values()) / 2:
-        pytest.fail(f"nodes too different in size for this test: {ray_cluster}", pytrace=False)
+    """The two actors run on two nodes of the cluster (separate raylets and processes)."""
     documents = corpus()
     expected_result, expected = reference(documents)
     progress: list[tuple[int, int]] = []
@@ -136,8 +139,7 @@ def test_same_store_content_and_result_as_core_ingestor(
         table_name,
         on_progress=lambda d, t: progress.append((d, t)),
         on_actor_start=functools.partial(record_start, str(tmp_path)),
-        num_cpus=actor_cpus,
-        split_num_cpus=min(ray_cluster.values()) - actor_cpus,
+        **one_actor_per_node(ray_cluster),
     ).ingest(documents)
 
     assert actual_result.ids == expected_result.ids
@@ -232,29 +234,32 @@ class SlowModel(FakeEmbeddingModel):
 
 
 def test_actor_killed_mid_run_job_finishes_with_core_state(
-    pg_dsn: str, table_name: str, tmp_path: Path
+    pg_dsn: str, table_name: str, tmp_path: Path, ray_cluster: dict[str, float]
 ) -> None:
+    """The actor process on a worker node (not the head) is SIGKILLed after the first
+    write; its node's raylet restarts it (the only node with room) and the job finishes."""
     documents = corpus()
     pids = tmp_path / "pids"
     pids.mkdir()
-    killed: list[tuple[int, float]] = []
+    head = next(n["NodeID"] for n in ray.nodes() if "node:__internal_head__" in n["Resources"])
+    killed: list[tuple[int, str, float]] = []
 
-    def kill_first_actor_after_first_write() -> None:
+    def kill_worker_node_actor_after_first_write() -> None:
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
-            started = sorted(actor_nodes(pids))
+            started = [(pid, node) for pid, node in actor_nodes(pids).items() if node != head]
             try:
                 written = len(table_rows(pg_dsn, table_name))
             except psycopg.errors.UndefinedTable:
                 written = 0
             if started and written:
-                pid = started[0]
+                pid, node = started[0]
                 os.kill(pid, signal.SIGKILL)
-                killed.append((pid, time.monotonic()))
+                killed.append((pid, node, time.monotonic()))
                 return
             time.sleep(0.05)
 
-    killer = threading.Thread(target=kill_first_actor_after_first_write)
+    killer = threading.Thread(target=kill_worker_node_actor_after_first_write)
     killer.start()
     result = ray_ingestor(
         pg_dsn,
@@ -262,13 +267,15 @@ def test_actor_killed_mid_run_job_finishes_with_core_state(
         embedding_model_factory=functools.partial(SlowModel, DIMENSION),
         on_actor_start=functools.partial(record_start, str(pids)),
         max_retries=3,
+        **one_actor_per_node(ray_cluster),
     ).ingest(documents)
     finished = time.monotonic()
     killer.join()
 
     assert killed, "no actor was killed"
-    assert killed[0][1] < finished, "the kill came after the run"
-    assert len(list(pids.iterdir())) >= 3  # two actors, then a restarted one
+    _, killed_node, kill_time = killed[0]
+    assert kill_time < finished, "the kill came after the run"
+    assert list(actor_nodes(pids).values()).count(killed_node) >= 2  # restarted on its node
     assert result.failures == []
     expected_result, expected = reference(documents)
     assert result.ids == expected_result.ids
