@@ -13,7 +13,8 @@
 #
 # Loopback only: Ray resolves 127.0.0.1 to the host's routable address (and binds every
 # interface) unless RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0, its loopback mode; so the nodes,
-# and any driver (the tests set it), run with it. Ray's CLI refuses to start a worker node
+# and any driver, run with it (drivers: the settings in .services/ray/driver.env, which
+# the tests read; the cluster also wants its token, see below). Ray's CLI refuses to start a worker node
 # in that mode: workers start through scripts/services/lib/ray_join.py, the same CLI with
 # 127.0.0.1 kept as given. Ray's own files (sockets, session logs) go to a short temp dir,
 # ${RAGLOOM_RAY_TEMP_DIR:-/tmp/ragloom-ray-PORT}: Unix socket paths are limited to 107 bytes.
