@@ -61,7 +61,7 @@ from ragloom.core._gc import gc_paused
 from ragloom.core.document import TextSegment
 from ragloom.core.embedding import Embedding
 from ragloom.core.errors import EmbeddingStoreError
-from ragloom.core.metadata import Metadata, MetadataValue
+from ragloom.core.metadata import MetadataValue
 from ragloom.core.stores._columnar import (
     Arrays,
     StringColumn,
@@ -414,19 +414,18 @@ class InMemoryEmbeddingStore(TombstonedRows, EmbeddingStore):
         """The matches of ``positions``, built in bulk: one gather of the vectors (each
         match gets its own row of it) and one vectorized decode of the metadata."""
         ids, texts = self._lazy or (self._ids, self._texts)
-        vectors = self._matrix[positions]
+        embeddings = Embedding._trusted_rows(self._matrix[positions])
         metadata = self._metadata._take(positions)
-        score_list = scores.tolist()
-        embedding, segment, wrap = Embedding._trusted, TextSegment._trusted, Metadata._trusted
+        segment = TextSegment._trusted
         matches = []
-        for i, row in enumerate(positions.tolist()):
+        for i, (row, score) in enumerate(zip(positions.tolist(), scores.tolist(), strict=True)):
             text = texts[row]
             matches.append(
                 EmbeddingMatch(
-                    score_list[i],
+                    score,
                     ids[row],
-                    embedding(vectors[i]),
-                    None if text is None else segment(text, wrap(metadata[i])),
+                    embeddings[i],
+                    None if text is None else segment(text, metadata[i]),
                 )
             )
         return matches
