@@ -275,3 +275,18 @@ def test_declared_schema_is_enforced() -> None:
             np.ones((2, DIM), dtype=np.float32), ["a", "b"], {"year": np.array([True, False])}
         )
     assert len(store) == 0
+
+
+def test_saved_checksums_are_zlibs_crc32(tmp_path: Path) -> None:
+    """The manifest's CRC-32 (computed by ISA-L) is zlib's, so any reader can verify it."""
+    import json
+    import zlib
+
+    vectors, texts, metadata, ids = batch(100)
+    store = InMemoryEmbeddingStore()
+    store.add_columns(vectors, texts, metadata, ids=ids)
+    store.save(tmp_path)
+    files = json.loads((tmp_path / "manifest.json").read_text())["files"]
+    for entry in files.values():
+        data = (tmp_path / entry["name"]).read_bytes()
+        assert entry["crc32"] == f"{zlib.crc32(data):08x}"
