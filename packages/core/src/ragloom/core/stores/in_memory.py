@@ -402,7 +402,7 @@ class InMemoryEmbeddingStore(TombstonedRows, EmbeddingStore):
                 mask = filter_mask(request.filter, self._metadata)
                 if self._dead:
                     mask = mask & self._alive[: self._size]
-                selected = np.flatnonzero(mask)
+                selected = mask.nonzero()[0]
             elif self._dead:
                 selected = np.flatnonzero(self._alive[: self._size])
             positions, scores = self._top_k(query, selected, request)
@@ -414,7 +414,7 @@ class InMemoryEmbeddingStore(TombstonedRows, EmbeddingStore):
         """The matches of ``positions``, built in bulk: one gather of the vectors (each
         match gets its own row of it) and one vectorized decode of the metadata."""
         ids, texts = self._lazy or (self._ids, self._texts)
-        embeddings = Embedding._trusted_rows(self._matrix[positions])
+        embeddings = Embedding._trusted_rows(self._matrix.take(positions, axis=0))
         metadata = self._metadata._take(positions)
         segment = TextSegment._trusted
         matches = []
@@ -455,9 +455,9 @@ class InMemoryEmbeddingStore(TombstonedRows, EmbeddingStore):
         if selected is None:
             approx = self._matrix[:size] @ unit
             approx *= self._inv_norms[:size]
-        elif selected.size < _GATHER_BELOW * size:
-            approx = self._matrix[selected] @ unit
-            approx *= self._inv_norms[selected]
+        elif selected.size < _GATHER_BELOW * size:  # take: ~15% faster than [selected]
+            approx = self._matrix.take(selected, axis=0) @ unit
+            approx *= self._inv_norms.take(selected)
         else:
             approx = self._matrix[:size] @ unit
             approx *= self._inv_norms[:size]
@@ -466,8 +466,10 @@ class InMemoryEmbeddingStore(TombstonedRows, EmbeddingStore):
         tolerance = (2 * query.shape[0] + 16) * 2.0**-24
         threshold = 2.0 * request.min_score - 1.0
         if k < eligible:
-            threshold = max(threshold, float(np.partition(approx, eligible - k)[eligible - k]))
-        candidates = np.flatnonzero(approx >= threshold - tolerance)
+            kth = approx.copy()
+            kth.partition(eligible - k)  # np.partition, without its wrapper's overhead
+            threshold = max(threshold, float(kth[eligible - k]))
+        candidates = (approx >= threshold - tolerance).nonzero()[0]
         rows = candidates if selected is None else selected[candidates]
         cosines = exact_cosines(self._matrix, query64, rows)
         return _ranked(rows, cosines, k, request.min_score)

@@ -50,7 +50,11 @@ def exact_cosines(
         return result
     # Few calls a chunk (a search rescores a dozen rows, where each numpy call counts).
     for start in range(0, count, _CHUNK):
-        chunk = vectors[start : start + _CHUNK] if rows is None else vectors[rows[start:][:_CHUNK]]
+        chunk = (
+            vectors[start : start + _CHUNK]
+            if rows is None
+            else vectors.take(rows[start : start + _CHUNK], axis=0)
+        )
         block = chunk.astype(np.float64)
         products = block * query64
         dots = _SUM(products, axis=1)
