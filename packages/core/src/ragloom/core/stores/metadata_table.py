@@ -630,13 +630,18 @@ class MetadataTable:
         """:meth:`take` of positions known to be valid (the owner's search results)."""
         rows: list[dict[str, MetadataValue]] = [{} for _ in range(len(selected))]
         for key, column in self._columns.items():
-            codes = column.codes[selected]
-            present = np.flatnonzero(codes)
+            codes = column.codes.take(selected)
+            if codes.all():  # every row holds the key: no second gather
+                values = _decode(column, codes, column.payload.take(selected))
+                for row, value in zip(rows, values, strict=True):
+                    row[key] = value
+                continue
+            present = codes.nonzero()[0]
             if not present.size:
                 continue
             values = _decode(column, codes[present], column.payload[selected[present]])
-            for row, value in zip(present.tolist(), values, strict=True):
-                rows[row][key] = value
+            for row_index, value in zip(present.tolist(), values, strict=True):
+                rows[row_index][key] = value
         return rows
 
     def clear(self) -> None:
