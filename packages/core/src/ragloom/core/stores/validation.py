@@ -60,12 +60,15 @@ def validate_ids(
     id_list = list(ids)
     if count is not None and len(id_list) != count:
         raise error(f"got {len(id_list)} ids for {count} {noun}s")
-    if set(map(type, id_list)) != {str} or "" in id_list:  # the usual case stays at C speed
+    if set(map(type, id_list)) != {str}:  # the usual case stays at C speed
         for item in id_list:
-            if not isinstance(item, str) or not item:
+            if not isinstance(item, str):
                 raise error(f"{noun} id must be a non-empty str, got {item!r}")
         id_list = [str.__str__(item) for item in id_list]
-    if unique and len(set(id_list)) != len(id_list):
+    distinct = set(id_list) if unique else None
+    if "" in (id_list if distinct is None else distinct):  # a set answers in O(1)
+        raise error(f"{noun} id must be a non-empty str, got ''")
+    if distinct is not None and len(distinct) != len(id_list):
         duplicate = next(i for i, n in Counter(id_list).items() if n > 1)
         raise error(f"id {duplicate!r} appears more than once in one call")
     return id_list
