@@ -98,7 +98,18 @@ def store_contenders(
         store.add_all(matrix, segments, ids=ids)
         return store
 
-    runs: dict[str, Callable[[], Any]] = {"numpy": matrix.copy, "ragloom": ragloom}
+    tenants = [meta["tenant"] for meta in metas]
+
+    def ragloom_columns() -> Any:
+        store = InMemoryEmbeddingStore()
+        store.add_columns(matrix, texts, {"tenant": tenants}, ids=ids)
+        return store
+
+    runs: dict[str, Callable[[], Any]] = {
+        "numpy": matrix.copy,
+        "ragloom": ragloom,
+        "ragloom columns": ragloom_columns,
+    }
     if not peers:
         return runs
     outside = None if lists_inside else matrix.tolist()
@@ -152,12 +163,13 @@ def searchers(stores: dict[str, Any], matrix: Any, k: int) -> dict[str, Callable
 
     from ragloom.core import Embedding, EmbeddingSearchRequest
 
-    def ragloom(q: Any) -> Any:
-        return stores["ragloom"].search(EmbeddingSearchRequest(Embedding(q), k))
+    def ragloom(name: str) -> Callable[[Any], Any]:
+        return lambda q: stores[name].search(EmbeddingSearchRequest(Embedding(q), k))
 
     out: dict[str, Callable[[Any], Any]] = {
         "numpy": lambda q: numpy_top_k(matrix, q, k),
-        "ragloom": ragloom,
+        "ragloom": ragloom("ragloom"),
+        "ragloom columns": ragloom("ragloom columns"),
     }
     if "langchain" in stores:
         from llama_index.core.vector_stores import VectorStoreQuery
@@ -211,7 +223,7 @@ def bench_stores(sizes: list[int], peer_limit: int, args: argparse.Namespace) ->
             run(queries[-1])
         for round_ in range(args.rounds):
             for name in list(search)[round_ % len(search) :] + list(search)[: round_ % len(search)]:
-                batch = queries if name in ("numpy", "ragloom") else peer_queries
+                batch = queries if name.startswith(("numpy", "ragloom")) else peer_queries
                 start = time.perf_counter()
                 for q in batch:
                     search[name](q)
@@ -502,6 +514,9 @@ def markdown(results: dict[str, Any], images: list[str]) -> str:
             "LangChain documents through `add_texts`, LlamaIndex `TextNode`, Haystack",
             "`Document`) and inserts them, vectors given (the peers get them as Python",
             "lists, their native form; that conversion is not charged to their time).",
+            "*ragloom columns* adds the same texts and metadata as columns",
+            "(`add_columns`: a list of texts and one list of values per key, no object a",
+            "row); its *vs ragloom* is against ragloom's segments.",
             "numpy's copy of the matrix is the floor. *Search* is one top-10 query by",
             "vector (warmed up). *Memory* is what the filled store keeps, vectors",
             "included (tracemalloc, which sees numpy's buffers). The peers run up to",

@@ -89,9 +89,10 @@ class TextSegment:
         self._metadata = as_metadata(value)
 
     @classmethod
-    def _trusted(cls, text: str, metadata: Metadata) -> TextSegment:
-        """Wrap a ``str`` and a :class:`Metadata` without checking them (internal fast
-        path for splitters, which build both themselves)."""
+    def _trusted(cls, text: str, metadata: Metadata | dict[str, MetadataValue]) -> TextSegment:
+        """Wrap a ``str`` and a :class:`Metadata` (or a validated dict, wrapped on first
+        access) without checking them (internal fast path for splitters and stores, which
+        build both themselves)."""
         instance = cls.__new__(cls)
         instance.text = text
         instance._metadata = metadata

@@ -62,6 +62,19 @@ class Embedding:
         return instance
 
     @classmethod
+    def _trusted_rows(cls, matrix: npt.NDArray[np.float32]) -> list[Embedding]:
+        """:meth:`_trusted` of each row of a privately owned float32 matrix (made
+        read-only once, so that its row views are read-only too)."""
+        matrix.flags.writeable = False
+        new = cls.__new__
+        embeddings = []
+        for row in matrix:
+            instance = new(cls)
+            instance._vector = row
+            embeddings.append(instance)
+        return embeddings
+
+    @classmethod
     def from_list(cls, values: Sequence[float]) -> Embedding:
         """The spec's ``Embedding.from(List<Float>)``."""
         return cls(values)

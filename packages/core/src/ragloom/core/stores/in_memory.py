@@ -61,7 +61,7 @@ from ragloom.core._gc import gc_paused
 from ragloom.core.document import TextSegment
 from ragloom.core.embedding import Embedding
 from ragloom.core.errors import EmbeddingStoreError
-from ragloom.core.metadata import Metadata, MetadataValue
+from ragloom.core.metadata import MetadataValue
 from ragloom.core.stores._columnar import (
     Arrays,
     StringColumn,
@@ -78,8 +78,8 @@ from ragloom.core.stores.base import (
     EmbeddingStore,
 )
 from ragloom.core.stores.filter_mask import filter_mask
-from ragloom.core.stores.metadata_table import MetadataTable
-from ragloom.core.stores.metadata_types import batch_kinds, check_held
+from ragloom.core.stores.metadata_table import CodedColumn, MetadataColumn, MetadataTable
+from ragloom.core.stores.metadata_types import check_held, column_kinds
 from ragloom.core.stores.metadata_types import metadata_schema as metadata_schema_kinds
 from ragloom.core.stores.persistence import (
     ByteSink,
@@ -92,9 +92,11 @@ from ragloom.core.stores.persistence import (
 from ragloom.core.stores.quantized import IndexKind, IndexOptions, index_options, new_index
 from ragloom.core.stores.scores import exact_cosines, relevance_score
 from ragloom.core.stores.validation import (
+    check_columns,
     embedding_dimension,
     generate_ids,
-    split_segments,
+    metadata_columns,
+    segment_columns,
     validate_ids,
 )
 
@@ -211,11 +213,44 @@ class InMemoryEmbeddingStore(TombstonedRows, EmbeddingStore):
         ``embeddings`` is a sequence of :class:`Embedding` or an ``(n, dimension)`` array.
         """
         count = len(embeddings)
-        texts, metadata = split_segments(segments, count, copy=False)
+        texts, columns = segment_columns(segments, count)
+        return self._add(embeddings, count, texts, columns, ids)
+
+    def add_columns(
+        self,
+        embeddings: Sequence[Embedding] | npt.NDArray[np.floating[Any]],
+        texts: Sequence[str] | None = None,
+        metadata: Mapping[str, Sequence[MetadataValue | None] | npt.NDArray[Any]] | None = None,
+        *,
+        ids: Sequence[str] | None = None,
+    ) -> list[str]:
+        """:meth:`add_all` of a batch given column by column: the bulk path, with no
+        :class:`TextSegment` or metadata dict a row.
+
+        Row ``i`` is the segment of ``texts[i]`` with the metadata ``{key: column[i]}`` of
+        the ``metadata`` columns (one sequence of ``count`` values per key) not ``None`` at
+        ``i``; a numpy array of bools or numbers is taken as a whole. The store ends up as
+        after ``add_all(embeddings, segments, ids=ids)`` with those segments, and every row
+        is validated the same way (vectorized): a bad row raises naming its position, key
+        and value, and nothing is added. Without ``texts``, rows have no segment.
+        """
+        count = len(embeddings)
+        text_list, columns = check_columns(texts, metadata, count)
+        return self._add(embeddings, count, text_list, columns, ids)
+
+    def _add(
+        self,
+        embeddings: Sequence[Embedding] | npt.NDArray[np.floating[Any]],
+        count: int,
+        texts: list[str | None],
+        columns: dict[str, MetadataColumn],
+        ids: Sequence[str] | None,
+    ) -> list[str]:
+        """Add checked texts and metadata columns with their embeddings and ids."""
         id_list = None if ids is None else _validate_ids(ids, count)
         if count == 0:
             return []
-        kinds = batch_kinds(metadata, self._declared)
+        kinds = column_kinds(columns, self._declared)
         with self._lock:
             check_held(kinds, self._metadata.key_kinds)
             dimension = embedding_dimension(embeddings)
@@ -223,7 +258,7 @@ class InMemoryEmbeddingStore(TombstonedRows, EmbeddingStore):
             if id_list is not None and self._size:
                 self._ensure_index()  # may compact, so before staging
             self._stage(embeddings, dimension)
-            return self._commit(count, id_list, texts, metadata)
+            return self._commit(count, id_list, texts, columns)
 
     def _check_dimension(self, dimension: int) -> None:
         if self._dimension is not None and dimension != self._dimension:
@@ -286,11 +321,11 @@ class InMemoryEmbeddingStore(TombstonedRows, EmbeddingStore):
         count: int,
         ids: list[str] | None,
         texts: list[str | None],
-        metadata: list[dict[str, MetadataValue]] | None,
+        columns: Mapping[str, MetadataColumn],
     ) -> list[str]:
         """Make ``count`` staged rows visible: append new ids, replace existing ones.
 
-        ``metadata`` None means no metadata on any row (the cheap append).
+        ``columns`` empty means no metadata on any row (the cheap append).
         """
         self._own_rows()
         start = self._size
@@ -301,10 +336,7 @@ class InMemoryEmbeddingStore(TombstonedRows, EmbeddingStore):
             index = self._ensure_index()
             replaced = {i: index[x] for i, x in enumerate(ids) if x in index}
         if not replaced:
-            if metadata is None:
-                self._metadata.append_empty(count)
-            else:
-                self._metadata.append(metadata)
+            self._metadata.append_columns(columns, count)
             self._ids.extend(ids)
             self._texts.extend(texts)
             added = count
@@ -312,12 +344,9 @@ class InMemoryEmbeddingStore(TombstonedRows, EmbeddingStore):
             new = [i for i in range(count) if i not in replaced]
             targets = np.fromiter(replaced.values(), dtype=np.intp, count=len(replaced))
             sources = start + np.fromiter(replaced.keys(), dtype=np.intp, count=len(replaced))
-            if metadata is None:
-                self._metadata.append_empty(len(new))
-            else:
-                self._metadata.append([metadata[i] for i in new])
+            self._metadata.append_columns(_take_columns(columns, new), len(new))
             for i, row in replaced.items():
-                self._metadata.set_row(row, {} if metadata is None else metadata[i])
+                self._metadata.set_row(row, _column_row(columns, i))
                 self._texts[row] = texts[i]
             self._matrix[targets] = self._matrix[sources]
             self._inv_norms[targets] = self._inv_norms[sources]
@@ -373,7 +402,7 @@ class InMemoryEmbeddingStore(TombstonedRows, EmbeddingStore):
                 mask = filter_mask(request.filter, self._metadata)
                 if self._dead:
                     mask = mask & self._alive[: self._size]
-                selected = np.flatnonzero(mask)
+                selected = mask.nonzero()[0]
             elif self._dead:
                 selected = np.flatnonzero(self._alive[: self._size])
             positions, scores = self._top_k(query, selected, request)
@@ -385,19 +414,18 @@ class InMemoryEmbeddingStore(TombstonedRows, EmbeddingStore):
         """The matches of ``positions``, built in bulk: one gather of the vectors (each
         match gets its own row of it) and one vectorized decode of the metadata."""
         ids, texts = self._lazy or (self._ids, self._texts)
-        vectors = self._matrix[positions]
+        embeddings = Embedding._trusted_rows(self._matrix.take(positions, axis=0))
         metadata = self._metadata._take(positions)
-        score_list = scores.tolist()
-        embedding, segment, wrap = Embedding._trusted, TextSegment._trusted, Metadata._trusted
+        segment = TextSegment._trusted
         matches = []
-        for i, row in enumerate(positions.tolist()):
+        for i, (row, score) in enumerate(zip(positions.tolist(), scores.tolist(), strict=True)):
             text = texts[row]
             matches.append(
                 EmbeddingMatch(
-                    score_list[i],
+                    score,
                     ids[row],
-                    embedding(vectors[i]),
-                    None if text is None else segment(text, wrap(metadata[i])),
+                    embeddings[i],
+                    None if text is None else segment(text, metadata[i]),
                 )
             )
         return matches
@@ -427,9 +455,9 @@ class InMemoryEmbeddingStore(TombstonedRows, EmbeddingStore):
         if selected is None:
             approx = self._matrix[:size] @ unit
             approx *= self._inv_norms[:size]
-        elif selected.size < _GATHER_BELOW * size:
-            approx = self._matrix[selected] @ unit
-            approx *= self._inv_norms[selected]
+        elif selected.size < _GATHER_BELOW * size:  # take: ~15% faster than [selected]
+            approx = self._matrix.take(selected, axis=0) @ unit
+            approx *= self._inv_norms.take(selected)
         else:
             approx = self._matrix[:size] @ unit
             approx *= self._inv_norms[:size]
@@ -438,8 +466,10 @@ class InMemoryEmbeddingStore(TombstonedRows, EmbeddingStore):
         tolerance = (2 * query.shape[0] + 16) * 2.0**-24
         threshold = 2.0 * request.min_score - 1.0
         if k < eligible:
-            threshold = max(threshold, float(np.partition(approx, eligible - k)[eligible - k]))
-        candidates = np.flatnonzero(approx >= threshold - tolerance)
+            kth = approx.copy()
+            kth.partition(eligible - k)  # np.partition, without its wrapper's overhead
+            threshold = max(threshold, float(kth[eligible - k]))
+        candidates = (approx >= threshold - tolerance).nonzero()[0]
         rows = candidates if selected is None else selected[candidates]
         cosines = exact_cosines(self._matrix, query64, rows)
         return _ranked(rows, cosines, k, request.min_score)
@@ -692,7 +722,7 @@ class InMemoryEmbeddingStore(TombstonedRows, EmbeddingStore):
                 store._stage(vectors, vectors.shape[1])
             except EmbeddingStoreError as exc:
                 raise EmbeddingStoreError(f"{source}: {exc}") from exc
-            store._commit(len(ids), ids, texts, metadata)
+            store._commit(len(ids), ids, texts, metadata_columns(metadata))
         return store
 
     # ------------------------------------------------------------------ merging
@@ -721,12 +751,43 @@ class InMemoryEmbeddingStore(TombstonedRows, EmbeddingStore):
                 ids = [store._ids[row] for row in kept]
                 texts = [store._texts[row] for row in kept]
                 metadata = [dict(store._metadata.row(row)) for row in kept]
-            check_held(batch_kinds(metadata), merged._metadata.key_kinds)
+            columns = metadata_columns(metadata)
+            check_held(column_kinds(columns), merged._metadata.key_kinds)
             if merged._size:
                 merged._ensure_index()
             merged._stage(vectors, vectors.shape[1])
-            merged._commit(len(ids), ids, texts, metadata)
+            merged._commit(len(ids), ids, texts, columns)
         return merged
+
+
+# ---------------------------------------------------------------------- columns
+
+
+def _take_columns(
+    columns: Mapping[str, MetadataColumn], rows: list[int]
+) -> dict[str, MetadataColumn]:
+    """The values of ``rows`` (positions in the batch) of every column."""
+    taken: dict[str, MetadataColumn] = {}
+    for key, values in columns.items():
+        if isinstance(values, np.ndarray):
+            taken[key] = values[np.asarray(rows, dtype=np.intp)]
+        elif isinstance(values, CodedColumn):
+            taken[key] = values.take(rows)
+        else:
+            taken[key] = [values[i] for i in rows]
+    return taken
+
+
+def _column_row(columns: Mapping[str, MetadataColumn], i: int) -> dict[str, MetadataValue]:
+    """The metadata of row ``i`` of a batch given column by column."""
+    row: dict[str, MetadataValue] = {}
+    for key, values in columns.items():
+        value = values[i]
+        if isinstance(value, np.generic):  # a cell of an array column
+            value = value.item()
+        if value is not None:
+            row[key] = value
+    return row
 
 
 # ---------------------------------------------------------------------- scores

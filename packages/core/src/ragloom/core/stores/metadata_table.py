@@ -16,12 +16,13 @@ import operator
 import struct
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
-from ragloom.core.errors import InvalidArgumentTypeError
+from ragloom.core.errors import InvalidArgumentError, InvalidArgumentTypeError
 from ragloom.core.filter_values import (
     BOOL,
     COMPARISONS,
@@ -36,7 +37,7 @@ from ragloom.core.filter_values import (
 from ragloom.core.metadata import Metadata, MetadataValue, validate_key, validate_value
 from ragloom.core.stores._columnar import Arrays, StringColumn, encode_strings
 
-__all__ = ["MetadataTable"]
+__all__ = ["CodedColumn", "MetadataColumn", "MetadataTable"]
 
 _MISSING, _BOOL_CODE, _INT_CODE, _FLOAT_CODE, _STR_CODE, _UUID_CODE, _BIGINT_CODE = range(7)
 _N_CODES = 7
@@ -64,6 +65,45 @@ _DOUBLE, _BITS = struct.Struct("<d"), struct.Struct("<q")
 # the rows that may refer to it.
 _STR_KIND, _UUID_KIND, _BIGINT_KIND = range(3)
 _SAVED_KIND_OF_CODE = np.array([-1, -1, -1, -1, _STR_KIND, _UUID_KIND, _BIGINT_KIND], dtype=np.int8)
+
+
+@dataclass(frozen=True, slots=True)
+class CodedColumn:
+    """A metadata column of a batch as codes into its distinct values: row ``i`` holds
+    ``values[codes[i]]``, or lacks the key where ``codes[i]`` is -1 (dictionary encoding,
+    done once a batch, so that each later step works on the few distinct values)."""
+
+    codes: NDArray[np.int64]
+    values: list[MetadataValue]
+
+    @classmethod
+    def of(cls, column: Sequence[Any], values: list[MetadataValue]) -> CodedColumn:
+        """The coded form of ``column`` (``None`` where a row lacks the key), whose distinct
+        values other than ``None`` are ``values``."""
+        index: dict[Any, int] = dict(zip(values, range(len(values)), strict=True))
+        index[None] = -1
+        codes = np.fromiter(map(index.__getitem__, column), dtype=np.int64, count=len(column))
+        return cls(codes, values)
+
+    def __len__(self) -> int:
+        return len(self.codes)
+
+    def __getitem__(self, row: int) -> Any:
+        code = int(self.codes[row])
+        return None if code < 0 else self.values[code]
+
+    def take(self, rows: Sequence[int]) -> CodedColumn:
+        """The column of ``rows`` only."""
+        return CodedColumn(self.codes[np.asarray(rows, dtype=np.intp)], self.values)
+
+    def tolist(self) -> list[Any]:
+        """The values of the rows, ``None`` where a row lacks the key."""
+        return [self.values[code] if code >= 0 else None for code in self.codes.tolist()]
+
+
+MetadataColumn = list[Any] | NDArray[Any] | CodedColumn
+"""The values of one metadata key over a batch, ``None`` where a row lacks the key: a list,
+a numpy array of bools or numbers, or a :class:`CodedColumn`."""
 
 
 class _Absent:
@@ -185,6 +225,15 @@ class _Column:
                 index[value] = len(index)
                 self.objects.append(value)
         return list(map(index.__getitem__, values))
+
+    def intern_array(self, values: list[Any]) -> NDArray[np.int64]:
+        """:meth:`intern` as an array (no list of codes in between)."""
+        index = self.index
+        for value in dict.fromkeys(values):
+            if value not in index:
+                index[value] = len(index)
+                self.objects.append(value)
+        return np.fromiter(map(index.__getitem__, values), dtype=np.int64, count=len(values))
 
     def present(self) -> int:
         return sum(self.counts)
@@ -309,23 +358,47 @@ def _decode(column: _Column, codes: NDArray[np.int8], payload: NDArray[np.int64]
     return values
 
 
-def _encode(column: _Column, key: str, values: list[Any]) -> _Encoded:
-    """Type codes and payloads of ``values`` (``_ABSENT`` = missing); validates every value."""
+def _encode(column: _Column, key: str, values: list[Any], absent: object = _ABSENT) -> _Encoded:
+    """Type codes and payloads of ``values`` (``absent`` = missing); validates every value."""
     if len(values) >= _VECTOR_MIN:
-        encoded = _encode_uniform(column, values)
+        encoded = _encode_uniform(column, values, absent)
         if encoded is not None:
             return encoded
-    return _encode_each(column, key, values)
+    return _encode_each(column, key, values, absent)
 
 
-def _encode_uniform(column: _Column, values: list[Any]) -> _Encoded | None:
+def _encode_array(values: NDArray[Any]) -> _Encoded | None:
+    """Codes and payloads of a numpy column of bools or numbers (None: ints beyond int64)."""
+    kind = values.dtype.kind
+    if kind == "b":
+        code, payload = _BOOL_CODE, values.astype(np.int64)
+    elif kind == "f":
+        code, payload = _FLOAT_CODE, values.astype(np.float64).view(np.int64)
+    elif kind == "u" and values.dtype.itemsize == 8 and len(values) and values.max() > _INT64_MAX:
+        return None
+    else:
+        code, payload = _INT_CODE, values.astype(np.int64)
+    return np.full(len(values), code, dtype=np.int8), payload
+
+
+def _encode_coded(column: _Column, key: str, coded: CodedColumn) -> _Encoded | None:
+    """Codes and payloads of a coded column of str or UUID values (None: other values)."""
+    types = set(map(type, coded.values))
+    if types != {str} and types != {uuid.UUID}:
+        return None
+    codes = np.where(coded.codes >= 0, _STR_CODE if str in types else _UUID_CODE, _MISSING)
+    lookup = np.array([*column.intern(coded.values), 0], dtype=np.int64)  # -1: the 0 at the end
+    return codes.astype(np.int8), lookup[coded.codes]
+
+
+def _encode_uniform(column: _Column, values: list[Any], absent: object) -> _Encoded | None:
     """Whole-column encoding when every present value has one exact type, else None."""
     types = set(map(type, values))
     rows: list[int] | None = None
     present = values
-    if _Absent in types:
-        types.discard(_Absent)
-        rows = [i for i, value in enumerate(values) if value is not _ABSENT]
+    if type(absent) in types:
+        types.discard(type(absent))
+        rows = [i for i, value in enumerate(values) if value is not absent]
         present = [values[i] for i in rows]
     if len(types) != 1:
         return None
@@ -343,7 +416,7 @@ def _encode_uniform(column: _Column, values: list[Any]) -> _Encoded | None:
         payload = np.array(present, dtype=np.int64)
         code = _BOOL_CODE
     elif kind is str or kind is uuid.UUID:
-        payload = np.array(column.intern(present), dtype=np.int64)
+        payload = column.intern_array(present)
         code = _STR_CODE if kind is str else _UUID_CODE
     else:
         return None
@@ -356,14 +429,14 @@ def _encode_uniform(column: _Column, values: list[Any]) -> _Encoded | None:
     return codes, scattered
 
 
-def _encode_each(column: _Column, key: str, values: list[Any]) -> _Encoded:
+def _encode_each(column: _Column, key: str, values: list[Any], absent: object) -> _Encoded:
     """Value-by-value encoding (mixed types, subclasses, numpy scalars, small batches)."""
     codes = [_MISSING] * len(values)
     payload = [0] * len(values)
     object_rows: list[int] = []
     object_values: list[MetadataValue] = []
     for row, raw in enumerate(values):
-        if raw is _ABSENT:
+        if raw is absent:
             continue
         value = exact_value(validate_value(key, raw))
         if isinstance(value, bool):
@@ -441,6 +514,41 @@ class MetadataTable:
         for key, column, codes, payload in encoded:
             self._write(key, column, start, codes, payload)
         self._size = start + len(dicts)
+
+    def append_columns(self, columns: Mapping[str, MetadataColumn], count: int) -> None:
+        """Add ``count`` rows given column by column (key -> its values, ``None`` where a row
+        lacks the key; arrays and coded columns are encoded as a whole); nothing is added if
+        a value is invalid. The same rows as :meth:`append` of the row dicts."""
+        if count <= 0:
+            return
+        encoded = []
+        for key, values in columns.items():
+            validate_key(key)
+            column = self._columns.get(key) or _Column(0)
+            found: _Encoded | None = None
+            if isinstance(values, CodedColumn):
+                found = _encode_coded(column, key, values)
+            elif isinstance(values, np.ndarray):
+                found = _encode_array(values)
+            if found is None:
+                listed = values.tolist() if isinstance(values, np.ndarray | CodedColumn) else values
+                found = _encode(column, key, listed, None)
+            if len(found[0]) != count:
+                raise InvalidArgumentError(
+                    f"metadata {key!r}: {len(found[0])} values for {count} rows"
+                )
+            encoded.append((key, column, *found))
+        start = self._size
+        self._reserve(start + count)
+        for key, column, codes, payload in encoded:
+            self._write(key, column, start, codes, payload)
+        written = {key for key, _, codes, _ in encoded}
+        for key, column in self._columns.items():
+            if key not in written:
+                column.codes[start : start + count] = _MISSING
+                column.payload[start : start + count] = 0
+        self._size = start + count
+        self._drop_empty_columns()
 
     def append_empty(self, count: int) -> None:
         """Add ``count`` rows without metadata at the end (as ``append([{}] * count)``)."""
@@ -522,13 +630,18 @@ class MetadataTable:
         """:meth:`take` of positions known to be valid (the owner's search results)."""
         rows: list[dict[str, MetadataValue]] = [{} for _ in range(len(selected))]
         for key, column in self._columns.items():
-            codes = column.codes[selected]
-            present = np.flatnonzero(codes)
+            codes = column.codes.take(selected)
+            if codes.all():  # every row holds the key: no second gather
+                values = _decode(column, codes, column.payload.take(selected))
+                for row, value in zip(rows, values, strict=True):
+                    row[key] = value
+                continue
+            present = codes.nonzero()[0]
             if not present.size:
                 continue
             values = _decode(column, codes[present], column.payload[selected[present]])
-            for row, value in zip(present.tolist(), values, strict=True):
-                rows[row][key] = value
+            for row_index, value in zip(present.tolist(), values, strict=True):
+                rows[row_index][key] = value
         return rows
 
     def clear(self) -> None:

@@ -22,9 +22,12 @@ import operator
 import uuid
 from collections.abc import Callable, Collection, Mapping, Sequence
 
+import numpy as np
+
 from ragloom.core.errors import InvalidArgumentError, MetadataTypeError
 from ragloom.core.filter_values import ALL_KINDS, BOOL, NUMBER, STR, UUID
 from ragloom.core.metadata import MetadataValue
+from ragloom.core.stores.metadata_table import CodedColumn, MetadataColumn
 
 __all__ = [
     "KIND_NAMES",
@@ -32,6 +35,7 @@ __all__ = [
     "batch_kinds",
     "check_held",
     "check_held_row",
+    "column_kinds",
     "conflicting_kinds",
     "held_type_error",
     "kind_of",
@@ -102,39 +106,71 @@ def batch_kinds(
     if not rows:
         return {}
     keys: set[str] = set().union(*rows)
-    if not keys:
-        return {}
+    columns: dict[str, MetadataColumn] = {
+        key: list(map(operator.methodcaller("get", key), rows)) for key in keys
+    }
+    return column_kinds(columns, declared)
+
+
+def column_kinds(
+    columns: Mapping[str, MetadataColumn],
+    declared: Mapping[str, str] | None = None,
+) -> BatchKinds:
+    """:func:`batch_kinds` of a batch given column by column: key -> the values of the rows,
+    ``None`` where a row lacks the key (a list, an array or a coded column)."""
     kinds: BatchKinds = {}
-    for key in sorted(keys):
-        getter = operator.methodcaller("get", key)
-        types = set(map(type, map(getter, rows)))
-        types.discard(type(None))  # missing in that row
-        found = {_KIND_OF_TYPE.get(t) or kind_of_type(t) for t in types}
+    for key in sorted(columns):
+        values = columns[key]
         expected = (declared or {}).get(key)
+        if isinstance(values, np.ndarray) and values.dtype.kind not in _ARRAY_KINDS:
+            values = values.tolist()  # a column of str or objects: typed value by value
+        position = 0
+        if isinstance(values, np.ndarray):
+            found = {_ARRAY_KINDS[values.dtype.kind]} if len(values) else set()
+        elif isinstance(values, CodedColumn):
+            found = set(map(kind_of, values.values))
+            present = values.codes >= 0
+            position = int(present.argmax()) if len(present) else 0
+        else:
+            types = set(map(type, values))
+            found = {_KIND_OF_TYPE.get(t) or kind_of_type(t) for t in types - {type(None)}}
+            if type(None) in types:
+                position = next((i for i, value in enumerate(values) if value is not None), 0)
+        if not found:
+            continue  # no row holds the key
         if len(found) == 1 and (expected is None or found == {expected}):
-            kind = found.pop()
-            position = next(i for i, row in enumerate(rows) if key in row)
-            kinds[key] = (kind, position)
+            kinds[key] = (found.pop(), position)
             continue
-        first: tuple[str, int] | None = (expected, -1) if expected is not None else None
-        for position, row in enumerate(rows):
-            if key not in row:
-                continue
-            kind = kind_of(row[key])
-            if first is None:
-                first = (kind, position)
-            elif kind != first[0]:
-                if first[1] < 0:
-                    raise MetadataTypeError(
-                        f"segment {position}: metadata key {key!r} is declared "
-                        f"{_name(first[0])} in metadata_schema, got {_name(kind)}"
-                    )
-                raise MetadataTypeError(
-                    f"segment {position}: metadata key {key!r} expects {_name(first[0])} values "
-                    f"(as segment {first[1]} of the batch), got {_name(kind)}; a metadata key "
-                    "keeps one type per store"
-                )
+        listed = values if isinstance(values, list) else values.tolist()
+        _raise_mixed(key, listed, expected)
     return kinds
+
+
+_ARRAY_KINDS = {"b": BOOL, "i": NUMBER, "u": NUMBER, "f": NUMBER}
+
+
+def _raise_mixed(key: str, values: Sequence[object], expected: str | None) -> None:
+    """Raise the :class:`MetadataTypeError` for the first row whose kind differs from the
+    first row's (or from ``expected``, the declared kind)."""
+    first: tuple[str, int] | None = (expected, -1) if expected is not None else None
+    for position, value in enumerate(values):
+        if value is None:
+            continue
+        kind = kind_of(value)
+        if first is None:
+            first = (kind, position)
+        elif kind != first[0]:
+            if first[1] < 0:
+                raise MetadataTypeError(
+                    f"segment {position}: metadata key {key!r} is declared "
+                    f"{_name(first[0])} in metadata_schema, got {_name(kind)}"
+                )
+            raise MetadataTypeError(
+                f"segment {position}: metadata key {key!r} expects {_name(first[0])} values "
+                f"(as segment {first[1]} of the batch), got {_name(kind)}; a metadata key "
+                "keeps one type per store"
+            )
+    raise AssertionError("unreachable: the column holds two kinds")  # pragma: no cover
 
 
 def kind_of_type(value_type: type) -> str:

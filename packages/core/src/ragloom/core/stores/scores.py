@@ -8,6 +8,7 @@ in-memory store and a database agree to the last bit.
 
 from __future__ import annotations
 
+import math
 from typing import Any, TypeVar
 
 import numpy as np
@@ -42,16 +43,28 @@ def exact_cosines(
     has cosine 0 with everything.
     """
     query64 = np.asarray(query, dtype=np.float64)
-    query_norm = float(np.sqrt(query64 @ query64))
+    query_norm = math.sqrt(float(query64 @ query64))
     count = vectors.shape[0] if rows is None else rows.size
     result = np.zeros(count, dtype=np.float64)
     if query_norm == 0.0:
         return result
+    # Few calls a chunk (a search rescores a dozen rows, where each numpy call counts).
     for start in range(0, count, _CHUNK):
-        chunk = vectors[start : start + _CHUNK] if rows is None else vectors[rows[start:][:_CHUNK]]
+        chunk = (
+            vectors[start : start + _CHUNK]
+            if rows is None
+            else vectors.take(rows[start : start + _CHUNK], axis=0)
+        )
         block = chunk.astype(np.float64)
-        dots = (block * query64).sum(axis=1)
-        norms = np.sqrt((block * block).sum(axis=1)) * query_norm
+        products = block * query64
+        dots = _SUM(products, axis=1)
+        norms = _SUM(np.multiply(block, block, out=products), axis=1)
+        np.sqrt(norms, out=norms)
+        norms *= query_norm
         np.divide(dots, norms, out=result[start : start + block.shape[0]], where=norms > 0)
-    np.clip(result, -1.0, 1.0, out=result)
+    np.minimum(result, 1.0, out=result)  # np.clip, without its Python wrapper
+    np.maximum(result, -1.0, out=result)
     return result
+
+
+_SUM = np.add.reduce  # what ndarray.sum calls, pairwise per row

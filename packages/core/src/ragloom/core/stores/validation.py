@@ -11,20 +11,23 @@ from __future__ import annotations
 import itertools
 import operator
 import os
+import uuid
 from collections import Counter
-from collections.abc import Iterable, Sequence
-from typing import Any
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, cast
 
 import numpy as np
 import numpy.typing as npt
 
 from ragloom.core.document import TextSegment
 from ragloom.core.embedding import Embedding
-from ragloom.core.errors import EmbeddingStoreError, RagloomError
+from ragloom.core.errors import EmbeddingStoreError, InvalidMetadataError, RagloomError
 from ragloom.core.filters import Filter
-from ragloom.core.metadata import MetadataValue
+from ragloom.core.metadata import MetadataValue, validate_key, validate_value
+from ragloom.core.stores.metadata_table import CodedColumn, MetadataColumn
 
 __all__ = [
+    "check_columns",
     "check_filter",
     "check_max_results",
     "check_min_score",
@@ -32,6 +35,8 @@ __all__ = [
     "check_segment_text",
     "embedding_dimension",
     "generate_ids",
+    "metadata_columns",
+    "segment_columns",
     "split_segments",
     "validate_embeddings",
     "validate_ids",
@@ -55,12 +60,15 @@ def validate_ids(
     id_list = list(ids)
     if count is not None and len(id_list) != count:
         raise error(f"got {len(id_list)} ids for {count} {noun}s")
-    if set(map(type, id_list)) != {str} or "" in id_list:  # the usual case stays at C speed
+    if set(map(type, id_list)) != {str}:  # the usual case stays at C speed
         for item in id_list:
-            if not isinstance(item, str) or not item:
+            if not isinstance(item, str):
                 raise error(f"{noun} id must be a non-empty str, got {item!r}")
         id_list = [str.__str__(item) for item in id_list]
-    if unique and len(set(id_list)) != len(id_list):
+    distinct = set(id_list) if unique else None
+    if "" in (id_list if distinct is None else distinct):  # a set answers in O(1)
+        raise error(f"{noun} id must be a non-empty str, got ''")
+    if distinct is not None and len(distinct) != len(id_list):
         duplicate = next(i for i, n in Counter(id_list).items() if n > 1)
         raise error(f"id {duplicate!r} appears more than once in one call")
     return id_list
@@ -108,6 +116,39 @@ def split_segments(
     """
     if segments is None:
         return [None] * count, None
+    batch, texts, metadata = _segment_parts(segments, count, error)
+    keys: set[str] = set().union(*metadata)
+    distinct = set(itertools.chain.from_iterable(map(dict.values, metadata)))
+    strings = [value for value in distinct if isinstance(value, str)]
+    if not all(map(_valid_unicode, (texts, keys, strings))):
+        for position, segment in enumerate(batch):  # find the first culprit
+            check_segment(segment, position, error=error)
+    return texts, [dict(row) for row in metadata] if copy else metadata
+
+
+def segment_columns(
+    segments: Sequence[TextSegment] | None,
+    count: int,
+    *,
+    error: type[RagloomError] = EmbeddingStoreError,
+) -> tuple[list[str | None], dict[str, MetadataColumn]]:
+    """:func:`split_segments` with the metadata column by column (:func:`metadata_columns`;
+    no columns without segments), checked the same way, a column at a time."""
+    if segments is None:
+        return [None] * count, {}
+    batch, texts, metadata = _segment_parts(segments, count, error)
+    rows = metadata_columns(metadata)
+    if not (_valid_unicode(texts) and _valid_unicode(rows)):
+        for position, segment in enumerate(batch):  # find the first culprit
+            check_segment(segment, position, error=error)
+    return texts, {key: _checked_column(key, values, error) for key, values in rows.items()}
+
+
+def _segment_parts(
+    segments: Sequence[TextSegment], count: int, error: type[RagloomError]
+) -> tuple[list[TextSegment], list[str | None], list[dict[str, MetadataValue]]]:
+    """The segments of a batch (checked to be ``count`` TextSegments), their texts and
+    their metadata dicts (their own, not copies)."""
     if isinstance(segments, str | TextSegment) or len(segments) != count:
         given = 1 if isinstance(segments, str | TextSegment) else len(segments)
         raise error(f"got {given} segments for {count} embeddings")
@@ -120,13 +161,120 @@ def split_segments(
     metadata = list(map(_METADATA, batch))
     if set(map(type, metadata)) != {dict}:  # some were read: the Metadata around the dict
         metadata = [m if type(m) is dict else m._data for m in metadata]
-    keys = set().union(*metadata)
-    distinct = set(itertools.chain.from_iterable(map(dict.values, metadata)))
-    strings = list(filter(str.__instancecheck__, distinct))
-    if not all(map(_valid_unicode, (texts, keys, strings))):
-        for position, segment in enumerate(batch):  # find the first culprit
-            check_segment(segment, position, error=error)
-    return texts, [dict(row) for row in metadata] if copy else metadata
+    return batch, texts, metadata
+
+
+def metadata_columns(rows: Sequence[Mapping[str, MetadataValue]]) -> dict[str, list[Any]]:
+    """The metadata of a batch of rows, column by column (``None`` where a row lacks a key),
+    in the first row's key order, then the other keys sorted."""
+    keys = dict.fromkeys(rows[0]) if rows else {}
+    keys.update(dict.fromkeys(sorted(set().union(*rows).difference(keys), key=str)))
+    columns: dict[str, list[Any]] = {}
+    for key in keys:
+        try:
+            columns[key] = list(map(operator.itemgetter(key), rows))
+        except KeyError:
+            columns[key] = list(map(operator.methodcaller("get", key), rows))
+    return columns
+
+
+def check_columns(
+    texts: Sequence[str] | None,
+    metadata: Mapping[str, Sequence[Any] | npt.NDArray[Any]] | None,
+    count: int,
+    *,
+    error: type[RagloomError] = EmbeddingStoreError,
+) -> tuple[list[str | None], dict[str, MetadataColumn]]:
+    """The texts and metadata columns of a batch given column by column, checked as
+    :func:`split_segments` checks segments, in bulk: row ``i`` is the segment of
+    ``texts[i]`` and the metadata ``{key: column[i]}`` of the columns not ``None`` there.
+
+    Values go through :func:`~ragloom.core.metadata.validate_value` (numpy scalars become
+    Python values); an array column of bools or numbers stays an array. A bad row raises
+    naming its position, key and value.
+    """
+    if texts is None:
+        if metadata:
+            raise error("metadata columns need texts (a row without text has no segment)")
+        return [None] * count, {}
+    if isinstance(texts, str) or len(texts) != count:
+        given = 1 if isinstance(texts, str) else len(texts)
+        raise error(f"got {given} texts for {count} embeddings")
+    text_list: list[str | None] = list(texts)
+    try:
+        valid = _valid_unicode(text_list)
+    except TypeError:  # the join met something else than a str
+        position, text = next((i, t) for i, t in enumerate(text_list) if not isinstance(t, str))
+        raise error(f"text of segment {position} must be str, got {type(text).__name__}") from None
+    if not valid:
+        for position, text in enumerate(text_list):
+            check_segment_text(text, f"text of segment {position}", error=error)  # type: ignore[arg-type]
+    if metadata is None:
+        return text_list, {}
+    if not isinstance(metadata, Mapping):
+        raise error(f"metadata must map keys to columns, got {type(metadata).__name__}")
+    columns: dict[str, MetadataColumn] = {}
+    for key, values in metadata.items():
+        validate_key(key)
+        check_segment_text(key, "metadata key", error=error)
+        if isinstance(values, str) or not isinstance(values, Sequence | np.ndarray):
+            raise error(f"metadata {key!r} must be a sequence of values, got {values!r}")
+        if len(values) != count:
+            raise error(f"metadata {key!r}: got {len(values)} values for {count} embeddings")
+        columns[key] = _checked_column(key, values, error)
+    return text_list, columns
+
+
+def _checked_column(
+    key: str, values: Sequence[Any] | npt.NDArray[Any], error: type[RagloomError]
+) -> MetadataColumn:
+    """One metadata column, every value validated, in the form that stores fastest: an
+    array for bools or numbers, a :class:`CodedColumn` for str or UUID values, else a list
+    (see :func:`check_columns`)."""
+    if isinstance(values, np.ndarray):
+        if values.ndim != 1:
+            raise error(f"metadata {key!r}: an array column must be 1-d, got {values.shape}")
+        if values.dtype.kind in "biuf" and values.dtype.itemsize <= 8:
+            return values
+        values = values.tolist()
+    column = list(values)
+    types = set(map(type, column))
+    if not types <= _COLUMN_TYPES:  # subclasses, numpy scalars or invalid values
+        for position, value in enumerate(column):
+            if value is not None:
+                try:
+                    column[position] = validate_value(key, value)
+                except InvalidMetadataError as exc:
+                    raise InvalidMetadataError(f"segment {position}: {exc}") from exc
+        types = set(map(type, column))
+    present = types - {type(None)}
+    kind = present.pop() if len(present) == 1 else None
+    if kind in _ARRAY_DTYPES and len(types) == 1:
+        try:
+            return np.array(column, dtype=_ARRAY_DTYPES[kind])
+        except OverflowError:  # ints beyond int64 stay Python ints
+            return column
+    if kind is str or kind is uuid.UUID:
+        distinct = dict.fromkeys(column)
+        distinct.pop(None, None)
+        coded = CodedColumn.of(column, list(distinct))
+        if kind is str and not _valid_unicode(cast(list[str], coded.values)):
+            _check_strings(key, column, error)
+        return coded
+    if str in types:
+        _check_strings(key, column, error)
+    return column
+
+
+def _check_strings(key: str, column: list[Any], error: type[RagloomError]) -> None:
+    """:func:`check_segment_text` on the str values of a column, naming the first bad row."""
+    for position, value in enumerate(column):
+        if isinstance(value, str):
+            check_segment_text(value, f"segment {position}: metadata {key!r} value", error=error)
+
+
+_ARRAY_DTYPES: dict[type | None, type] = {int: np.int64, float: np.float64, bool: np.bool_}
+_COLUMN_TYPES = frozenset({str, int, float, bool, uuid.UUID, type(None)})
 
 
 _TEXT = operator.attrgetter("text")
