@@ -22,13 +22,18 @@ checks); they are
 
 Cancelling a helper that runs a sync method in a thread stops waiting for it, not the
 thread: the call completes in the background. Native implementations stop their I/O.
+
+A component whose sync and async clients take the same calls can write each operation
+once, as a generator that yields the client calls it needs and receives their results
+(or has their errors thrown in), and drive it with :func:`run_steps` (sync client) or
+:func:`arun_steps` (async client): the request building and result handling are shared.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable, Sequence
-from typing import Any, Protocol, runtime_checkable
+from collections.abc import Awaitable, Callable, Generator, Iterable, Sequence
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from ragloom.core.content import Content
 from ragloom.core.document import TextSegment
@@ -49,8 +54,13 @@ __all__ = [
     "aload_documents",
     "aremove_all",
     "aretrieve",
+    "arun_steps",
     "asearch",
+    "run_steps",
 ]
+
+C = TypeVar("C")
+R = TypeVar("R")
 
 
 @runtime_checkable
@@ -173,3 +183,37 @@ async def aload_documents(loader: Any, *args: Any, **kwargs: Any) -> Any:
     if native is not None:
         return await native(*args, **kwargs)
     return await asyncio.to_thread(loader.load_documents, *args, **kwargs)
+
+
+def run_steps(steps: Generator[C, Any, R], perform: Callable[[C], Any]) -> R:
+    """Drive an operation written as steps: ``perform`` each call ``steps`` yields, send
+    its result back (or throw its exception in), and return what ``steps`` returns."""
+    result: Any = None
+    error: Exception | None = None
+    while True:
+        try:
+            call = steps.send(result) if error is None else steps.throw(error)
+        except StopIteration as stop:
+            value: R = stop.value
+            return value
+        try:
+            result, error = perform(call), None
+        except Exception as exc:
+            result, error = None, exc
+
+
+async def arun_steps(steps: Generator[C, Any, R], perform: Callable[[C], Awaitable[Any]]) -> R:
+    """:func:`run_steps` with a coroutine ``perform`` (a cancellation is not thrown into
+    ``steps``: it ends the operation where it waits)."""
+    result: Any = None
+    error: Exception | None = None
+    while True:
+        try:
+            call = steps.send(result) if error is None else steps.throw(error)
+        except StopIteration as stop:
+            value: R = stop.value
+            return value
+        try:
+            result, error = await perform(call), None
+        except Exception as exc:
+            result, error = None, exc
