@@ -117,6 +117,7 @@ DEFAULT_ANALYZER: dict[str, Any] = {
 }
 """Milvus analyzer settings close to core's StandardAnalyzer: lowercase, the Snowball
 English stopwords, English Snowball stemming (the best measured in docs/evaluation.md)."""
+_SETTLE_ATTEMPTS = 8
 _TIE_MARGIN = 1e-5  # float32 cosine error of the server's scores, generously
 
 T = TypeVar("T")
@@ -181,7 +182,9 @@ class MilvusEmbeddingStore(EmbeddingStore):
     on a pymilvus ``AsyncMilvusClient``: with ``uri``, the store opens one per event loop
     (on its first async call there; close it with ``await store.aclose()`` or
     ``async with``); with ``client``, pass ``async_client`` for the same Milvus, or the
-    async methods run each client call in a worker thread.
+    async methods run each client call in a worker thread. At most ``async_concurrency``
+    calls are in flight per event loop (Milvus Lite 2.5.1 drops requests beyond about 160
+    concurrent ones on a connection); the others wait their turn.
     """
 
     def __init__(
@@ -194,6 +197,7 @@ class MilvusEmbeddingStore(EmbeddingStore):
         db_name: str | None = None,
         client: MilvusClient | None = None,
         async_client: AsyncMilvusClient | None = None,
+        async_concurrency: int = 64,
         index_type: str = "FLAT",
         index_params: dict[str, Any] | None = None,
         search_params: dict[str, Any] | None = None,
@@ -247,6 +251,8 @@ class MilvusEmbeddingStore(EmbeddingStore):
         self._async_client: AsyncMilvusClient | None = None
         self._async_loop: asyncio.AbstractEventLoop | None = None
         self._owns_async = False
+        self._async_concurrency = _positive_int(async_concurrency, "async_concurrency")
+        self._async_slots: asyncio.Semaphore | None = None
         if async_client is not None:
             if client is None:
                 raise EmbeddingStoreError("async_client goes with client, not with uri")
@@ -275,8 +281,13 @@ class MilvusEmbeddingStore(EmbeddingStore):
                 kwargs["db_name"] = db_name
             lite = self._uri.endswith(".db")
             templates = (not lite) if expression_templates is None else expression_templates
+            # Its own connection alias: pymilvus shares one connection per URI otherwise,
+            # and closing this store would close it under every other client of the URI.
             self._client = self._call(
-                f"connecting to Milvus at {self._uri}", MilvusClient, **kwargs
+                f"connecting to Milvus at {self._uri}",
+                MilvusClient,
+                alias=f"ragloom-{uuid.uuid4().hex}",
+                **kwargs,
             )
             self._owns_client = True
             self._connect_kwargs = kwargs
@@ -350,12 +361,16 @@ class MilvusEmbeddingStore(EmbeddingStore):
     async def aclose(self) -> None:
         """Close the async client the store opened in the running event loop, then the
         sync client as :meth:`close` does; use it (or ``async with``) after async calls."""
+        await self._close_async()
+        self.close()
+
+    async def _close_async(self) -> None:
+        """Close the async client the store opened (the next async call opens another)."""
         if self._owns_async and self._async_client is not None:
             client, self._async_client, self._async_loop = self._async_client, None, None
             self._owns_async = False
             with contextlib.suppress(MilvusException):
                 await client.close()
-        self.close()
 
     def __enter__(self) -> MilvusEmbeddingStore:
         return self
@@ -406,12 +421,14 @@ class MilvusEmbeddingStore(EmbeddingStore):
         client = self._current_async_client()
         if client is None:
             return await arun_steps(steps, lambda step: asyncio.to_thread(self._perform, step))
+        assert self._async_slots is not None
 
         async def perform(step: Call) -> Any:
             try:
-                return await getattr(client, step.method)(
-                    *step.args, **{"timeout": self._timeout, **step.kwargs}
-                )
+                async with self._async_slots:
+                    return await getattr(client, step.method)(
+                        *step.args, **{"timeout": self._timeout, **step.kwargs}
+                    )
             except Exception as exc:
                 error = self._error(step.what, exc)
                 if error is exc:
@@ -423,12 +440,14 @@ class MilvusEmbeddingStore(EmbeddingStore):
     def _current_async_client(self) -> AsyncMilvusClient | None:
         """The async client of the running loop, opened on first use (with ``uri``): a
         pymilvus async connection belongs to the loop it was opened in."""
-        if self._connect_kwargs is None:
-            return self._async_client  # given with ``client``, or None
         loop = asyncio.get_running_loop()
+        if self._async_loop is not loop:
+            self._async_slots = asyncio.Semaphore(self._async_concurrency)
+        if self._connect_kwargs is None:
+            self._async_loop = loop
+            return self._async_client  # given with ``client``, or None
         if self._async_client is None or self._async_loop is not loop:
-            # Its own connection alias: pymilvus shares connections by URI otherwise, and
-            # one opened in another loop (or closed by another client) cannot serve here.
+            # Its own alias too: a connection opened in another loop cannot serve here.
             self._async_client = self._call(
                 f"connecting to Milvus at {self._uri} (async)",
                 AsyncMilvusClient,
@@ -627,6 +646,8 @@ class MilvusEmbeddingStore(EmbeddingStore):
             if batch.generated:  # new UUID4s: nothing to replace or keep
                 yield call(f"writing {len(chunk)} entries", "insert", self._collection, chunk)
                 continue
+            # An insert costs a third of an upsert at 100k entries (an upsert deletes by
+            # primary key first): only the ids already stored are upserted.
             existing = yield from self._keep_positions(chunk)
             replaced = [row for row in chunk if row["id"] in existing]
             new = [row for row in chunk if row["id"] not in existing]
@@ -635,7 +656,8 @@ class MilvusEmbeddingStore(EmbeddingStore):
                     f"replacing {len(replaced)} entries", "upsert", self._collection, replaced
                 )
             if new:
-                yield from self._insert_new(new)
+                yield call(f"writing {len(new)} entries", "insert", self._collection, new)
+            yield from self._settle(chunk)
 
     def _check_kinds(self, kinds: BatchKinds) -> Steps[None]:
         """Refuse the batch if the collection holds one of its keys with another type (core's
@@ -672,24 +694,31 @@ class MilvusEmbeddingStore(EmbeddingStore):
         for row in found:
             check_held_row(kinds, self._metadata(row))
 
-    def _insert_new(self, rows: list[Row]) -> Steps[None]:
-        """Insert rows whose ids were not stored: an insert costs a third of an upsert at
-        100k entries (an upsert deletes by primary key first). Another writer may have
-        inserted one of these ids meanwhile; Milvus keeps both rows then, so the ids are
-        counted after the insert and a duplicate is healed with an upsert of the batch
-        (which deletes every row of those ids first). Of two racing writers, the later
-        one's count sees both rows, so one of them always heals."""
-        yield call(f"writing {len(rows)} entries", "insert", self._collection, rows)
-        counted = yield call(
-            "checking for concurrently written ids",
-            "query",
-            self._collection,
-            output_fields=["count(*)"],
-            consistency_level="Strong",
-            **self._render(("id in ", Param(tuple(row["id"] for row in rows)))),
-        )
-        if int(counted[0]["count(*)"]) > len(rows):
+    def _settle(self, rows: list[Row]) -> Steps[None]:
+        """Make each id of ``rows`` (just written) one row. Another writer may have written
+        one of these ids meanwhile, and Milvus then keeps both rows (two inserts, and even
+        two upserts racing in Milvus Lite), so the ids are counted after the write and a
+        duplicate is healed with an upsert of the batch (which deletes every row of those
+        ids first), counted again. Of racing writers, the last to write counts after every
+        write, so the collection ends with one row per id."""
+        ids = ("id in ", Param(tuple(row["id"] for row in rows)))
+        for _ in range(_SETTLE_ATTEMPTS):
+            counted = yield call(
+                "checking for concurrently written ids",
+                "query",
+                self._collection,
+                output_fields=["count(*)"],
+                consistency_level="Strong",
+                **self._render(ids),
+            )
+            if int(counted[0]["count(*)"]) <= len(rows):
+                return
             yield call(f"rewriting {len(rows)} entries", "upsert", self._collection, rows)
+        raise EmbeddingStoreError(
+            f"Milvus collection {self._collection!r}: {len(rows)} entries still have "
+            f"duplicate rows after {_SETTLE_ATTEMPTS} rewrites (other writers keep writing "
+            "the same ids); add the batch again"
+        )
 
     def _rows(
         self,
