@@ -421,11 +421,12 @@ class MilvusEmbeddingStore(EmbeddingStore):
         client = self._current_async_client()
         if client is None:
             return await arun_steps(steps, lambda step: asyncio.to_thread(self._perform, step))
-        assert self._async_slots is not None
+        slots = self._async_slots
+        assert slots is not None
 
         async def perform(step: Call) -> Any:
             try:
-                async with self._async_slots:
+                async with slots:
                     return await getattr(client, step.method)(
                         *step.args, **{"timeout": self._timeout, **step.kwargs}
                     )
