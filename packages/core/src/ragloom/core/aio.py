@@ -24,16 +24,17 @@ Cancelling a helper that runs a sync method in a thread stops waiting for it, no
 thread: the call completes in the background. Native implementations stop their I/O.
 
 A component whose sync and async clients take the same calls can write each operation
-once, as a generator that yields the client calls it needs and receives their results
-(or has their errors thrown in), and drive it with :func:`run_steps` (sync client) or
-:func:`arun_steps` (async client): the request building and result handling are shared.
+once, as :data:`Steps`: a generator that yields the :class:`ClientCall` objects it needs
+and receives their results (or has their errors thrown in), driven by :func:`run_steps`
+on the sync client or :func:`arun_steps` on the async one: the request building and
+result handling are shared.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Generator, Iterable, Sequence
-from typing import Any, Protocol, TypeVar, runtime_checkable
+from typing import Any, NamedTuple, Protocol, TypeAlias, TypeVar, runtime_checkable
 
 from ragloom.core.content import Content
 from ragloom.core.document import TextSegment
@@ -48,6 +49,8 @@ __all__ = [
     "AsyncContentRetriever",
     "AsyncEmbeddingModel",
     "AsyncEmbeddingStore",
+    "ClientCall",
+    "Steps",
     "aadd_all",
     "aembed",
     "aembed_all",
@@ -61,6 +64,23 @@ __all__ = [
 
 C = TypeVar("C")
 R = TypeVar("R")
+
+
+class ClientCall(NamedTuple):
+    """``client.<method>(*args, **kwargs)`` as data; ``what`` names it in error messages."""
+
+    what: str
+    method: str
+    args: tuple[Any, ...]
+    kwargs: dict[str, Any]
+
+    @classmethod
+    def of(cls, what: str, method: str, *args: Any, **kwargs: Any) -> ClientCall:
+        return cls(what, method, args, kwargs)
+
+
+Steps: TypeAlias = Generator[ClientCall, Any, R]
+"""An operation written once: yields client calls, is sent their results, returns its own."""
 
 
 @runtime_checkable

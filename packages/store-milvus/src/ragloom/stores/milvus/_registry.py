@@ -22,7 +22,7 @@ from typing import Any
 
 from pymilvus import DataType, MilvusClient  # type: ignore[import-untyped]
 
-from ragloom.stores.milvus._calls import Steps, call
+from ragloom.core.aio import ClientCall, Steps
 from ragloom.stores.milvus._expr import Param
 
 __all__ = ["KindRegistry", "registry_name"]
@@ -103,7 +103,7 @@ class KindRegistry:
             }
             for key, kind in pairs
         ]
-        yield call("registering metadata kinds", "upsert", self.name, rows)
+        yield ClientCall.of("registering metadata kinds", "upsert", self.name, rows)
         self._known |= pairs
 
     def may_hold(self, incompatible: Mapping[str, Iterable[str]]) -> Steps[bool]:
@@ -111,7 +111,7 @@ class KindRegistry:
         by_hash = {_hash(key): set(kinds) for key, kinds in incompatible.items()}
         if not by_hash:
             return False
-        rows = yield call(
+        rows = yield ClientCall.of(
             "reading the kinds registry",
             "query",
             self.name,

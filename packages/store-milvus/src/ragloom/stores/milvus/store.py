@@ -42,7 +42,7 @@ from pymilvus import (  # type: ignore[import-untyped]
     MilvusException,
 )
 
-from ragloom.core.aio import arun_steps, run_steps
+from ragloom.core.aio import ClientCall, Steps, arun_steps, run_steps
 from ragloom.core.bm25.analyzer import ENGLISH_STOPWORDS
 from ragloom.core.document import TextSegment
 from ragloom.core.embedding import Embedding
@@ -69,7 +69,6 @@ from ragloom.core.stores.validation import (
     validate_embeddings,
     validate_ids,
 )
-from ragloom.stores.milvus._calls import Call, Steps, call
 from ragloom.stores.milvus._expr import (
     Expr,
     Param,
@@ -407,7 +406,7 @@ class MilvusEmbeddingStore(EmbeddingStore):
                 raise
             raise error from exc
 
-    def _perform(self, step: Call) -> Any:
+    def _perform(self, step: ClientCall) -> Any:
         """One step of an operation on the sync client."""
         return self._call(step.what, getattr(self._client, step.method), *step.args, **step.kwargs)
 
@@ -424,7 +423,7 @@ class MilvusEmbeddingStore(EmbeddingStore):
         slots = self._async_slots
         assert slots is not None
 
-        async def perform(step: Call) -> Any:
+        async def perform(step: ClientCall) -> Any:
             try:
                 async with slots:
                     return await getattr(client, step.method)(
@@ -645,7 +644,9 @@ class MilvusEmbeddingStore(EmbeddingStore):
         for start in range(0, len(rows), self._batch_size):
             chunk = rows[start : start + self._batch_size]
             if batch.generated:  # new UUID4s: nothing to replace or keep
-                yield call(f"writing {len(chunk)} entries", "insert", self._collection, chunk)
+                yield ClientCall.of(
+                    f"writing {len(chunk)} entries", "insert", self._collection, chunk
+                )
                 continue
             # An insert costs a third of an upsert at 100k entries (an upsert deletes by
             # primary key first): only the ids already stored are upserted.
@@ -653,11 +654,11 @@ class MilvusEmbeddingStore(EmbeddingStore):
             replaced = [row for row in chunk if row["id"] in existing]
             new = [row for row in chunk if row["id"] not in existing]
             if replaced:
-                yield call(
+                yield ClientCall.of(
                     f"replacing {len(replaced)} entries", "upsert", self._collection, replaced
                 )
             if new:
-                yield call(f"writing {len(new)} entries", "insert", self._collection, new)
+                yield ClientCall.of(f"writing {len(new)} entries", "insert", self._collection, new)
             yield from self._settle(chunk)
 
     def _check_kinds(self, kinds: BatchKinds) -> Steps[None]:
@@ -681,7 +682,7 @@ class MilvusEmbeddingStore(EmbeddingStore):
         found: list[Row] = []
         probe = _or(checks).expr if checks else None
         if probe is not None:
-            found = yield call(
+            found = yield ClientCall.of(
                 "checking metadata types",
                 "query",
                 self._collection,
@@ -704,7 +705,7 @@ class MilvusEmbeddingStore(EmbeddingStore):
         write, so the collection ends with one row per id."""
         ids = ("id in ", Param(tuple(row["id"] for row in rows)))
         for _ in range(_SETTLE_ATTEMPTS):
-            counted = yield call(
+            counted = yield ClientCall.of(
                 "checking for concurrently written ids",
                 "query",
                 self._collection,
@@ -714,7 +715,7 @@ class MilvusEmbeddingStore(EmbeddingStore):
             )
             if int(counted[0]["count(*)"]) <= len(rows):
                 return
-            yield call(f"rewriting {len(rows)} entries", "upsert", self._collection, rows)
+            yield ClientCall.of(f"rewriting {len(rows)} entries", "upsert", self._collection, rows)
         raise EmbeddingStoreError(
             f"Milvus collection {self._collection!r}: {len(rows)} entries still have "
             f"duplicate rows after {_SETTLE_ATTEMPTS} rewrites (other writers keep writing "
@@ -772,7 +773,7 @@ class MilvusEmbeddingStore(EmbeddingStore):
         """Replaced ids keep their insertion position (their old ``seq``), as in memory;
         the ids of ``batch`` already stored."""
         ids = tuple(row["id"] for row in batch)
-        found = yield call(
+        found = yield ClientCall.of(
             "reading existing ids",
             "query",
             self._collection,
@@ -834,7 +835,7 @@ class MilvusEmbeddingStore(EmbeddingStore):
         if self._registered and not (yield from self._registry.may_hold(compiled.incompatible)):
             return compiled  # no clashing kind was ever written under these keys
         if compiled.probe is not None:
-            found = yield call(
+            found = yield ClientCall.of(
                 "checking filter value types",
                 "query",
                 self._collection,
@@ -859,7 +860,7 @@ class MilvusEmbeddingStore(EmbeddingStore):
         limit = min(_TOP_K_LIMIT, k + max(8, k // 4))
         filter_args = {} if expr is None else self._render(expr)
         while True:
-            result = yield call(
+            result = yield ClientCall.of(
                 "searching",
                 "search",
                 self._collection,
@@ -892,7 +893,7 @@ class MilvusEmbeddingStore(EmbeddingStore):
                 parts += ["(", *expr, ")"]
             if last is not None:
                 parts += [" and " if parts else "", "id > ", Param(last)]
-            page = yield call(
+            page = yield ClientCall.of(
                 "reading entries",
                 "query",
                 self._collection,
@@ -957,13 +958,15 @@ class MilvusEmbeddingStore(EmbeddingStore):
         if self._dimension is None:
             return
         if compiled is None:
-            yield call("removing all entries", "delete", self._collection, filter='id != ""')
+            yield ClientCall.of(
+                "removing all entries", "delete", self._collection, filter='id != ""'
+            )
             return
         condition = compiled.condition
         if condition.expr is None and not condition.value:
             return
         if condition.exact and condition.expr is not None:
-            yield call(
+            yield ClientCall.of(
                 "removing entries by filter",
                 "delete",
                 self._collection,
@@ -997,7 +1000,7 @@ class MilvusEmbeddingStore(EmbeddingStore):
     def _delete_ids(self, ids: list[str]) -> Steps[None]:
         for start in range(0, len(ids), self._batch_size):
             batch = tuple(ids[start : start + self._batch_size])
-            yield call(
+            yield ClientCall.of(
                 f"removing {len(batch)} entries",
                 "delete",
                 self._collection,
