@@ -35,6 +35,7 @@ import numpy as np
 import numpy.typing as npt
 from pymilvus import (  # type: ignore[import-untyped]
     AsyncMilvusClient,
+    Collection,
     DataType,
     Function,
     FunctionType,
@@ -69,6 +70,7 @@ from ragloom.core.stores.validation import (
     validate_embeddings,
     validate_ids,
 )
+from ragloom.stores.milvus._columns import Columns
 from ragloom.stores.milvus._expr import (
     Expr,
     Param,
@@ -127,7 +129,7 @@ class _Batch(NamedTuple):
     """A validated ``add_all`` batch, ready to write."""
 
     ids: list[str]
-    rows: list[Row]
+    columns: Columns
     kinds: BatchKinds
     generated: bool  # ids generated here (new UUID4s: nothing to replace)
     dimension: int
@@ -247,6 +249,7 @@ class MilvusEmbeddingStore(EmbeddingStore):
         self._lock = threading.Lock()
         self._last_seq = 0
         self._connect_kwargs: dict[str, Any] | None = None  # for the async client (uri)
+        self._orm: Collection | None = None
         self._async_client: AsyncMilvusClient | None = None
         self._async_loop: asyncio.AbstractEventLoop | None = None
         self._owns_async = False
@@ -396,7 +399,7 @@ class MilvusEmbeddingStore(EmbeddingStore):
 
     def _call(self, what: str, method: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """``method(*args, **kwargs)`` with the timeout; client errors as EmbeddingStoreError."""
-        if method not in (MilvusClient, AsyncMilvusClient):
+        if method not in (MilvusClient, AsyncMilvusClient, Collection):
             kwargs.setdefault("timeout", self._timeout)
         try:
             return method(*args, **kwargs)
@@ -407,8 +410,25 @@ class MilvusEmbeddingStore(EmbeddingStore):
             raise error from exc
 
     def _perform(self, step: ClientCall) -> Any:
-        """One step of an operation on the sync client."""
-        return self._call(step.what, getattr(self._client, step.method), *step.args, **step.kwargs)
+        """One step of an operation on the sync client (a batch of new entries goes in
+        one columnar insert)."""
+        if step.method == "insert":
+            columns: Columns = step.args[1]
+            return self._call(step.what, self._orm_collection().insert, columns.values())
+        args = _with_rows(step.args)
+        return self._call(step.what, getattr(self._client, step.method), *args, **step.kwargs)
+
+    def _orm_collection(self) -> Collection:
+        """pymilvus's ORM view of the collection, on the sync client's connection (for its
+        columnar insert; made once, it reads the schema)."""
+        if self._orm is None:
+            self._orm = self._call(
+                "reading the schema",
+                Collection,
+                self._collection,
+                using=self._client._using,
+            )
+        return self._orm
 
     def _run(self, steps: Steps[T]) -> T:
         """An operation on the sync client."""
@@ -427,7 +447,7 @@ class MilvusEmbeddingStore(EmbeddingStore):
             try:
                 async with slots:
                     return await getattr(client, step.method)(
-                        *step.args, **{"timeout": self._timeout, **step.kwargs}
+                        *_with_rows(step.args), **{"timeout": self._timeout, **step.kwargs}
                     )
             except Exception as exc:
                 error = self._error(step.what, exc)
@@ -621,9 +641,9 @@ class MilvusEmbeddingStore(EmbeddingStore):
         vectors = validate_embeddings(embeddings, self._dimension)
         for id in id_list:
             _check_id(id)
-        rows = self._rows(id_list, vectors, texts, metadata)
+        columns = self._columns(id_list, vectors, texts, metadata)
         kinds = batch_kinds(metadata, self._declared)
-        return _Batch(id_list, rows, kinds, ids is None, int(vectors.shape[1]))
+        return _Batch(id_list, columns, kinds, ids is None, int(vectors.shape[1]))
 
     def _ensure_collection(self, dimension: int) -> None:
         """Create the collection on the first write (or adopt one made meanwhile)."""
@@ -637,12 +657,12 @@ class MilvusEmbeddingStore(EmbeddingStore):
                     self._dimension = self._check_collection(dimension)
 
     def _write(self, batch: _Batch) -> Steps[None]:
-        rows = batch.rows
+        columns = batch.columns
         yield from self._check_kinds(batch.kinds)
         if self._registered:
-            yield from self._registry.register(row["kinds"] for row in rows)
-        for start in range(0, len(rows), self._batch_size):
-            chunk = rows[start : start + self._batch_size]
+            yield from self._registry.register(columns.kinds)
+        for start in range(0, len(columns), self._batch_size):
+            chunk = columns.take(slice(start, start + self._batch_size))
             if batch.generated:  # new UUID4s: nothing to replace or keep
                 yield ClientCall.of(
                     f"writing {len(chunk)} entries", "insert", self._collection, chunk
@@ -651,13 +671,16 @@ class MilvusEmbeddingStore(EmbeddingStore):
             # An insert costs a third of an upsert at 100k entries (an upsert deletes by
             # primary key first): only the ids already stored are upserted.
             existing = yield from self._keep_positions(chunk)
-            replaced = [row for row in chunk if row["id"] in existing]
-            new = [row for row in chunk if row["id"] not in existing]
-            if replaced:
+            if existing:
+                positions = range(len(chunk))
+                replaced = chunk.take([i for i in positions if chunk.ids[i] in existing])
                 yield ClientCall.of(
                     f"replacing {len(replaced)} entries", "upsert", self._collection, replaced
                 )
-            if new:
+                new = chunk.take([i for i in positions if chunk.ids[i] not in existing])
+            else:
+                new = chunk
+            if len(new):
                 yield ClientCall.of(f"writing {len(new)} entries", "insert", self._collection, new)
             yield from self._settle(chunk)
 
@@ -696,14 +719,14 @@ class MilvusEmbeddingStore(EmbeddingStore):
         for row in found:
             check_held_row(kinds, self._metadata(row))
 
-    def _settle(self, rows: list[Row]) -> Steps[None]:
+    def _settle(self, rows: Columns) -> Steps[None]:
         """Make each id of ``rows`` (just written) one row. Another writer may have written
         one of these ids meanwhile, and Milvus then keeps both rows (two inserts, and even
         two upserts racing in Milvus Lite), so the ids are counted after the write and a
         duplicate is healed with an upsert of the batch (which deletes every row of those
         ids first), counted again. Of racing writers, the last to write counts after every
         write, so the collection ends with one row per id."""
-        ids = ("id in ", Param(tuple(row["id"] for row in rows)))
+        ids = ("id in ", Param(tuple(rows.ids)))
         for _ in range(_SETTLE_ATTEMPTS):
             counted = yield ClientCall.of(
                 "checking for concurrently written ids",
@@ -722,19 +745,16 @@ class MilvusEmbeddingStore(EmbeddingStore):
             "the same ids); add the batch again"
         )
 
-    def _rows(
+    def _columns(
         self,
         ids: list[str],
         vectors: npt.NDArray[np.float32],
         texts: list[str | None],
         metadata: list[dict[str, MetadataValue]] | None,
-    ) -> list[Row]:
-        rows: list[Row] = []
-        seqs = self._next_seqs(len(ids))
-        vector_lists = vectors.tolist()
-        for position, id in enumerate(ids):
-            text = texts[position]
+    ) -> Columns:
+        for position, text in enumerate(texts):
             if text is not None and not (text.isascii() and len(text) <= _MAX_VARCHAR):
+                id = ids[position]
                 try:
                     size = len(text.encode("utf-8"))
                 except UnicodeEncodeError as exc:
@@ -746,20 +766,19 @@ class MilvusEmbeddingStore(EmbeddingStore):
                         f"entry {id!r}: text of {size} bytes exceeds Milvus's VARCHAR limit "
                         f"of {_MAX_VARCHAR} bytes; split the document into smaller segments"
                     )
-            values, kinds, exact = encode_metadata(metadata[position] if metadata else {})
-            rows.append(
-                {
-                    "id": id,
-                    "seq": seqs + position,
-                    "vector": vector_lists[position],
-                    "text": text or "",
-                    "has_text": text is not None,
-                    "metadata": values,
-                    "kinds": kinds,
-                    "exact": exact,
-                }
-            )
-        return rows
+        encoded = [encode_metadata(entry) for entry in metadata] if metadata else []
+        empty: dict[str, Any] = {}
+        first = self._next_seqs(len(ids))
+        return Columns(
+            ids=ids,
+            seqs=list(range(first, first + len(ids))),
+            vectors=vectors.tolist(),
+            texts=[text or "" for text in texts],
+            has_text=[text is not None for text in texts],
+            metadata=[values for values, _, _ in encoded] or [empty] * len(ids),
+            kinds=[kinds for _, kinds, _ in encoded] or [empty] * len(ids),
+            exact=[exact for _, _, exact in encoded] or [empty] * len(ids),
+        )
 
     def _next_seqs(self, count: int) -> int:
         """The first of ``count`` increasing sequence numbers (nanosecond clock, so stores
@@ -769,22 +788,20 @@ class MilvusEmbeddingStore(EmbeddingStore):
             self._last_seq = start + count - 1
         return start
 
-    def _keep_positions(self, batch: list[Row]) -> Steps[set[str]]:
+    def _keep_positions(self, batch: Columns) -> Steps[set[str]]:
         """Replaced ids keep their insertion position (their old ``seq``), as in memory;
         the ids of ``batch`` already stored."""
-        ids = tuple(row["id"] for row in batch)
         found = yield ClientCall.of(
             "reading existing ids",
             "query",
             self._collection,
             output_fields=["id", "seq"],
             consistency_level="Strong",
-            **self._render(("id in ", Param(ids))),
+            **self._render(("id in ", Param(tuple(batch.ids)))),
         )
         old = {row["id"]: row["seq"] for row in found}
-        for row in batch:
-            if row["id"] in old:
-                row["seq"] = old[row["id"]]
+        if old:
+            batch.seqs = [old.get(id, seq) for id, seq in zip(batch.ids, batch.seqs, strict=True)]
         return set(old)
 
     # ------------------------------------------------------------------ search
@@ -1006,6 +1023,11 @@ class MilvusEmbeddingStore(EmbeddingStore):
                 self._collection,
                 **self._render(("id in ", Param(batch))),
             )
+
+
+def _with_rows(args: tuple[Any, ...]) -> tuple[Any, ...]:
+    """Call arguments with a batch of columns turned into rows."""
+    return tuple(arg.rows() if isinstance(arg, Columns) else arg for arg in args)
 
 
 def _matrix(rows: list[Row]) -> npt.NDArray[np.float32]:
