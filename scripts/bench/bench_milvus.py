@@ -22,7 +22,8 @@ The store does more per call than the bare client, by design: a search asks for 
 more candidates with their vectors and rescores them exactly (scores equal the in-memory
 store's); a filtered search first asks the kinds registry whether a type mismatch is
 possible; a write first reads the batch's existing ids (replace keeps insertion order),
-upserts, and stores typed metadata (two more JSON fields).
+inserts the new ones (columnar) and upserts the others, counts the ids after (concurrent
+writers), and stores typed metadata (two more JSON fields).
 
     .venv/bin/python scripts/bench/bench_milvus.py [--rows 20000] [--dim 384]
 """

@@ -370,7 +370,8 @@ def test_without_type_checks_mismatches_match_neither_side(
     # A collection written before stores refused mistyped writes: rows upserted directly.
     ids = [f"id{i}" for i in range(len(rows))]
     vectors = np.array([v.vector for v in _vectors(len(rows))], dtype=np.float32)
-    legacy = store._rows(ids, vectors, [f"t{i}" for i in range(len(rows))], rows)  # type: ignore[arg-type]
+    texts: list[str | None] = [f"t{i}" for i in range(len(rows))]
+    legacy = store._columns(ids, vectors, texts, rows).rows()  # type: ignore[arg-type]
     store.add_all(_vectors(1), ids=["first"])  # creates the collection
     store.remove("first")
     milvus_client.upsert(collection_name, legacy)

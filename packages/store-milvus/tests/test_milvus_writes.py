@@ -47,8 +47,9 @@ def test_new_id_written_concurrently_is_healed(
     store = MilvusEmbeddingStore(client=milvus_client, collection_name=collection_name)
     store.add_all([Embedding([1.0, 0.0])], [TextSegment("theirs")], ids=["x"])
     # This writer checked before the other's write landed: it inserts x as a new id.
-    rows = store._rows(["x"], np.asarray([[0.0, 1.0]], dtype=np.float32), ["mine"], None)
-    store._insert_new(rows)
+    batch = store._columns(["x"], np.asarray([[0.0, 1.0]], dtype=np.float32), ["mine"], None)
+    milvus_client.insert(collection_name, batch.rows())  # inserted as new, not yet settled
+    store._run(store._settle(batch))
     assert count_rows(milvus_client, collection_name, "x") == 1
     assert len(store) == 1
     found = store.search(EmbeddingSearchRequest(Embedding([0.0, 1.0]), max_results=5)).matches

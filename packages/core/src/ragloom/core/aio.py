@@ -22,13 +22,19 @@ checks); they are
 
 Cancelling a helper that runs a sync method in a thread stops waiting for it, not the
 thread: the call completes in the background. Native implementations stop their I/O.
+
+A component whose sync and async clients take the same calls can write each operation
+once, as :data:`Steps`: a generator that yields the :class:`ClientCall` objects it needs
+and receives their results (or has their errors thrown in), driven by :func:`run_steps`
+on the sync client or :func:`arun_steps` on the async one: the request building and
+result handling are shared.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable, Sequence
-from typing import Any, Protocol, runtime_checkable
+from collections.abc import Awaitable, Callable, Generator, Iterable, Sequence
+from typing import Any, NamedTuple, Protocol, TypeAlias, TypeVar, runtime_checkable
 
 from ragloom.core.content import Content
 from ragloom.core.document import TextSegment
@@ -43,14 +49,38 @@ __all__ = [
     "AsyncContentRetriever",
     "AsyncEmbeddingModel",
     "AsyncEmbeddingStore",
+    "ClientCall",
+    "Steps",
     "aadd_all",
     "aembed",
     "aembed_all",
     "aload_documents",
     "aremove_all",
     "aretrieve",
+    "arun_steps",
     "asearch",
+    "run_steps",
 ]
+
+C = TypeVar("C")
+R = TypeVar("R")
+
+
+class ClientCall(NamedTuple):
+    """``client.<method>(*args, **kwargs)`` as data; ``what`` names it in error messages."""
+
+    what: str
+    method: str
+    args: tuple[Any, ...]
+    kwargs: dict[str, Any]
+
+    @classmethod
+    def of(cls, what: str, method: str, *args: Any, **kwargs: Any) -> ClientCall:
+        return cls(what, method, args, kwargs)
+
+
+Steps: TypeAlias = Generator[ClientCall, Any, R]
+"""An operation written once: yields client calls, is sent their results, returns its own."""
 
 
 @runtime_checkable
@@ -173,3 +203,37 @@ async def aload_documents(loader: Any, *args: Any, **kwargs: Any) -> Any:
     if native is not None:
         return await native(*args, **kwargs)
     return await asyncio.to_thread(loader.load_documents, *args, **kwargs)
+
+
+def run_steps(steps: Generator[C, Any, R], perform: Callable[[C], Any]) -> R:
+    """Drive an operation written as steps: ``perform`` each call ``steps`` yields, send
+    its result back (or throw its exception in), and return what ``steps`` returns."""
+    result: Any = None
+    error: Exception | None = None
+    while True:
+        try:
+            call = steps.send(result) if error is None else steps.throw(error)
+        except StopIteration as stop:
+            value: R = stop.value
+            return value
+        try:
+            result, error = perform(call), None
+        except Exception as exc:
+            result, error = None, exc
+
+
+async def arun_steps(steps: Generator[C, Any, R], perform: Callable[[C], Awaitable[Any]]) -> R:
+    """:func:`run_steps` with a coroutine ``perform`` (a cancellation is not thrown into
+    ``steps``: it ends the operation where it waits)."""
+    result: Any = None
+    error: Exception | None = None
+    while True:
+        try:
+            call = steps.send(result) if error is None else steps.throw(error)
+        except StopIteration as stop:
+            value: R = stop.value
+            return value
+        try:
+            result, error = await perform(call), None
+        except Exception as exc:
+            result, error = None, exc

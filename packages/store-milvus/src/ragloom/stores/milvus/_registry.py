@@ -22,6 +22,7 @@ from typing import Any
 
 from pymilvus import DataType, MilvusClient  # type: ignore[import-untyped]
 
+from ragloom.core.aio import ClientCall, Steps
 from ragloom.stores.milvus._expr import Param
 
 __all__ = ["KindRegistry", "registry_name"]
@@ -88,7 +89,7 @@ class KindRegistry:
             if not self.exists():  # not a concurrent creation: a real failure
                 raise
 
-    def register(self, kinds: Iterable[Mapping[str, str]]) -> None:
+    def register(self, kinds: Iterable[Mapping[str, str]]) -> Steps[None]:
         """Record the (key, kind) pairs of a batch's ``kinds`` maps, before it is written."""
         pairs = {pair for entry in kinds for pair in entry.items()} - self._known
         if not pairs:
@@ -102,17 +103,17 @@ class KindRegistry:
             }
             for key, kind in pairs
         ]
-        self._call("registering metadata kinds", self._client.upsert, self.name, rows)
+        yield ClientCall.of("registering metadata kinds", "upsert", self.name, rows)
         self._known |= pairs
 
-    def may_hold(self, incompatible: Mapping[str, Iterable[str]]) -> bool:
+    def may_hold(self, incompatible: Mapping[str, Iterable[str]]) -> Steps[bool]:
         """Whether some key of ``incompatible`` may hold one of its listed kinds."""
         by_hash = {_hash(key): set(kinds) for key, kinds in incompatible.items()}
         if not by_hash:
             return False
-        rows = self._call(
+        rows = yield ClientCall.of(
             "reading the kinds registry",
-            self._client.query,
+            "query",
             self.name,
             output_fields=["key_hash", "kind"],
             consistency_level="Strong",

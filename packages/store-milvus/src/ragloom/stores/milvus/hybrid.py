@@ -122,7 +122,7 @@ class MilvusHybridContentRetriever:
             if condition is not None:
                 check_filter(condition)
             return []
-        expr = store._filter_expr(condition)
+        expr = store._run(store._filter_expr(condition))
         if expr is False:
             return []
         dense = self.embedding_model.embed(query.text).embedding.vector

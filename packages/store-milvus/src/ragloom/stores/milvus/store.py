@@ -22,16 +22,20 @@ could hide a tie at the cut, more are fetched. Filters compile to Milvus express
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import re
 import threading
 import time
+import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, NamedTuple, TypeVar
 
 import numpy as np
 import numpy.typing as npt
 from pymilvus import (  # type: ignore[import-untyped]
+    AsyncMilvusClient,
+    Collection,
     DataType,
     Function,
     FunctionType,
@@ -39,6 +43,7 @@ from pymilvus import (  # type: ignore[import-untyped]
     MilvusException,
 )
 
+from ragloom.core.aio import ClientCall, Steps, arun_steps, run_steps
 from ragloom.core.bm25.analyzer import ENGLISH_STOPWORDS
 from ragloom.core.document import TextSegment
 from ragloom.core.embedding import Embedding
@@ -65,6 +70,7 @@ from ragloom.core.stores.validation import (
     validate_embeddings,
     validate_ids,
 )
+from ragloom.stores.milvus._columns import Columns
 from ragloom.stores.milvus._expr import (
     Expr,
     Param,
@@ -112,10 +118,21 @@ DEFAULT_ANALYZER: dict[str, Any] = {
 }
 """Milvus analyzer settings close to core's StandardAnalyzer: lowercase, the Snowball
 English stopwords, English Snowball stemming (the best measured in docs/evaluation.md)."""
+_SETTLE_ATTEMPTS = 8
 _TIE_MARGIN = 1e-5  # float32 cosine error of the server's scores, generously
 
 T = TypeVar("T")
 Row = dict[str, Any]
+
+
+class _Batch(NamedTuple):
+    """A validated ``add_all`` batch, ready to write."""
+
+    ids: list[str]
+    columns: Columns
+    kinds: BatchKinds
+    generated: bool  # ids generated here (new UUID4s: nothing to replace)
+    dimension: int
 
 
 def _positive_int(value: object, what: str, upper: int | None = None) -> int:
@@ -161,6 +178,14 @@ class MilvusEmbeddingStore(EmbeddingStore):
     :class:`~ragloom.stores.milvus.MilvusHybridContentRetriever`; an existing collection
     must then have it.
     Thread-safe (one pymilvus client, which is).
+
+    Async: ``asearch``, ``aadd_all``, ``aadd`` and ``aremove_all`` run the same operations
+    on a pymilvus ``AsyncMilvusClient``: with ``uri``, the store opens one per event loop
+    (on its first async call there; close it with ``await store.aclose()`` or
+    ``async with``); with ``client``, pass ``async_client`` for the same Milvus, or the
+    async methods run each client call in a worker thread. At most ``async_concurrency``
+    calls are in flight per event loop (Milvus Lite 2.5.1 drops requests beyond about 160
+    concurrent ones on a connection); the others wait their turn.
     """
 
     def __init__(
@@ -172,6 +197,8 @@ class MilvusEmbeddingStore(EmbeddingStore):
         token: str | None = None,
         db_name: str | None = None,
         client: MilvusClient | None = None,
+        async_client: AsyncMilvusClient | None = None,
+        async_concurrency: int = 64,
         index_type: str = "FLAT",
         index_params: dict[str, Any] | None = None,
         search_params: dict[str, Any] | None = None,
@@ -221,6 +248,22 @@ class MilvusEmbeddingStore(EmbeddingStore):
         self._search_params = dict(search_params or {})
         self._lock = threading.Lock()
         self._last_seq = 0
+        self._connect_kwargs: dict[str, Any] | None = None  # for the async client (uri)
+        self._orm: Collection | None = None
+        self._async_client: AsyncMilvusClient | None = None
+        self._async_loop: asyncio.AbstractEventLoop | None = None
+        self._owns_async = False
+        self._async_concurrency = _positive_int(async_concurrency, "async_concurrency")
+        self._async_slots: asyncio.Semaphore | None = None
+        if async_client is not None:
+            if client is None:
+                raise EmbeddingStoreError("async_client goes with client, not with uri")
+            if not isinstance(async_client, AsyncMilvusClient):
+                raise EmbeddingStoreError(
+                    "async_client must be a pymilvus.AsyncMilvusClient, "
+                    f"got {type(async_client).__name__}"
+                )
+            self._async_client = async_client
         if client is not None:
             if not isinstance(client, MilvusClient):
                 raise EmbeddingStoreError(
@@ -240,10 +283,16 @@ class MilvusEmbeddingStore(EmbeddingStore):
                 kwargs["db_name"] = db_name
             lite = self._uri.endswith(".db")
             templates = (not lite) if expression_templates is None else expression_templates
+            # Its own connection alias: pymilvus shares one connection per URI otherwise,
+            # and closing this store would close it under every other client of the URI.
             self._client = self._call(
-                f"connecting to Milvus at {self._uri}", MilvusClient, **kwargs
+                f"connecting to Milvus at {self._uri}",
+                MilvusClient,
+                alias=f"ragloom-{uuid.uuid4().hex}",
+                **kwargs,
             )
             self._owns_client = True
+            self._connect_kwargs = kwargs
         self._templates = templates
         self._registry = KindRegistry(self._client, self._collection, self._call, self._render)
         self._registered = False  # whether the collection has a kinds registry
@@ -305,11 +354,25 @@ class MilvusEmbeddingStore(EmbeddingStore):
         return int(rows[0]["count(*)"])
 
     def close(self) -> None:
-        """Close the client, if the store created it."""
+        """Close the client, if the store created it (see :meth:`aclose`)."""
         if self._owns_client:
             self._owns_client = False
             with contextlib.suppress(MilvusException):  # a broken connection: nothing to release
                 self._client.close()
+
+    async def aclose(self) -> None:
+        """Close the async client the store opened in the running event loop, then the
+        sync client as :meth:`close` does; use it (or ``async with``) after async calls."""
+        await self._close_async()
+        self.close()
+
+    async def _close_async(self) -> None:
+        """Close the async client the store opened (the next async call opens another)."""
+        if self._owns_async and self._async_client is not None:
+            client, self._async_client, self._async_loop = self._async_client, None, None
+            self._owns_async = False
+            with contextlib.suppress(MilvusException):
+                await client.close()
 
     def __enter__(self) -> MilvusEmbeddingStore:
         return self
@@ -317,24 +380,102 @@ class MilvusEmbeddingStore(EmbeddingStore):
     def __exit__(self, *exc_info: object) -> None:
         self.close()
 
+    async def __aenter__(self) -> MilvusEmbeddingStore:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
     # ------------------------------------------------------------------ server calls
+
+    def _error(self, what: str, exc: Exception) -> EmbeddingStoreError:
+        """A client error as EmbeddingStoreError naming the collection and the call."""
+        if isinstance(exc, EmbeddingStoreError):
+            return exc
+        message = exc.message if isinstance(exc, MilvusException) else str(exc)
+        return EmbeddingStoreError(
+            f"Milvus collection {self._collection!r}: {what} failed: {message}"
+        )
 
     def _call(self, what: str, method: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """``method(*args, **kwargs)`` with the timeout; client errors as EmbeddingStoreError."""
-        if method is not MilvusClient:
+        if method not in (MilvusClient, AsyncMilvusClient, Collection):
             kwargs.setdefault("timeout", self._timeout)
         try:
             return method(*args, **kwargs)
-        except MilvusException as exc:
-            raise EmbeddingStoreError(
-                f"Milvus collection {self._collection!r}: {what} failed: {exc.message}"
-            ) from exc
-        except Exception as exc:  # grpc and connection errors of the client
-            if isinstance(exc, EmbeddingStoreError):
+        except Exception as exc:  # Milvus, grpc and connection errors of the client
+            error = self._error(what, exc)
+            if error is exc:
                 raise
-            raise EmbeddingStoreError(
-                f"Milvus collection {self._collection!r}: {what} failed: {exc}"
-            ) from exc
+            raise error from exc
+
+    def _perform(self, step: ClientCall) -> Any:
+        """One step of an operation on the sync client (a batch of new entries goes in
+        one columnar insert)."""
+        if step.method == "insert":
+            columns: Columns = step.args[1]
+            return self._call(step.what, self._orm_collection().insert, columns.values())
+        args = _with_rows(step.args)
+        return self._call(step.what, getattr(self._client, step.method), *args, **step.kwargs)
+
+    def _orm_collection(self) -> Collection:
+        """pymilvus's ORM view of the collection, on the sync client's connection (for its
+        columnar insert; made once, it reads the schema)."""
+        if self._orm is None:
+            self._orm = self._call(
+                "reading the schema",
+                Collection,
+                self._collection,
+                using=self._client._using,
+            )
+        return self._orm
+
+    def _run(self, steps: Steps[T]) -> T:
+        """An operation on the sync client."""
+        return run_steps(steps, self._perform)
+
+    async def _arun(self, steps: Steps[T]) -> T:
+        """An operation on this event loop's async client (each call in a worker thread
+        when the store has none: a given sync ``client`` without ``async_client``)."""
+        client = self._current_async_client()
+        if client is None:
+            return await arun_steps(steps, lambda step: asyncio.to_thread(self._perform, step))
+        slots = self._async_slots
+        assert slots is not None
+
+        async def perform(step: ClientCall) -> Any:
+            try:
+                async with slots:
+                    return await getattr(client, step.method)(
+                        *_with_rows(step.args), **{"timeout": self._timeout, **step.kwargs}
+                    )
+            except Exception as exc:
+                error = self._error(step.what, exc)
+                if error is exc:
+                    raise
+                raise error from exc
+
+        return await arun_steps(steps, perform)
+
+    def _current_async_client(self) -> AsyncMilvusClient | None:
+        """The async client of the running loop, opened on first use (with ``uri``): a
+        pymilvus async connection belongs to the loop it was opened in."""
+        loop = asyncio.get_running_loop()
+        if self._async_loop is not loop:
+            self._async_slots = asyncio.Semaphore(self._async_concurrency)
+        if self._connect_kwargs is None:
+            self._async_loop = loop
+            return self._async_client  # given with ``client``, or None
+        if self._async_client is None or self._async_loop is not loop:
+            # Its own alias too: a connection opened in another loop cannot serve here.
+            self._async_client = self._call(
+                f"connecting to Milvus at {self._uri} (async)",
+                AsyncMilvusClient,
+                alias=f"ragloom-async-{uuid.uuid4().hex}",
+                **self._connect_kwargs,
+            )
+            self._async_loop, self._owns_async = loop, True
+        return self._async_client
 
     def _render(self, expr: Expr) -> dict[str, Any]:
         """The ``filter`` (and ``filter_params``) arguments of an expression."""
@@ -454,49 +595,96 @@ class MilvusEmbeddingStore(EmbeddingStore):
         Written in batches of ``batch_size`` rows; a server failure in the middle of a large
         call can leave the earlier batches written (Milvus has no multi-batch transaction).
         """
+        batch = self._prepare(embeddings, segments, ids)
+        if batch is None:
+            return []
+        self._ensure_collection(batch.dimension)
+        self._run(self._write(batch))
+        return batch.ids
+
+    async def aadd_all(
+        self,
+        embeddings: Sequence[Embedding] | npt.NDArray[np.floating[Any]],
+        segments: Sequence[TextSegment] | None = None,
+        *,
+        ids: Sequence[str] | None = None,
+    ) -> list[str]:
+        """:meth:`add_all` on the async client (same checks, same writes)."""
+        batch = self._prepare(embeddings, segments, ids)
+        if batch is None:
+            return []
+        if self._dimension is None:  # creating the collection: sync-only client calls
+            await asyncio.to_thread(self._ensure_collection, batch.dimension)
+        await self._arun(self._write(batch))
+        return batch.ids
+
+    async def aadd(
+        self, embedding: Embedding, segment: TextSegment | None = None, *, id: str | None = None
+    ) -> str:
+        """:meth:`add` on the async client."""
+        segments = None if segment is None else [segment]
+        ids = None if id is None else [id]
+        return (await self.aadd_all([embedding], segments, ids=ids))[0]
+
+    def _prepare(
+        self,
+        embeddings: Sequence[Embedding] | npt.NDArray[np.floating[Any]],
+        segments: Sequence[TextSegment] | None,
+        ids: Sequence[str] | None,
+    ) -> _Batch | None:
+        """The checked rows of an ``add_all`` call (None: nothing to add)."""
         count = len(embeddings)
         texts, metadata = split_segments(segments, count)
         id_list = generate_ids(count) if ids is None else validate_ids(ids, count)
         if count == 0:
-            return []
+            return None
         vectors = validate_embeddings(embeddings, self._dimension)
         for id in id_list:
             _check_id(id)
-        rows = self._rows(id_list, vectors, texts, metadata)
+        columns = self._columns(id_list, vectors, texts, metadata)
         kinds = batch_kinds(metadata, self._declared)
+        return _Batch(id_list, columns, kinds, ids is None, int(vectors.shape[1]))
+
+    def _ensure_collection(self, dimension: int) -> None:
+        """Create the collection on the first write (or adopt one made meanwhile)."""
         with self._lock:
             if self._dimension is None:
                 if not self._client.has_collection(self._collection, timeout=self._timeout):
-                    self._create(vectors.shape[1])
-                    self._dimension = vectors.shape[1]
+                    self._create(dimension)
+                    self._dimension = dimension
                 else:
                     self._registered = self._registry.exists()
-                    self._dimension = self._check_collection(vectors.shape[1])
-        self._check_kinds(kinds)
+                    self._dimension = self._check_collection(dimension)
+
+    def _write(self, batch: _Batch) -> Steps[None]:
+        columns = batch.columns
+        yield from self._check_kinds(batch.kinds)
         if self._registered:
-            self._registry.register(row["kinds"] for row in rows)
-        for start in range(0, count, self._batch_size):
-            batch = rows[start : start + self._batch_size]
-            if ids is None:  # generated UUID4s are new: nothing to replace or keep
-                self._call(
-                    f"writing {len(batch)} entries", self._client.insert, self._collection, batch
+            yield from self._registry.register(columns.kinds)
+        for start in range(0, len(columns), self._batch_size):
+            chunk = columns.take(slice(start, start + self._batch_size))
+            if batch.generated:  # new UUID4s: nothing to replace or keep
+                yield ClientCall.of(
+                    f"writing {len(chunk)} entries", "insert", self._collection, chunk
                 )
                 continue
-            existing = self._keep_positions(batch)
-            replaced = [row for row in batch if row["id"] in existing]
-            new = [row for row in batch if row["id"] not in existing]
-            if replaced:
-                self._call(
-                    f"replacing {len(replaced)} entries",
-                    self._client.upsert,
-                    self._collection,
-                    replaced,
+            # An insert costs a third of an upsert at 100k entries (an upsert deletes by
+            # primary key first): only the ids already stored are upserted.
+            existing = yield from self._keep_positions(chunk)
+            if existing:
+                positions = range(len(chunk))
+                replaced = chunk.take([i for i in positions if chunk.ids[i] in existing])
+                yield ClientCall.of(
+                    f"replacing {len(replaced)} entries", "upsert", self._collection, replaced
                 )
-            if new:
-                self._insert_new(new)
-        return id_list
+                new = chunk.take([i for i in positions if chunk.ids[i] not in existing])
+            else:
+                new = chunk
+            if len(new):
+                yield ClientCall.of(f"writing {len(new)} entries", "insert", self._collection, new)
+            yield from self._settle(chunk)
 
-    def _check_kinds(self, kinds: BatchKinds) -> None:
+    def _check_kinds(self, kinds: BatchKinds) -> Steps[None]:
         """Refuse the batch if the collection holds one of its keys with another type (core's
         ``metadata_types``). The kinds registry answers first (it may over-report, never
         under-report); only if it names a clash, one query on the ``kinds`` field decides
@@ -505,7 +693,9 @@ class MilvusEmbeddingStore(EmbeddingStore):
             key: sorted(set(ALL_STORED_KINDS) - set(KINDS_OF[kind]))
             for key, (kind, _) in kinds.items()
         }
-        if not kinds or (self._registered and not self._registry.may_hold(incompatible)):
+        if not kinds:
+            return
+        if self._registered and not (yield from self._registry.may_hold(incompatible)):
             return
         checks = [
             _cmp(path("kinds", key), "in", tuple(incompatible[key]))
@@ -515,9 +705,9 @@ class MilvusEmbeddingStore(EmbeddingStore):
         found: list[Row] = []
         probe = _or(checks).expr if checks else None
         if probe is not None:
-            found = self._call(
+            found = yield ClientCall.of(
                 "checking metadata types",
-                self._client.query,
+                "query",
                 self._collection,
                 output_fields=["metadata", "kinds", "exact"],
                 limit=1,
@@ -525,44 +715,46 @@ class MilvusEmbeddingStore(EmbeddingStore):
                 **self._render(probe),
             )
         if len(checks) < len(kinds):
-            found += self._scan(None, ["metadata", "kinds", "exact"])
+            found += yield from self._scan(None, ["metadata", "kinds", "exact"])
         for row in found:
             check_held_row(kinds, self._metadata(row))
 
-    def _insert_new(self, rows: list[Row]) -> None:
-        """Insert rows whose ids were not stored: an insert costs a third of an upsert at
-        100k entries (an upsert deletes by primary key first). Another writer may have
-        inserted one of these ids meanwhile; Milvus keeps both rows then, so the ids are
-        counted after the insert and a duplicate is healed with an upsert of the batch
-        (which deletes every row of those ids first). Of two racing writers, the later
-        one's count sees both rows, so one of them always heals."""
-        self._call(f"writing {len(rows)} entries", self._client.insert, self._collection, rows)
-        counted = self._call(
-            "checking for concurrently written ids",
-            self._client.query,
-            self._collection,
-            output_fields=["count(*)"],
-            consistency_level="Strong",
-            **self._render(("id in ", Param(tuple(row["id"] for row in rows)))),
-        )
-        if int(counted[0]["count(*)"]) > len(rows):
-            self._call(
-                f"rewriting {len(rows)} entries", self._client.upsert, self._collection, rows
+    def _settle(self, rows: Columns) -> Steps[None]:
+        """Make each id of ``rows`` (just written) one row. Another writer may have written
+        one of these ids meanwhile, and Milvus then keeps both rows (two inserts, and even
+        two upserts racing in Milvus Lite), so the ids are counted after the write and a
+        duplicate is healed with an upsert of the batch (which deletes every row of those
+        ids first), counted again. Of racing writers, the last to write counts after every
+        write, so the collection ends with one row per id."""
+        ids = ("id in ", Param(tuple(rows.ids)))
+        for _ in range(_SETTLE_ATTEMPTS):
+            counted = yield ClientCall.of(
+                "checking for concurrently written ids",
+                "query",
+                self._collection,
+                output_fields=["count(*)"],
+                consistency_level="Strong",
+                **self._render(ids),
             )
+            if int(counted[0]["count(*)"]) <= len(rows):
+                return
+            yield ClientCall.of(f"rewriting {len(rows)} entries", "upsert", self._collection, rows)
+        raise EmbeddingStoreError(
+            f"Milvus collection {self._collection!r}: {len(rows)} entries still have "
+            f"duplicate rows after {_SETTLE_ATTEMPTS} rewrites (other writers keep writing "
+            "the same ids); add the batch again"
+        )
 
-    def _rows(
+    def _columns(
         self,
         ids: list[str],
         vectors: npt.NDArray[np.float32],
         texts: list[str | None],
         metadata: list[dict[str, MetadataValue]] | None,
-    ) -> list[Row]:
-        rows: list[Row] = []
-        seqs = self._next_seqs(len(ids))
-        vector_lists = vectors.tolist()
-        for position, id in enumerate(ids):
-            text = texts[position]
+    ) -> Columns:
+        for position, text in enumerate(texts):
             if text is not None and not (text.isascii() and len(text) <= _MAX_VARCHAR):
+                id = ids[position]
                 try:
                     size = len(text.encode("utf-8"))
                 except UnicodeEncodeError as exc:
@@ -574,20 +766,19 @@ class MilvusEmbeddingStore(EmbeddingStore):
                         f"entry {id!r}: text of {size} bytes exceeds Milvus's VARCHAR limit "
                         f"of {_MAX_VARCHAR} bytes; split the document into smaller segments"
                     )
-            values, kinds, exact = encode_metadata(metadata[position] if metadata else {})
-            rows.append(
-                {
-                    "id": id,
-                    "seq": seqs + position,
-                    "vector": vector_lists[position],
-                    "text": text or "",
-                    "has_text": text is not None,
-                    "metadata": values,
-                    "kinds": kinds,
-                    "exact": exact,
-                }
-            )
-        return rows
+        encoded = [encode_metadata(entry) for entry in metadata] if metadata else []
+        empty: dict[str, Any] = {}
+        first = self._next_seqs(len(ids))
+        return Columns(
+            ids=ids,
+            seqs=list(range(first, first + len(ids))),
+            vectors=vectors.tolist(),
+            texts=[text or "" for text in texts],
+            has_text=[text is not None for text in texts],
+            metadata=[values for values, _, _ in encoded] or [empty] * len(ids),
+            kinds=[kinds for _, kinds, _ in encoded] or [empty] * len(ids),
+            exact=[exact for _, _, exact in encoded] or [empty] * len(ids),
+        )
 
     def _next_seqs(self, count: int) -> int:
         """The first of ``count`` increasing sequence numbers (nanosecond clock, so stores
@@ -597,28 +788,33 @@ class MilvusEmbeddingStore(EmbeddingStore):
             self._last_seq = start + count - 1
         return start
 
-    def _keep_positions(self, batch: list[Row]) -> set[str]:
+    def _keep_positions(self, batch: Columns) -> Steps[set[str]]:
         """Replaced ids keep their insertion position (their old ``seq``), as in memory;
         the ids of ``batch`` already stored."""
-        ids = tuple(row["id"] for row in batch)
-        found = self._call(
+        found = yield ClientCall.of(
             "reading existing ids",
-            self._client.query,
+            "query",
             self._collection,
             output_fields=["id", "seq"],
             consistency_level="Strong",
-            **self._render(("id in ", Param(ids))),
+            **self._render(("id in ", Param(tuple(batch.ids)))),
         )
         old = {row["id"]: row["seq"] for row in found}
-        for row in batch:
-            if row["id"] in old:
-                row["seq"] = old[row["id"]]
+        if old:
+            batch.seqs = [old.get(id, seq) for id, seq in zip(batch.ids, batch.seqs, strict=True)]
         return set(old)
 
     # ------------------------------------------------------------------ search
 
     def search(self, request: EmbeddingSearchRequest) -> EmbeddingSearchResult:
         """The best ``max_results`` entries passing the filter, scored ``(cos + 1) / 2``."""
+        return self._run(self._search(request))
+
+    async def asearch(self, request: EmbeddingSearchRequest) -> EmbeddingSearchResult:
+        """:meth:`search` on the async client."""
+        return await self._arun(self._search(request))
+
+    def _search(self, request: EmbeddingSearchRequest) -> Steps[EmbeddingSearchResult]:
         if not isinstance(request, EmbeddingSearchRequest):
             raise EmbeddingStoreError(
                 f"search takes an EmbeddingSearchRequest, got {type(request).__name__}"
@@ -629,7 +825,7 @@ class MilvusEmbeddingStore(EmbeddingStore):
                 f"query embedding dimension {query.shape[0]} does not match the store's "
                 f"{self._dimension}"
             )
-        compiled = None if request.filter is None else self._compiled(request.filter)
+        compiled = None if request.filter is None else (yield from self._compiled(request.filter))
         if self._dimension is None:
             return EmbeddingSearchResult([])
         condition = Cond(None) if compiled is None else compiled.condition
@@ -637,9 +833,9 @@ class MilvusEmbeddingStore(EmbeddingStore):
             return EmbeddingSearchResult([])
         k = request.max_results
         if condition.exact and k <= _TOP_K_LIMIT // 4 and np.any(query != 0):
-            rows = self._nearest(query, k, condition.expr)
+            rows = yield from self._nearest(query, k, condition.expr)
         else:  # a filter finished in Python, a zero query (all ties), or a huge k
-            rows = self._scan(condition.expr)
+            rows = yield from self._scan(condition.expr)
             if request.filter is not None and not condition.exact:
                 lenient = not self._type_checks
                 rows = [
@@ -649,16 +845,16 @@ class MilvusEmbeddingStore(EmbeddingStore):
                 ]
         return EmbeddingSearchResult(self._best(rows, query, k, request.min_score))
 
-    def _compiled(self, condition: Filter) -> CompiledFilter:
+    def _compiled(self, condition: Filter) -> Steps[CompiledFilter]:
         compiled = compile_filter(check_filter(condition), lenient=not self._type_checks)
         if self._dimension is None or not self._type_checks:
             return compiled
-        if self._registered and not self._registry.may_hold(compiled.incompatible):
+        if self._registered and not (yield from self._registry.may_hold(compiled.incompatible)):
             return compiled  # no clashing kind was ever written under these keys
         if compiled.probe is not None:
-            found = self._call(
+            found = yield ClientCall.of(
                 "checking filter value types",
-                self._client.query,
+                "query",
                 self._collection,
                 output_fields=["metadata", "kinds", "exact"],
                 limit=1,
@@ -669,19 +865,21 @@ class MilvusEmbeddingStore(EmbeddingStore):
                 condition.test(self._metadata(row))  # raises core's InvalidFilterError
         if not compiled.probe_complete:
             # A key no expression can name: check every entry's kinds in Python.
-            for row in self._scan(None, ["metadata", "kinds", "exact"]):
+            for row in (yield from self._scan(None, ["metadata", "kinds", "exact"])):
                 condition.test(self._metadata(row))
         return compiled
 
-    def _nearest(self, query: npt.NDArray[np.float32], k: int, expr: Expr | None) -> list[Row]:
+    def _nearest(
+        self, query: npt.NDArray[np.float32], k: int, expr: Expr | None
+    ) -> Steps[list[Row]]:
         """Candidates from the server's index: enough that none left out could tie or beat
         the k-th after exact rescoring."""
         limit = min(_TOP_K_LIMIT, k + max(8, k // 4))
         filter_args = {} if expr is None else self._render(expr)
         while True:
-            result = self._call(
+            result = yield ClientCall.of(
                 "searching",
-                self._client.search,
+                "search",
                 self._collection,
                 data=[query.tolist()],
                 anns_field="vector",
@@ -702,7 +900,7 @@ class MilvusEmbeddingStore(EmbeddingStore):
                 return rows
             limit = min(_TOP_K_LIMIT, limit * 4)
 
-    def _scan(self, expr: Expr | None, fields: list[str] | None = None) -> list[Row]:
+    def _scan(self, expr: Expr | None, fields: list[str] | None = None) -> Steps[list[Row]]:
         """Every entry matching ``expr``, paged by id."""
         rows: list[Row] = []
         last: str | None = None
@@ -712,9 +910,9 @@ class MilvusEmbeddingStore(EmbeddingStore):
                 parts += ["(", *expr, ")"]
             if last is not None:
                 parts += [" and " if parts else "", "id > ", Param(last)]
-            page = self._call(
+            page = yield ClientCall.of(
                 "reading entries",
-                self._client.query,
+                "query",
                 self._collection,
                 output_fields=fields or _FIELDS,
                 limit=_PAGE,
@@ -755,6 +953,15 @@ class MilvusEmbeddingStore(EmbeddingStore):
 
     def remove_all(self, ids: Iterable[str] | None = None, *, filter: Filter | None = None) -> None:
         """Remove the given ids, the entries matching ``filter``, or (neither) everything."""
+        self._run(self._remove(ids, filter))
+
+    async def aremove_all(
+        self, ids: Iterable[str] | None = None, *, filter: Filter | None = None
+    ) -> None:
+        """:meth:`remove_all` on the async client."""
+        await self._arun(self._remove(ids, filter))
+
+    def _remove(self, ids: Iterable[str] | None, filter: Filter | None) -> Steps[None]:
         if ids is not None and filter is not None:
             raise EmbeddingStoreError("remove_all takes ids or a filter, not both")
         if ids is not None:
@@ -762,61 +969,65 @@ class MilvusEmbeddingStore(EmbeddingStore):
                 id for id in dict.fromkeys(validate_ids(ids, unique=False)) if expressible(id)
             ]
             if self._dimension is not None:
-                self._delete_ids(id_list)
+                yield from self._delete_ids(id_list)
             return
-        compiled = None if filter is None else self._compiled(filter)
+        compiled = None if filter is None else (yield from self._compiled(filter))
         if self._dimension is None:
             return
         if compiled is None:
-            self._call(
-                "removing all entries", self._client.delete, self._collection, filter='id != ""'
+            yield ClientCall.of(
+                "removing all entries", "delete", self._collection, filter='id != ""'
             )
             return
         condition = compiled.condition
         if condition.expr is None and not condition.value:
             return
         if condition.exact and condition.expr is not None:
-            self._call(
+            yield ClientCall.of(
                 "removing entries by filter",
-                self._client.delete,
+                "delete",
                 self._collection,
                 **self._render(condition.expr),
             )
             return
         assert filter is not None
-        self._delete_ids(self._matching_ids(condition.expr, filter))
+        yield from self._delete_ids((yield from self._matching_ids(condition.expr, filter)))
 
-    def _matching_ids(self, superset: Expr | None, condition: Filter) -> list[str]:
+    def _matching_ids(self, superset: Expr | None, condition: Filter) -> Steps[list[str]]:
         """The ids of the entries in ``superset`` that pass ``condition`` (checked here)."""
         lenient = not self._type_checks
+        rows = yield from self._scan(superset, ["id", "metadata", "kinds", "exact"])
         return [
-            row["id"]
-            for row in self._scan(superset, ["id", "metadata", "kinds", "exact"])
-            if matches(condition, self._metadata(row), lenient=lenient)
+            row["id"] for row in rows if matches(condition, self._metadata(row), lenient=lenient)
         ]
 
-    def _filter_expr(self, condition: Filter | None) -> Expr | Literal[False] | None:
+    def _filter_expr(self, condition: Filter | None) -> Steps[Expr | Literal[False] | None]:
         """``condition`` as one exact expression (None: every entry, False: none), after
         the type check; what Milvus cannot state exactly becomes the matching ids."""
         if condition is None:
             return None
-        compiled = self._compiled(condition).condition
+        compiled = (yield from self._compiled(condition)).condition
         if compiled.expr is None and not compiled.value:
             return False
         if compiled.exact:
             return compiled.expr
-        ids = tuple(self._matching_ids(compiled.expr, condition))
+        ids = tuple((yield from self._matching_ids(compiled.expr, condition)))
         return ("id in ", Param(ids)) if ids else False
 
-    def _delete_ids(self, ids: list[str]) -> None:
+    def _delete_ids(self, ids: list[str]) -> Steps[None]:
         for start in range(0, len(ids), self._batch_size):
             batch = tuple(ids[start : start + self._batch_size])
-            self._call(
+            yield ClientCall.of(
                 f"removing {len(batch)} entries",
-                self._client.delete,
+                "delete",
                 self._collection,
                 **self._render(("id in ", Param(batch))),
             )
+
+
+def _with_rows(args: tuple[Any, ...]) -> tuple[Any, ...]:
+    """Call arguments with a batch of columns turned into rows."""
+    return tuple(arg.rows() if isinstance(arg, Columns) else arg for arg in args)
 
 
 def _matrix(rows: list[Row]) -> npt.NDArray[np.float32]:

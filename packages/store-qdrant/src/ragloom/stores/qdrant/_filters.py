@@ -22,12 +22,12 @@ compare with (``mismatch``); the store probes the ``kinds`` field for them and r
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from qdrant_client import QdrantClient, models
+from qdrant_client import models
 
+from ragloom.core.aio import ClientCall, Steps
 from ragloom.core.errors import InvalidFilterError
 from ragloom.core.filter_compiler import FilterCompiler
 from ragloom.core.filter_values import (
@@ -268,15 +268,10 @@ def compile_filter(condition: Filter) -> CompiledFilter:
     return CompiledFilter(native, compiler.mismatch)
 
 
-def check_types(
-    compiled: CompiledFilter,
-    client: QdrantClient,
-    collection: str,
-    call: Callable[[str, Callable[[], Any]], Any],
-) -> None:
+def check_types(compiled: CompiledFilter, collection: str) -> Steps[None]:
     """Raise core's InvalidFilterError if a point of ``collection`` stores a value whose
     type clashes with the filter's (one scroll for the first point holding a clashing
-    kind under a filtered key); ``call`` runs the client call with the caller's errors."""
+    kind under a filtered key)."""
     if not compiled.mismatch:
         return
     probe = models.Filter(
@@ -284,11 +279,13 @@ def check_types(
             models.FieldCondition(key="kinds", match=models.MatchAny(any=list(compiled.mismatch)))
         ]
     )
-    records = call(
+    records, _ = yield ClientCall.of(
         "checking filter types",
-        lambda: client.scroll(
-            collection, scroll_filter=probe, limit=1, with_payload=["kinds", "meta"]
-        )[0],
+        "scroll",
+        collection,
+        scroll_filter=probe,
+        limit=1,
+        with_payload=["kinds", "meta"],
     )
     if not records or records[0].payload is None:
         return

@@ -35,6 +35,7 @@ from typing import Any, Literal
 
 from qdrant_client import QdrantClient, models
 
+from ragloom.core.aio import run_steps
 from ragloom.core.bm25.analyzer import Analyzer, StandardAnalyzer, analyze
 from ragloom.core.content import SCORE, Content
 from ragloom.core.document import TextSegment
@@ -262,7 +263,12 @@ class QdrantHybridContentRetriever:
         if condition is None:
             return None
         compiled = compile_filter(check_filter(condition))
-        check_types(compiled, self.client, self.collection, self._call)
+        run_steps(
+            check_types(compiled, self.collection),
+            lambda step: self._call(
+                step.what, lambda: getattr(self.client, step.method)(*step.args, **step.kwargs)
+            ),
+        )
         if compiled.native.exact:
             return compiled.native.filter
         ids = self._matching(compiled.native.filter, condition)

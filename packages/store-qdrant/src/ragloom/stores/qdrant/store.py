@@ -17,20 +17,22 @@ as an exact superset and each candidate is checked with :meth:`Filter.test`.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import nullcontext
 from pathlib import Path
 from typing import Any, NamedTuple, TypeVar
 
 import numpy as np
 import numpy.typing as npt
-from qdrant_client import QdrantClient, models
+from qdrant_client import AsyncQdrantClient, QdrantClient, models
 from qdrant_client.local.qdrant_local import QdrantLocal
 
+from ragloom.core.aio import ClientCall, Steps, arun_steps, run_steps
 from ragloom.core.document import TextSegment
 from ragloom.core.embedding import Embedding
 from ragloom.core.errors import EmbeddingStoreError, RagloomError
@@ -82,6 +84,16 @@ _RESULT_FIELDS = ["rid", "seq", "text", "meta", "vec"]
 _PAGE = 1000  # points per scroll page
 
 
+class _Batch(NamedTuple):
+    """A validated ``add_all`` batch, ready to write."""
+
+    ids: list[str]
+    pids: list[str]
+    vectors: Matrix
+    payloads: list[dict[str, Any]]
+    kinds: BatchKinds
+
+
 class _Row(NamedTuple):
     """A candidate point, read back."""
 
@@ -112,8 +124,9 @@ def _connect(
     location: str | None,
     api_key: str | None,
     timeout: int | None,
-) -> tuple[QdrantClient, bool]:
-    """The client (and whether the store owns it) from exactly one connection setting."""
+) -> tuple[QdrantClient, bool, dict[str, Any] | None]:
+    """The client, whether the store owns it, and for a server, the settings an
+    ``AsyncQdrantClient`` of the same server takes (exactly one connection setting)."""
     given = [
         name
         for name, value in (
@@ -138,31 +151,38 @@ def _connect(
     if client is not None:
         if not isinstance(client, QdrantClient):
             raise EmbeddingStoreError(f"client must be a QdrantClient, got {type(client).__name__}")
-        return client, False
+        return client, False, None
     try:
         if url is not None:
             if not isinstance(url, str) or not url.startswith(("http://", "https://")):
                 raise EmbeddingStoreError(f"url must be an http(s):// URL, got {url!r}")
-            return QdrantClient(
-                url=url, api_key=api_key, timeout=timeout, check_compatibility=False
-            ), True
+            server: dict[str, Any] = {
+                "url": url,
+                "api_key": api_key,
+                "timeout": timeout,
+                "check_compatibility": False,
+            }
+            return QdrantClient(**server), True, server
         if path is not None:
             if not isinstance(path, str | os.PathLike) or not str(path):
                 raise EmbeddingStoreError(f"path must be a directory path, got {path!r}")
             if Path(path).exists() and not Path(path).is_dir():
                 raise EmbeddingStoreError(f"path {str(path)!r} exists and is not a directory")
             # The store serializes every call to a local client itself (see _guard).
-            return QdrantClient(path=str(path), force_disable_check_same_thread=True), True
+            return QdrantClient(path=str(path), force_disable_check_same_thread=True), True, None
         if not isinstance(location, str) or not location:
             raise EmbeddingStoreError(
                 f"location must be ':memory:' or a server URL, got {location!r}"
             )
-        return QdrantClient(
+        sync = QdrantClient(
             location=location,
             api_key=api_key,
             timeout=timeout,
             force_disable_check_same_thread=True,
-        ), True
+        )
+        local = isinstance(sync._client, QdrantLocal)
+        server = {"location": location, "api_key": api_key, "timeout": timeout}  # a URL
+        return sync, True, None if local else server
     except RagloomError:
         raise
     except Exception as exc:
@@ -182,6 +202,15 @@ class QdrantEmbeddingStore(EmbeddingStore):
     requests of at most ``batch_size`` points.
 
     Thread-safe: calls to a local-mode client (which is not) are serialized by the store.
+
+    Async: ``asearch``, ``aadd_all``, ``aadd`` and ``aremove_all`` run the same operations
+    on an ``AsyncQdrantClient``: with ``url`` (or a server ``location``) the store opens
+    one per event loop (close it with ``await store.aclose()`` or ``async with``); with
+    ``client``, pass ``async_client`` for the same Qdrant. In local mode (``path`` or
+    ``":memory:"``) they run the sync operation in a worker thread: the local engine is
+    in-process Python (an async local client computes on the event loop's thread), and a
+    second client cannot share its data (a path is locked by its first client; each
+    ``":memory:"`` client is a database of its own).
     """
 
     def __init__(
@@ -194,6 +223,7 @@ class QdrantEmbeddingStore(EmbeddingStore):
         location: str | None = None,
         api_key: str | None = None,
         client: QdrantClient | None = None,
+        async_client: AsyncQdrantClient | None = None,
         timeout: int | None = None,
         create_collection: bool = True,
         exact: bool = False,
@@ -212,7 +242,18 @@ class QdrantEmbeddingStore(EmbeddingStore):
             exact=exact, hnsw_ef=None if hnsw_ef is None else _positive_int(hnsw_ef, "hnsw_ef")
         )
         self._create = bool(create_collection)
-        self._client, self._owns_client = _connect(client, url, path, location, api_key, timeout)
+        if async_client is not None:
+            if client is None:
+                raise EmbeddingStoreError("async_client goes with client, not with url or path")
+            if not isinstance(async_client, AsyncQdrantClient):
+                raise EmbeddingStoreError(
+                    f"async_client must be an AsyncQdrantClient, got {type(async_client).__name__}"
+                )
+        self._async_client = async_client
+        self._async_loop: asyncio.AbstractEventLoop | None = None
+        self._client, self._owns_client, self._server = _connect(
+            client, url, path, location, api_key, timeout
+        )
         # Local mode is plain Python over a dict (and SQLite): one call at a time.
         self._local = isinstance(getattr(self._client, "_client", None), QdrantLocal)
         self._lock = threading.RLock()
@@ -254,15 +295,33 @@ class QdrantEmbeddingStore(EmbeddingStore):
         return int(result.count)
 
     def close(self) -> None:
-        """Close the client, if the store created it."""
+        """Close the client, if the store created it (see :meth:`aclose`)."""
         if self._owns_client:
             self._client.close()
+
+    async def aclose(self) -> None:
+        """Close the async client the store opened in the running event loop, then the
+        sync client as :meth:`close` does; use it (or ``async with``) after async calls."""
+        await self._close_async()
+        self.close()
+
+    async def _close_async(self) -> None:
+        """Close the async client the store opened (the next async call opens another)."""
+        if self._server is not None and self._async_client is not None:
+            client, self._async_client, self._async_loop = self._async_client, None, None
+            await client.close()
 
     def __enter__(self) -> QdrantEmbeddingStore:
         return self
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
+
+    async def __aenter__(self) -> QdrantEmbeddingStore:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
 
     # ------------------------------------------------------------------ plumbing
 
@@ -277,9 +336,50 @@ class QdrantEmbeddingStore(EmbeddingStore):
         except RagloomError:
             raise
         except Exception as exc:
-            raise EmbeddingStoreError(
-                f"Qdrant collection {self._collection!r}: {what} failed: {exc}"
-            ) from exc
+            raise self._error(what, exc) from exc
+
+    def _error(self, what: str, exc: Exception) -> EmbeddingStoreError:
+        return EmbeddingStoreError(f"Qdrant collection {self._collection!r}: {what} failed: {exc}")
+
+    def _perform(self, step: ClientCall) -> Any:
+        """One step of an operation on the sync client."""
+        method = getattr(self._client, step.method)
+        return self._call(step.what, lambda: method(*step.args, **step.kwargs))
+
+    def _run(self, steps: Steps[T]) -> T:
+        """An operation on the sync client (a local one serves one operation at a time)."""
+        with self._guard():
+            return run_steps(steps, self._perform)
+
+    async def _arun(self, steps: Steps[T]) -> T:
+        """An operation on this event loop's async client; without one (local mode, or a
+        given sync ``client`` without ``async_client``), in a worker thread."""
+        client = self._current_async_client()
+        if client is None:
+            return await asyncio.to_thread(self._run, steps)
+
+        async def perform(step: ClientCall) -> Any:
+            try:
+                return await getattr(client, step.method)(*step.args, **step.kwargs)
+            except RagloomError:
+                raise
+            except Exception as exc:
+                raise self._error(step.what, exc) from exc
+
+        return await arun_steps(steps, perform)
+
+    def _current_async_client(self) -> AsyncQdrantClient | None:
+        """The async client of the running loop, opened on first use (for a server): its
+        connections belong to the loop that opened them."""
+        if self._server is None:
+            return self._async_client  # given with ``client``, or None
+        loop = asyncio.get_running_loop()
+        if self._async_client is None or self._async_loop is not loop:
+            self._async_client = self._call(
+                "connecting (async)", lambda: AsyncQdrantClient(**self._server or {})
+            )
+            self._async_loop = loop
+        return self._async_client
 
     # ------------------------------------------------------------------ collection
 
@@ -386,11 +486,49 @@ class QdrantEmbeddingStore(EmbeddingStore):
         memory. A server error in the middle of a large batch leaves the requests before
         it written (re-adding the batch is idempotent).
         """
+        batch = self._prepare(embeddings, segments, ids)
+        if batch is None:
+            return []
+        self._ensure_collection(batch.vectors)
+        self._run(self._write(batch))
+        return batch.ids
+
+    async def aadd_all(
+        self,
+        embeddings: Sequence[Embedding],
+        segments: Sequence[TextSegment] | None = None,
+        *,
+        ids: Sequence[str] | None = None,
+    ) -> list[str]:
+        """:meth:`add_all` on the async client (same checks, same writes)."""
+        batch = self._prepare(embeddings, segments, ids)
+        if batch is None:
+            return []
+        if self._dimension is None:  # creating the collection: the sync client does it
+            await asyncio.to_thread(self._ensure_collection, batch.vectors)
+        await self._arun(self._write(batch))
+        return batch.ids
+
+    async def aadd(
+        self, embedding: Embedding, segment: TextSegment | None = None, *, id: str | None = None
+    ) -> str:
+        """:meth:`add` on the async client."""
+        segments = None if segment is None else [segment]
+        ids = None if id is None else [id]
+        return (await self.aadd_all([embedding], segments, ids=ids))[0]
+
+    def _prepare(
+        self,
+        embeddings: Sequence[Embedding],
+        segments: Sequence[TextSegment] | None,
+        ids: Sequence[str] | None,
+    ) -> _Batch | None:
+        """The checked points of an ``add_all`` call (None: nothing to add)."""
         count = len(embeddings)
         texts, metadata = split_segments(segments, count)
         id_list = generate_ids(count) if ids is None else validate_ids(ids, count)
         if count == 0:
-            return []
+            return None
         vectors = validate_embeddings(embeddings, self._dimension)
         pids = [point_id(entry_id) for entry_id in id_list]
         payloads = [
@@ -399,32 +537,37 @@ class QdrantEmbeddingStore(EmbeddingStore):
             )
             for i, entry_id in enumerate(id_list)
         ]
-        kinds = batch_kinds(metadata, self._declared)
+        return _Batch(id_list, pids, vectors, payloads, batch_kinds(metadata, self._declared))
+
+    def _ensure_collection(self, vectors: Matrix) -> None:
         with self._guard():
             if self._dimension is None:
                 self._create_collection(int(vectors.shape[1]))
-            self._check_kinds(kinds)
-            existing = self._existing_seqs(pids)
-            fresh = iter(self._next_seqs(count - len(existing)))
-            for pid, payload in zip(pids, payloads, strict=True):
-                payload["seq"] = existing[pid] if pid in existing else next(fresh)
-            for start in range(0, count, self._batch_size):
-                stop = start + self._batch_size
-                points = [
-                    models.PointStruct(id=pid, vector=vector.tolist(), payload=payload)
-                    for pid, vector, payload in zip(
-                        pids[start:stop], vectors[start:stop], payloads[start:stop], strict=True
-                    )
-                ]
-                self._call(
-                    f"writing {len(points)} points",
-                    lambda points=points: self._client.upsert(  # type: ignore[misc]
-                        self._collection, points=points, wait=True
-                    ),
-                )
-        return id_list
 
-    def _check_kinds(self, kinds: BatchKinds) -> None:
+    def _write(self, batch: _Batch) -> Steps[None]:
+        yield from self._check_kinds(batch.kinds)
+        pids, payloads = batch.pids, batch.payloads
+        existing = yield from self._existing_seqs(pids)
+        fresh = iter(self._next_seqs(len(pids) - len(existing)))
+        for pid, payload in zip(pids, payloads, strict=True):
+            payload["seq"] = existing[pid] if pid in existing else next(fresh)
+        for start in range(0, len(pids), self._batch_size):
+            stop = start + self._batch_size
+            points = [
+                models.PointStruct(id=pid, vector=vector.tolist(), payload=payload)
+                for pid, vector, payload in zip(
+                    pids[start:stop], batch.vectors[start:stop], payloads[start:stop], strict=True
+                )
+            ]
+            yield ClientCall.of(
+                f"writing {len(points)} points",
+                "upsert",
+                self._collection,
+                points=points,
+                wait=True,
+            )
+
+    def _check_kinds(self, kinds: BatchKinds) -> Steps[None]:
         """Refuse the batch if the collection holds one of its keys with another type (core's
         ``metadata_types``): one scroll on the indexed ``kinds`` field."""
         other = [
@@ -437,25 +580,28 @@ class QdrantEmbeddingStore(EmbeddingStore):
         condition = models.Filter(
             must=[models.FieldCondition(key="kinds", match=models.MatchAny(any=other))]
         )
-        records, _ = self._call(
+        records, _ = yield ClientCall.of(
             "checking metadata types",
-            lambda: self._client.scroll(
-                self._collection, scroll_filter=condition, limit=1, with_payload=["kinds", "meta"]
-            ),
+            "scroll",
+            self._collection,
+            scroll_filter=condition,
+            limit=1,
+            with_payload=["kinds", "meta"],
         )
         if records and records[0].payload is not None:
             check_held_row(kinds, decode_meta(records[0].payload))
 
-    def _existing_seqs(self, pids: list[str]) -> dict[str, int]:
+    def _existing_seqs(self, pids: list[str]) -> Steps[dict[str, int]]:
         """The sequence numbers of those of ``pids`` already stored."""
         found: dict[str, int] = {}
         for start in range(0, len(pids), _PAGE):
-            chunk = pids[start : start + _PAGE]
-            records = self._call(
+            records = yield ClientCall.of(
                 "reading existing points",
-                lambda chunk=chunk: self._client.retrieve(  # type: ignore[misc]
-                    self._collection, ids=chunk, with_payload=["seq"], with_vectors=False
-                ),
+                "retrieve",
+                self._collection,
+                ids=pids[start : start + _PAGE],
+                with_payload=["seq"],
+                with_vectors=False,
             )
             for record in records:
                 if record.payload and "seq" in record.payload:
@@ -466,6 +612,13 @@ class QdrantEmbeddingStore(EmbeddingStore):
 
     def search(self, request: EmbeddingSearchRequest) -> EmbeddingSearchResult:
         """The best ``max_results`` entries passing the filter, scored ``(cos + 1) / 2``."""
+        return self._run(self._search(request))
+
+    async def asearch(self, request: EmbeddingSearchRequest) -> EmbeddingSearchResult:
+        """:meth:`search` on the async client."""
+        return await self._arun(self._search(request))
+
+    def _search(self, request: EmbeddingSearchRequest) -> Steps[EmbeddingSearchResult]:
         compiled = None if request.filter is None else compile_filter(request.filter)
         query = np.asarray(request.query_embedding.vector, dtype=np.float32)
         if self._dimension is None:
@@ -477,18 +630,17 @@ class QdrantEmbeddingStore(EmbeddingStore):
             )
         if not np.all(np.isfinite(query)):
             raise EmbeddingStoreError("query embedding has non-finite values")
-        with self._guard():
-            native = Native(None, exact=True)
-            if compiled is not None:
-                self._probe(compiled)
-                native = compiled.native
-            if not np.any(query):  # cosine 0 with everything: insertion order decides
-                rows = self._scan(native, request.filter)
-                cosines = np.zeros(len(rows), dtype=np.float64)
-            else:
-                rows, cosines = self._nearest(
-                    query, request.max_results, request.min_score, native, request.filter
-                )
+        native = Native(None, exact=True)
+        if compiled is not None:
+            yield from self._probe(compiled)
+            native = compiled.native
+        if not np.any(query):  # cosine 0 with everything: insertion order decides
+            rows = yield from self._scan(native, request.filter)
+            cosines = np.zeros(len(rows), dtype=np.float64)
+        else:
+            rows, cosines = yield from self._nearest(
+                query, request.max_results, request.min_score, native, request.filter
+            )
         order = np.lexsort((np.array([row.seq for row in rows], dtype=np.int64), -cosines))
         order = order[: request.max_results]
         scores = relevance_score(cosines[order])
@@ -507,25 +659,24 @@ class QdrantEmbeddingStore(EmbeddingStore):
         min_score: float,
         native: Native,
         condition: Filter | None,
-    ) -> tuple[list[_Row], npt.NDArray[np.float64]]:
+    ) -> Steps[tuple[list[_Row], npt.NDArray[np.float64]]]:
         """Candidates and their exact cosines: enough to hold the exact top ``k``."""
         min_cosine = 2.0 * min_score - 1.0
         threshold = min_cosine - _SLACK if min_score > 0 else None
         limit = k + max(k, 10)
         vector = query.tolist()
         while True:
-            result = self._call(
+            result = yield ClientCall.of(
                 "searching",
-                lambda limit=limit: self._client.query_points(  # type: ignore[misc]
-                    self._collection,
-                    query=vector,
-                    limit=limit,
-                    query_filter=native.filter,
-                    search_params=None if self._local else self._search_params,
-                    score_threshold=threshold,
-                    with_payload=_RESULT_FIELDS,
-                    with_vectors=False,
-                ),
+                "query_points",
+                self._collection,
+                query=vector,
+                limit=limit,
+                query_filter=native.filter,
+                search_params=None if self._local else self._search_params,
+                score_threshold=threshold,
+                with_payload=_RESULT_FIELDS,
+                with_vectors=False,
             )
             points = result.points
             rows = [
@@ -550,34 +701,36 @@ class QdrantEmbeddingStore(EmbeddingStore):
         vectors = np.stack([decode_vector(row.payload, self._dimension) for row in rows])
         return exact_cosines(vectors, query)
 
-    def _scan(self, native: Native, condition: Filter | None) -> list[_Row]:
+    def _scan(self, native: Native, condition: Filter | None) -> Steps[list[_Row]]:
         """Every point passing the filter (a zero query scores all alike)."""
+        records = yield from self._scroll(native.filter, _RESULT_FIELDS)
         return [
             _Row(str(record.id), int(record.payload["seq"]), record.payload)
-            for record in self._scroll(native.filter, _RESULT_FIELDS)
+            for record in records
             if record.payload is not None
             and (native.exact or condition is None or condition.test(decode_meta(record.payload)))
         ]
 
     def _scroll(
         self, condition: models.Filter | None, fields: list[str]
-    ) -> Iterator[models.Record]:
+    ) -> Steps[list[models.Record]]:
+        """Every point passing ``condition``, read page by page."""
+        found: list[models.Record] = []
         offset: models.ExtendedPointId | None = None
         while True:
-            records, offset = self._call(
+            records, offset = yield ClientCall.of(
                 "reading points",
-                lambda offset=offset: self._client.scroll(  # type: ignore[misc]
-                    self._collection,
-                    scroll_filter=condition,
-                    limit=_PAGE,
-                    offset=offset,
-                    with_payload=fields,
-                    with_vectors=False,
-                ),
+                "scroll",
+                self._collection,
+                scroll_filter=condition,
+                limit=_PAGE,
+                offset=offset,
+                with_payload=fields,
+                with_vectors=False,
             )
-            yield from records
+            found += records
             if offset is None:
-                return
+                return found
 
     def _match(self, row: _Row, score: float) -> EmbeddingMatch:
         assert self._dimension is not None
@@ -587,60 +740,66 @@ class QdrantEmbeddingStore(EmbeddingStore):
         vector = decode_vector(payload, self._dimension)
         return EmbeddingMatch(score, str(payload["rid"]), Embedding(vector), segment)
 
-    def _probe(self, compiled: CompiledFilter) -> None:
+    def _probe(self, compiled: CompiledFilter) -> Steps[None]:
         """Raise InvalidFilterError if a stored value's type cannot meet the filter's."""
         if self._dimension is not None:
-            check_types(compiled, self._client, self._collection, self._call)
+            yield from check_types(compiled, self._collection)
 
     # ------------------------------------------------------------------ removing
 
     def remove_all(self, ids: Iterable[str] | None = None, *, filter: Filter | None = None) -> None:
         """Remove the given ids, the entries matching ``filter``, or (neither) everything."""
+        self._run(self._remove(ids, filter))
+
+    async def aremove_all(
+        self, ids: Iterable[str] | None = None, *, filter: Filter | None = None
+    ) -> None:
+        """:meth:`remove_all` on the async client."""
+        await self._arun(self._remove(ids, filter))
+
+    def _remove(self, ids: Iterable[str] | None, filter: Filter | None) -> Steps[None]:
         if ids is not None and filter is not None:
             raise EmbeddingStoreError("remove_all takes ids or a filter, not both")
         if ids is not None:
             id_list = validate_ids(ids, unique=False)
             if id_list and self._dimension is not None:
-                with self._guard():
-                    self._delete_points([point_id(entry_id) for entry_id in id_list])
+                yield from self._delete_points([point_id(entry_id) for entry_id in id_list])
             return
         compiled = None if filter is None else compile_filter(check_filter(filter))
         if self._dimension is None:
             return
-        with self._guard():
-            if compiled is None:
-                self._delete_matching(models.Filter())
-                return
-            self._probe(compiled)
-            native = compiled.native
-            if native.exact:
-                self._delete_matching(native.filter or models.Filter())
-                return
-            assert filter is not None
-            self._delete_points(
-                [
-                    str(record.id)
-                    for record in self._scroll(native.filter, ["meta"])
-                    if filter.test(decode_meta(record.payload or {}))
-                ]
-            )
+        if compiled is None:
+            yield self._delete_matching(models.Filter())
+            return
+        yield from self._probe(compiled)
+        native = compiled.native
+        if native.exact:
+            yield self._delete_matching(native.filter or models.Filter())
+            return
+        assert filter is not None
+        records = yield from self._scroll(native.filter, ["meta"])
+        yield from self._delete_points(
+            [str(r.id) for r in records if filter.test(decode_meta(r.payload or {}))]
+        )
 
-    def _delete_points(self, pids: list[str]) -> None:
+    def _delete_points(self, pids: list[str]) -> Steps[None]:
         for start in range(0, len(pids), self._batch_size):
             chunk: list[models.ExtendedPointId] = list(pids[start : start + self._batch_size])
-            self._call(
+            yield ClientCall.of(
                 f"deleting {len(chunk)} points",
-                lambda chunk=chunk: self._client.delete(  # type: ignore[misc]
-                    self._collection, points_selector=models.PointIdsList(points=chunk), wait=True
-                ),
+                "delete",
+                self._collection,
+                points_selector=models.PointIdsList(points=chunk),
+                wait=True,
             )
 
-    def _delete_matching(self, condition: models.Filter) -> None:
-        self._call(
+    def _delete_matching(self, condition: models.Filter) -> ClientCall:
+        return ClientCall.of(
             "deleting points",
-            lambda: self._client.delete(
-                self._collection, points_selector=models.FilterSelector(filter=condition), wait=True
-            ),
+            "delete",
+            self._collection,
+            points_selector=models.FilterSelector(filter=condition),
+            wait=True,
         )
 
     # ------------------------------------------------------------------ indexes
