@@ -19,8 +19,10 @@ A zero vector has cosine 0 with everything (score 0.5); other norms must lie wit
 Quantized search. ``index="int8"`` or ``"binary"`` (or :class:`IndexOptions`) keeps
 compact codes next to the matrix (:mod:`ragloom.core.stores.quantized`) that choose an
 oversampled candidate set, which the same ``float64`` rescoring ranks: scores stay exact,
-recall becomes approximate. Exact search stays the default, and stays in use below
-``exact_below`` eligible rows (20,000 by default) and for selective filters.
+recall becomes approximate. ``index="hnsw"`` does the same with a usearch HNSW graph
+(:mod:`ragloom.core.stores.hnsw`, the ``ragloom-core[hnsw]`` extra). Exact search stays
+the default, and stays in use below ``exact_below`` eligible rows (20,000 by default)
+and for selective filters.
 
 Removal. Removed rows become tombstones (masked out of searches); when they exceed a
 quarter of the rows the store compacts, preserving order, so removal is amortized
@@ -78,6 +80,7 @@ from ragloom.core.stores.base import (
     EmbeddingStore,
 )
 from ragloom.core.stores.filter_mask import filter_mask
+from ragloom.core.stores.hnsw import new_search_index
 from ragloom.core.stores.metadata_table import MetadataTable
 from ragloom.core.stores.metadata_types import batch_kinds, check_held
 from ragloom.core.stores.metadata_types import metadata_schema as metadata_schema_kinds
@@ -89,7 +92,7 @@ from ragloom.core.stores.persistence import (
     SavedDirectory,
     encode_metadata,
 )
-from ragloom.core.stores.quantized import IndexKind, IndexOptions, index_options, new_index
+from ragloom.core.stores.quantized import IndexKind, IndexOptions, index_options
 from ragloom.core.stores.scores import exact_cosines, relevance_score
 from ragloom.core.stores.validation import (
     embedding_dimension,
@@ -135,8 +138,8 @@ class InMemoryEmbeddingStore(TombstonedRows, EmbeddingStore):
     ``dimension`` fixes the vector dimension up front; otherwise the first added
     embedding sets it (and removing everything forgets it). ``add_all`` also accepts a
     2-D numpy array of vectors, the fast path for bulk loads. ``index`` chooses exact
-    search (the default) or a quantized index, ``"int8"`` or ``"binary"`` (see the module
-    docstring). ``metadata_schema`` (e.g. ``{"tenant": str}``) declares metadata key
+    search (the default), a quantized index (``"int8"``, ``"binary"``) or ``"hnsw"`` (see
+    the module docstring). ``metadata_schema`` (e.g. ``{"tenant": str}``) declares metadata key
     types; undeclared keys take the type of their first write, and a write with another
     type is refused (:mod:`~ragloom.core.stores.metadata_types`). All methods are safe to
     call from several threads (one re-entrant lock guards the state).
@@ -176,13 +179,13 @@ class InMemoryEmbeddingStore(TombstonedRows, EmbeddingStore):
         # id -> row of the live rows, built on first need (a lookup by id) and then kept up
         # to date; bulk loads into an empty store and adds with generated ids skip it.
         self._index: dict[str, int] | None = None
-        self._quantized = new_index(self._index_options)
+        self._quantized = new_search_index(self._index_options)
 
     # ------------------------------------------------------------------ properties
 
     @property
     def index_options(self) -> IndexOptions:
-        """How this store searches (exact, int8 or binary; see the module docstring)."""
+        """How this store searches (exact, int8, binary or hnsw; see the module docstring)."""
         return self._index_options
 
     @property

@@ -24,6 +24,9 @@ masked like in exact search. The mean and scales are learned from a sample of up
 16,384 rows at the first quantized search and learned again (re-encoding everything) when
 the store has doubled since, until the sample is full-sized four times over.
 
+:class:`IndexOptions` also configures the HNSW index (``kind="hnsw"``), which lives in
+:mod:`ragloom.core.stores.hnsw` and chooses candidates the same way.
+
 When the index does not pay, search stays exact: below ``exact_below`` eligible rows (live
 and passing the filter; so a selective filter falls back to exact search on the filtered
 rows), and when the candidates would cover every eligible row.
@@ -42,13 +45,19 @@ from ragloom.core.errors import EmbeddingStoreError
 
 __all__ = ["IndexKind", "IndexOptions", "QuantizedIndex", "index_options", "new_index"]
 
-IndexKind = Literal["exact", "int8", "binary"]
+IndexKind = Literal["exact", "int8", "binary", "hnsw"]
+HnswDtype = Literal["f16", "i8", "f32"]
 Positions = npt.NDArray[np.intp]
 Matrix = npt.NDArray[np.float32]
 
-_KINDS = ("exact", "int8", "binary")
+_KINDS = ("exact", "int8", "binary", "hnsw")
+_HNSW_DTYPES = ("f16", "i8", "f32")
 # Defaults measured on clustered 384-d data (scripts/bench/bench_ann.py): recall@10 >= 0.95.
-_DEFAULTS: dict[str, tuple[float, int]] = {"int8": (4.0, 64), "binary": (20.0, 400)}
+_DEFAULTS: dict[str, tuple[float, int]] = {
+    "int8": (4.0, 64),
+    "binary": (20.0, 400),
+    "hnsw": (2.0, 32),
+}
 _EXACT_BELOW = 20_000
 _TRAIN_SAMPLE = 16_384
 _CLIP_QUANTILE = 0.999
@@ -65,14 +74,24 @@ class IndexOptions:
 
     ``oversample`` and ``min_candidates`` set how many rows are rescored exactly
     (``max(oversample * max_results, min_candidates)``; defaults per kind: int8 4x and 64,
-    binary 20x and 400); ``exact_below`` is the number of eligible rows under which search
-    stays exact (default 20,000, where exact search takes about a millisecond).
+    binary 20x and 400, hnsw 2x and 32); ``exact_below`` is the number of eligible rows
+    under which search stays exact (default 20,000, where exact search takes about a
+    millisecond).
+
+    HNSW only (:mod:`ragloom.core.stores.hnsw`): ``connectivity`` (links a node, 16),
+    ``expansion`` (the search beam, 64; raised to the candidate count when smaller),
+    ``expansion_add`` (the beam while building, 128) and ``hnsw_dtype``, how the graph
+    stores its copy of the unit vectors (``"f16"``, ``"i8"`` or ``"f32"``).
     """
 
     kind: IndexKind = "exact"
     oversample: float | None = None
     min_candidates: int | None = None
     exact_below: int = _EXACT_BELOW
+    connectivity: int = 16
+    expansion: int = 64
+    expansion_add: int = 128
+    hnsw_dtype: HnswDtype = "f16"
 
     def __post_init__(self) -> None:
         if self.kind not in _KINDS:
@@ -93,6 +112,14 @@ class IndexOptions:
             value = getattr(self, name)
             if value is not None and (type(value) is not int or value < 0):
                 raise EmbeddingStoreError(f"{name} must be an int >= 0, got {value!r}")
+        for name in ("connectivity", "expansion", "expansion_add"):
+            value = getattr(self, name)
+            if type(value) is not int or value < 2:
+                raise EmbeddingStoreError(f"{name} must be an int >= 2, got {value!r}")
+        if self.hnsw_dtype not in _HNSW_DTYPES:
+            raise EmbeddingStoreError(
+                f"hnsw_dtype must be one of {', '.join(_HNSW_DTYPES)}, got {self.hnsw_dtype!r}"
+            )
 
     def candidate_count(self, k: int) -> int:
         """Rows rescored exactly for a top-``k`` search."""
@@ -116,7 +143,8 @@ def index_options(index: IndexKind | IndexOptions) -> IndexOptions:
 
 
 def new_index(options: IndexOptions) -> QuantizedIndex | None:
-    """The quantized index for ``options``, or ``None`` for exact search."""
+    """The quantized index for ``options``, or ``None`` (exact search or HNSW, see
+    :func:`ragloom.core.stores.hnsw.new_search_index`)."""
     if options.kind == "int8":
         return Int8Index(options)
     if options.kind == "binary":
@@ -177,11 +205,11 @@ class QuantizedIndex:
             self._codes = grown
         if self._dirty:
             rows = np.fromiter(sorted(self._dirty), dtype=np.intp, count=len(self._dirty))
-            self._codes[rows] = self._encode(_unit(matrix, inv_norms, rows))
+            self._codes[rows] = self._encode(unit_rows(matrix, inv_norms, rows))
             self._dirty.clear()
         for start in range(self._synced, size, _ENCODE_BLOCK):
             stop = min(start + _ENCODE_BLOCK, size)
-            self._codes[start:stop] = self._encode(_unit(matrix, inv_norms, slice(start, stop)))
+            self._codes[start:stop] = self._encode(unit_rows(matrix, inv_norms, slice(start, stop)))
         self._synced = size
 
     def _train(self, matrix: Matrix, inv_norms: npt.NDArray[np.float32], size: int) -> None:
@@ -189,7 +217,7 @@ class QuantizedIndex:
         rng = np.random.default_rng(size)
         count = min(size, _TRAIN_SAMPLE)
         rows = np.sort(rng.choice(size, count, replace=False)) if count < size else slice(0, size)
-        sample = _unit(matrix, inv_norms, rows).astype(np.float64)
+        sample = unit_rows(matrix, inv_norms, rows).astype(np.float64)
         self._mean = sample.mean(axis=0).astype(np.float32)
         self._fit(sample - self._mean)
         self._trained_on = size
@@ -325,7 +353,9 @@ class BinaryIndex(QuantizedIndex):
         return np.flatnonzero(distances <= cut)
 
 
-def _unit(matrix: Matrix, inv_norms: npt.NDArray[np.float32], rows: Positions | slice) -> Matrix:
+def unit_rows(
+    matrix: Matrix, inv_norms: npt.NDArray[np.float32], rows: Positions | slice
+) -> Matrix:
     """The unit vectors of ``rows`` (zero rows stay zero), in float32."""
     return np.asarray(matrix[rows] * inv_norms[rows][:, None], dtype=np.float32)
 
