@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import json
+import re
 import sys
+from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
@@ -16,7 +19,8 @@ from ragloom.core import (
     metadata_key,
 )
 from ragloom.core.filters import Filter
-from ragloom.core.stores.quantized import IndexOptions, _popcount_table
+from ragloom.core.stores.hnsw import HnswIndex
+from ragloom.core.stores.quantized import IndexOptions, QuantizedIndex, _popcount_table
 from ragloom.testkit import EmbeddingStoreFilterSuite, EmbeddingStoreSuite
 
 KINDS = ("int8", "binary", "hnsw")
@@ -259,3 +263,78 @@ def test_hnsw_without_usearch_names_the_extra(monkeypatch: pytest.MonkeyPatch) -
     monkeypatch.setitem(sys.modules, "usearch.index", None)
     with pytest.raises(EmbeddingStoreError, match=r"pip install 'ragloom-core\[hnsw\]'"):
         InMemoryEmbeddingStore(index="hnsw")
+
+
+@pytest.mark.parametrize("mmap", [False, True])
+@pytest.mark.parametrize("kind", KINDS)
+def test_save_and_load_keep_the_index_without_rebuilding_it(
+    data: tuple[npt.NDArray[np.float32], npt.NDArray[np.float32]],
+    tmp_path: Path,
+    kind: str,
+    mmap: bool,
+) -> None:
+    vectors, queries = data
+    store = _store(kind, vectors[:5000])
+    before = [_top(store, query) for query in queries[:10]]  # builds the index
+    store.save(tmp_path)
+    loaded = InMemoryEmbeddingStore.load(tmp_path, mmap=mmap)
+    assert loaded.index_options == store.index_options
+    index, saved = loaded._quantized, store._quantized
+    if isinstance(index, HnswIndex):
+        assert isinstance(saved, HnswIndex)
+        assert (index._view is not None) == mmap
+        assert index._graph is not None
+        assert len(index._graph) == 5000
+    else:
+        assert isinstance(index, QuantizedIndex)
+        assert isinstance(saved, QuantizedIndex)
+        assert index._trained_on == saved._trained_on
+        assert np.array_equal(index._codes, saved._codes[:5000])
+    assert [_top(loaded, query) for query in queries[:10]] == before
+    # Writes after a load (a memory-mapped graph is read into memory first).
+    loaded.add_all(queries[:20], ids=[f"r{i}" for i in range(20)])  # replaced
+    loaded.add_all(queries[20:30], ids=[f"q{i}" for i in range(10)])  # appended
+    loaded.remove_all([f"r{i}" for i in range(100, 2000)])  # compaction
+    for i in range(10):
+        assert _top(loaded, queries[i], 1) == [(f"r{i}", pytest.approx(1.0))]
+        assert _top(loaded, queries[20 + i], 1) == [(f"q{i}", pytest.approx(1.0))]
+    assert len(loaded) == 5000 + 10 - 1900
+
+
+def test_saves_without_an_index_still_load(
+    data: tuple[npt.NDArray[np.float32], npt.NDArray[np.float32]], tmp_path: Path
+) -> None:
+    """Saves from before indexes have no "index" in their manifest: they load as exact."""
+    vectors, queries = data
+    store = _store("exact", vectors[:3000])
+    store.save(tmp_path)
+    manifest_path = tmp_path / "manifest.json"
+    manifest = json.loads(manifest_path.read_text())
+    assert set(manifest["files"]) == {"vectors", "rows"}
+    del manifest["index"]
+    manifest_path.write_text(json.dumps(manifest))
+    for mmap in (False, True):
+        loaded = InMemoryEmbeddingStore.load(tmp_path, mmap=mmap)
+        assert loaded.index_options == IndexOptions()
+        assert _top(loaded, queries[0]) == _top(store, queries[0])
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_corrupt_index_file_fails_the_load_naming_it(
+    data: tuple[npt.NDArray[np.float32], npt.NDArray[np.float32]], tmp_path: Path, kind: str
+) -> None:
+    vectors, queries = data
+    store = _store(kind, vectors[:3000])
+    _top(store, queries[0])
+    store.save(tmp_path)
+    files = json.loads((tmp_path / "manifest.json").read_text())["files"]
+    for file_kind in ("codes", "graph"):
+        if file_kind not in files:
+            continue
+        path = tmp_path / files[file_kind]["name"]
+        original = path.read_bytes()
+        path.write_bytes(original[:-9] + bytes([original[-9] ^ 1]) + original[-8:])
+        with pytest.raises(EmbeddingStoreError, match=re.escape(path.name)):
+            InMemoryEmbeddingStore.load(tmp_path)
+        path.write_bytes(original)
+    assert _top(InMemoryEmbeddingStore.load(tmp_path), queries[0]) == _top(store, queries[0])

@@ -94,5 +94,7 @@ class HnswGraph:
         keys: Keys = self._index.search(vector, count).keys
         return keys
 
-    def save(self, path: str | os.PathLike[str]) -> None:
-        self._index.save(os.fspath(path))
+    def serialized(self) -> bytearray:
+        """The graph in usearch's file format (what :meth:`restore` reads)."""
+        data: bytearray = self._index.save()
+        return data

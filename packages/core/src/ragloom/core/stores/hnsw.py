@@ -26,12 +26,21 @@ search when fewer than ``wanted`` survive.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from ragloom.core.stores._usearch import HnswGraph, require_usearch
-from ragloom.core.stores.quantized import IndexOptions, QuantizedIndex, new_index, unit_rows
+from ragloom.core.stores.quantized import (
+    STATE_VERSION,
+    IndexOptions,
+    QuantizedIndex,
+    new_index,
+    unit_rows,
+)
 
 __all__ = ["HnswIndex", "new_search_index"]
 
@@ -60,6 +69,7 @@ class HnswIndex:
         self._synced = 0  # rows [0, _synced) are in the graph
         self._dirty: set[int] = set()  # indexed rows rewritten since (replaced entries)
         self._removed = 0  # nodes removed from the graph since it was built
+        self._view: Path | None = None  # the saved file a memory-mapped graph views
 
     @property
     def nbytes(self) -> int:
@@ -79,7 +89,7 @@ class HnswIndex:
             gone = np.ones(self._synced, dtype=bool)
             gone[kept] = False
             dropped = self._row_keys[: self._synced][gone]
-            self._graph.remove(dropped)
+            self._writable().remove(dropped)
             self._key_rows[dropped.astype(np.intp)] = _NO_ROW
             self._removed += int(dropped.size)
         self._row_keys[: kept.size] = self._row_keys[kept]
@@ -96,8 +106,9 @@ class HnswIndex:
         """Index the rows added or replaced since the last search (rebuilding if due)."""
         if self._graph is None or self._removed > self._synced:
             self._build(int(matrix.shape[1]))
-        graph = self._graph
-        assert graph is not None
+        if not self._dirty and size == self._synced:
+            return
+        graph = self._writable()
         if self._dirty:
             rows = np.fromiter(sorted(self._dirty), dtype=np.intp, count=len(self._dirty))
             keys = self._row_keys[rows]
@@ -128,6 +139,7 @@ class HnswIndex:
         self._synced = 0
         self._dirty.clear()
         self._removed = 0
+        self._view = None
 
     def _grow(self, size: int) -> None:
         """Give rows ``_synced..size`` fresh keys (after every key ever given)."""
@@ -141,6 +153,62 @@ class HnswIndex:
         key_rows[:first_key] = self._key_rows
         key_rows[first_key:] = np.arange(self._synced, size)
         self._key_rows = key_rows
+
+    # ------------------------------------------------------------------ persistence
+
+    def state(
+        self, matrix: Matrix, inv_norms: npt.NDArray[np.float32], size: int
+    ) -> tuple[dict[str, Any], dict[str, npt.NDArray[Any]]]:
+        """What a save keeps (nothing if never built): the manifest's header, the key of
+        every row (``codes``) and the usearch file (``graph``), brought up to date first."""
+        if self._graph is None:
+            return {}, {}
+        self.sync(matrix, inv_norms, size)
+        graph = np.frombuffer(self._writable().serialized(), dtype=np.uint8)
+        header = {"version": STATE_VERSION, "removed": self._removed}
+        return header, {"codes": self._row_keys[:size], "graph": graph}
+
+    def restore(
+        self,
+        header: Mapping[str, Any],
+        row_keys: npt.NDArray[Any],
+        graph_path: Path,
+        dimension: int,
+        *,
+        mmap: bool,
+    ) -> None:
+        """Adopt a saved :meth:`state`; ``mmap`` views the graph file instead of reading
+        it (a viewed graph is read into memory at the first change)."""
+        if header.get("version") != STATE_VERSION:
+            raise ValueError(f"index state version {header.get('version')!r} is not supported")
+        removed = header.get("removed")
+        if type(removed) is not int or removed < 0:
+            raise ValueError(f"invalid removed count {removed!r}")
+        if row_keys.dtype != np.uint64 or row_keys.ndim != 1:
+            raise ValueError("the row keys are not a uint64 vector")
+        graph = HnswGraph.restore(graph_path, view=mmap)
+        count = int(row_keys.size)
+        if graph.dimension != dimension or len(graph) != count:
+            raise ValueError(
+                f"the graph holds {len(graph)} vectors of dimension {graph.dimension}, "
+                f"expected {count} of dimension {dimension}"
+            )
+        key_rows = np.full(int(row_keys.max()) + 1 if count else 0, _NO_ROW, dtype=np.intp)
+        key_rows[row_keys.astype(np.intp)] = np.arange(count)
+        if count and (key_rows != _NO_ROW).sum() != count:
+            raise ValueError("two rows share a graph key")
+        self._graph, self._view = graph, graph_path if mmap else None
+        self._row_keys, self._key_rows = np.array(row_keys), key_rows
+        self._synced, self._removed = count, removed
+        self._dirty.clear()
+
+    def _writable(self) -> HnswGraph:
+        """The graph, read into memory first if it is a view of a saved file."""
+        assert self._graph is not None
+        if self._view is not None:
+            self._graph = HnswGraph.restore(self._view, view=False)
+            self._view = None
+        return self._graph
 
     # ------------------------------------------------------------------ searching
 

@@ -35,6 +35,7 @@ rows), and when the candidates would cover every eligible row.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -66,6 +67,7 @@ _INT8_BLOCK = 1024  # int8 rows converted to float32 at a time: about an L2 cach
 _HAMMING_BLOCK = 16_384
 _GATHER_BELOW = 1 / 3  # as in exact search: gather the selected rows below this share
 _COMPACT_CHUNK = 4096
+STATE_VERSION = 1  # of what a save keeps of an index (see QuantizedIndex.state)
 
 
 @dataclass(frozen=True, slots=True)
@@ -229,6 +231,44 @@ class QuantizedIndex:
     def _fit(self, centered: npt.NDArray[np.float64]) -> None:
         """Learn the kind's parameters from centered unit vectors (none by default)."""
 
+    # ------------------------------------------------------------------ persistence
+
+    def state(
+        self, matrix: Matrix, inv_norms: npt.NDArray[np.float32], size: int
+    ) -> tuple[dict[str, Any], dict[str, npt.NDArray[Any]]]:
+        """What a save keeps (nothing if never trained): the manifest's header (version,
+        centering, scales) and the codes of every row, brought up to date first."""
+        if self._mean is None:
+            return {}, {}
+        self.sync(matrix, inv_norms, size)
+        header = {"version": STATE_VERSION, "trained_on": self._trained_on}
+        header |= {name: getattr(self, f"_{name}").tolist() for name in self._learned}
+        return header, {"codes": self._codes[:size]}
+
+    def restore(self, header: Mapping[str, Any], codes: npt.NDArray[Any], dimension: int) -> None:
+        """Adopt a saved :meth:`state` (``codes`` may be memory-mapped, copy-on-write)."""
+        if header.get("version") != STATE_VERSION:
+            raise ValueError(f"index state version {header.get('version')!r} is not supported")
+        trained_on = header.get("trained_on")
+        if type(trained_on) is not int or trained_on < 1:
+            raise ValueError(f"invalid trained_on {trained_on!r}")
+        learned = {}
+        for name in self._learned:
+            value = np.asarray(header.get(name), dtype=np.float32)
+            if value.shape != (dimension,) or not np.isfinite(value).all():
+                raise ValueError(f"index {name} is not {dimension} finite numbers")
+            learned[name] = value
+        width = self._code_width(dimension)
+        if codes.dtype != self._dtype or codes.ndim != 2 or codes.shape[1] != width:
+            raise ValueError(f"expected {np.dtype(self._dtype)} codes of width {width}")
+        for name, value in learned.items():
+            setattr(self, f"_{name}", value)
+        self._trained_on, self._width = trained_on, width
+        self._codes, self._synced = codes, int(codes.shape[0])
+        self._dirty.clear()
+
+    _learned: tuple[str, ...] = ("mean",)
+
     # ------------------------------------------------------------------ searching
 
     def candidates(
@@ -278,6 +318,7 @@ class Int8Index(QuantizedIndex):
     """int8 codes of ``(u - mean) / scale``, one scale a dimension."""
 
     _dtype = np.int8
+    _learned = ("mean", "scale")
 
     def _code_width(self, dimension: int) -> int:
         return dimension
