@@ -13,7 +13,8 @@ array, updated when compaction moves rows. Appends are indexed lazily, at the ne
 search that uses the graph (so the first such search on a large store pays the build);
 replaced rows are removed and indexed again under their key; tombstoned rows are
 skipped at search time and removed from the graph when the store compacts. usearch
-only marks removed nodes, so when they outnumber the live ones the graph is rebuilt.
+only marks removed nodes, and a graph with many of them finds live neighbours less
+reliably, so when they reach half the live ones the graph is rebuilt.
 
 Filters. Below ``exact_below`` eligible rows search is exact, as for every kind. A
 filter (or tombstones) keeping a share ``s`` of the rows: when ``s`` is small enough that
@@ -104,7 +105,7 @@ class HnswIndex:
 
     def sync(self, matrix: Matrix, inv_norms: npt.NDArray[np.float32], size: int) -> None:
         """Index the rows added or replaced since the last search (rebuilding if due)."""
-        if self._graph is None or self._removed > self._synced:
+        if self._graph is None or 2 * self._removed > self._synced:
             self._build(int(matrix.shape[1]))
         if not self._dirty and size == self._synced:
             return
