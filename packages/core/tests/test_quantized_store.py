@@ -1,6 +1,11 @@
-"""InMemoryEmbeddingStore with quantized indexes: conformance, recall, staying in step."""
+"""InMemoryEmbeddingStore with quantized and HNSW indexes: conformance, recall, staying in step."""
 
 from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
@@ -14,10 +19,11 @@ from ragloom.core import (
     metadata_key,
 )
 from ragloom.core.filters import Filter
-from ragloom.core.stores.quantized import IndexOptions, _popcount_table
+from ragloom.core.stores.hnsw import HnswIndex
+from ragloom.core.stores.quantized import IndexOptions, QuantizedIndex, _popcount_table
 from ragloom.testkit import EmbeddingStoreFilterSuite, EmbeddingStoreSuite
 
-KINDS = ("int8", "binary")
+KINDS = ("int8", "binary", "hnsw")
 ROWS = 20_000
 DIMENSION = 384
 
@@ -33,6 +39,14 @@ class TestBinaryConformance(EmbeddingStoreSuite, EmbeddingStoreFilterSuite):
     def store(self) -> InMemoryEmbeddingStore:
         return InMemoryEmbeddingStore(
             index=IndexOptions("binary", oversample=4, min_candidates=32, exact_below=0)
+        )
+
+
+class TestHnswConformance(EmbeddingStoreSuite, EmbeddingStoreFilterSuite):
+    @pytest.fixture
+    def store(self) -> InMemoryEmbeddingStore:
+        return InMemoryEmbeddingStore(
+            index=IndexOptions("hnsw", exact_below=0)  # the walk runs above 32 rows
         )
 
 
@@ -78,7 +92,7 @@ def _store(
     return store
 
 
-@pytest.mark.parametrize(("kind", "bound"), [("int8", 0.97), ("binary", 0.9)])
+@pytest.mark.parametrize(("kind", "bound"), [("int8", 0.97), ("binary", 0.9), ("hnsw", 0.95)])
 def test_recall_at_10_against_exact_on_clustered_data(
     data: tuple[npt.NDArray[np.float32], npt.NDArray[np.float32]], kind: str, bound: float
 ) -> None:
@@ -113,11 +127,11 @@ def test_results_equal_exact_when_the_candidates_cover_every_row(
 def test_codes_follow_replacement_removal_and_compaction(
     data: tuple[npt.NDArray[np.float32], npt.NDArray[np.float32]], kind: str
 ) -> None:
-    vectors, _ = data
+    vectors, queries = data
     store = _store(kind, vectors)
     _top(store, vectors[0])  # encode everything
-    rng = np.random.default_rng(7)
-    moved = rng.standard_normal((20, DIMENSION)).astype(np.float32)
+    # New draws from the data's mixture (a graph cannot be asked to reach outliers).
+    moved = queries[:20]
     store.add_all(moved, ids=[f"r{i}" for i in range(100, 120)])  # replaced in place
     for i, vector in enumerate(moved):
         assert _top(store, vector, 1) == [(f"r{100 + i}", pytest.approx(1.0))]
@@ -167,7 +181,10 @@ def test_below_exact_below_search_is_exact_and_encodes_nothing(
 @pytest.mark.parametrize(
     "options",
     [
-        {"kind": "hnsw"},
+        {"kind": "ivf"},
+        {"kind": "hnsw", "connectivity": 1},
+        {"kind": "hnsw", "expansion": 8.0},
+        {"kind": "hnsw", "hnsw_dtype": "f64"},
         {"kind": "int8", "oversample": 0.5},
         {"kind": "int8", "oversample": float("nan")},
         {"kind": "binary", "min_candidates": -1},
@@ -185,3 +202,139 @@ def test_popcount_fallback_matches_numpy() -> None:
     values = np.random.default_rng(1).integers(0, 2**63, (100, 6), dtype=np.uint64)
     expected = np.array([[bin(int(v)).count("1") for v in row] for row in values])
     assert (_popcount_table(values) == expected).all()
+
+
+def test_hnsw_skips_tombstones_and_rebuilds_after_many_removals(
+    data: tuple[npt.NDArray[np.float32], npt.NDArray[np.float32]],
+) -> None:
+    vectors, queries = data
+    store = _store("hnsw", vectors)
+    exact = _store("exact", vectors)
+    _top(store, queries[0])  # builds the graph
+    index = store._quantized
+    assert index is not None
+    assert index.nbytes > 0
+    gone = [f"r{i}" for i in range(0, ROWS, 10)]  # 10%: tombstones, no compaction
+    store.remove_all(gone)
+    exact.remove_all(gone)
+    for i in range(0, 200, 10):
+        assert f"r{i}" not in dict(_top(store, vectors[i], 10))
+    for start in (1, 2, 3, 4, 5, 6):  # compactions; removed nodes reach half the live ones
+        ids = [f"r{i}" for i in range(start, ROWS, 10)]
+        store.remove_all(ids)
+        exact.remove_all(ids)
+        _top(store, queries[0])
+    assert len(store) == 3 * ROWS // 10
+    assert index._removed == 0  # the graph was rebuilt from the live rows
+    recalls = []
+    for query in queries:
+        expected, found = _top(exact, query), _top(store, query)
+        exact_scores = dict(_top(exact, query, 100))
+        assert all(score == exact_scores[row] for row, score in found if row in exact_scores)
+        recalls.append(len({r for r, _ in expected} & {r for r, _ in found}) / 10)
+    assert float(np.mean(recalls)) >= 0.95
+
+
+def test_hnsw_filtered_walk_keeps_only_matching_rows(
+    data: tuple[npt.NDArray[np.float32], npt.NDArray[np.float32]],
+) -> None:
+    """A 2% filter above exact_below: the walk is oversampled 1/share, then rescored."""
+    vectors, queries = data
+    segments = [TextSegment(f"t{i}", {"tenant": i % 50}) for i in range(ROWS)]
+    exact = InMemoryEmbeddingStore()
+    exact.add_all(vectors, segments, ids=_ids(ROWS))
+    store = InMemoryEmbeddingStore(index=IndexOptions("hnsw", exact_below=100))
+    store.add_all(vectors, segments, ids=_ids(ROWS))
+    tenant = metadata_key("tenant").is_equal_to(3)
+    overlap = 0
+    for query in queries[:20]:
+        found = _top(store, query, filter=tenant)
+        expected = _top(exact, query, filter=tenant)
+        assert len(found) == 10
+        assert all(int(row[1:]) % 50 == 3 for row, _ in found)
+        exact_scores = dict(_top(exact, query, 400, filter=tenant))
+        assert all(score == exact_scores[row] for row, score in found)
+        overlap += len({r for r, _ in found} & {r for r, _ in expected})
+    assert overlap / 200 >= 0.9
+
+
+def test_hnsw_without_usearch_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "usearch", None)
+    monkeypatch.setitem(sys.modules, "usearch.index", None)
+    with pytest.raises(EmbeddingStoreError, match=r"pip install 'ragloom-core\[hnsw\]'"):
+        InMemoryEmbeddingStore(index="hnsw")
+
+
+@pytest.mark.parametrize("mmap", [False, True])
+@pytest.mark.parametrize("kind", KINDS)
+def test_save_and_load_keep_the_index_without_rebuilding_it(
+    data: tuple[npt.NDArray[np.float32], npt.NDArray[np.float32]],
+    tmp_path: Path,
+    kind: str,
+    mmap: bool,
+) -> None:
+    vectors, queries = data
+    store = _store(kind, vectors[:5000])
+    before = [_top(store, query) for query in queries[:10]]  # builds the index
+    store.save(tmp_path)
+    loaded = InMemoryEmbeddingStore.load(tmp_path, mmap=mmap)
+    assert loaded.index_options == store.index_options
+    index, saved = loaded._quantized, store._quantized
+    if isinstance(index, HnswIndex):
+        assert isinstance(saved, HnswIndex)
+        assert (index._view is not None) == mmap
+        assert index._graph is not None
+        assert len(index._graph) == 5000
+    else:
+        assert isinstance(index, QuantizedIndex)
+        assert isinstance(saved, QuantizedIndex)
+        assert index._trained_on == saved._trained_on
+        assert np.array_equal(index._codes, saved._codes[:5000])
+    assert [_top(loaded, query) for query in queries[:10]] == before
+    # Writes after a load (a memory-mapped graph is read into memory first).
+    loaded.add_all(queries[:20], ids=[f"r{i}" for i in range(20)])  # replaced
+    loaded.add_all(queries[20:30], ids=[f"q{i}" for i in range(10)])  # appended
+    loaded.remove_all([f"r{i}" for i in range(100, 2000)])  # compaction
+    for i in range(10):
+        assert _top(loaded, queries[i], 1) == [(f"r{i}", pytest.approx(1.0))]
+        assert _top(loaded, queries[20 + i], 1) == [(f"q{i}", pytest.approx(1.0))]
+    assert len(loaded) == 5000 + 10 - 1900
+
+
+def test_saves_without_an_index_still_load(
+    data: tuple[npt.NDArray[np.float32], npt.NDArray[np.float32]], tmp_path: Path
+) -> None:
+    """Saves from before indexes have no "index" in their manifest: they load as exact."""
+    vectors, queries = data
+    store = _store("exact", vectors[:3000])
+    store.save(tmp_path)
+    manifest_path = tmp_path / "manifest.json"
+    manifest = json.loads(manifest_path.read_text())
+    assert set(manifest["files"]) == {"vectors", "rows"}
+    del manifest["index"]
+    manifest_path.write_text(json.dumps(manifest))
+    for mmap in (False, True):
+        loaded = InMemoryEmbeddingStore.load(tmp_path, mmap=mmap)
+        assert loaded.index_options == IndexOptions()
+        assert _top(loaded, queries[0]) == _top(store, queries[0])
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_corrupt_index_file_fails_the_load_naming_it(
+    data: tuple[npt.NDArray[np.float32], npt.NDArray[np.float32]], tmp_path: Path, kind: str
+) -> None:
+    vectors, queries = data
+    store = _store(kind, vectors[:3000])
+    _top(store, queries[0])
+    store.save(tmp_path)
+    files = json.loads((tmp_path / "manifest.json").read_text())["files"]
+    for file_kind in ("codes", "graph"):
+        if file_kind not in files:
+            continue
+        path = tmp_path / files[file_kind]["name"]
+        original = path.read_bytes()
+        path.write_bytes(original[:-9] + bytes([original[-9] ^ 1]) + original[-8:])
+        with pytest.raises(EmbeddingStoreError, match=re.escape(path.name)):
+            InMemoryEmbeddingStore.load(tmp_path)
+        path.write_bytes(original)
+    assert _top(InMemoryEmbeddingStore.load(tmp_path), queries[0]) == _top(store, queries[0])

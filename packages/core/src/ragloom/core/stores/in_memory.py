@@ -19,8 +19,10 @@ A zero vector has cosine 0 with everything (score 0.5); other norms must lie wit
 Quantized search. ``index="int8"`` or ``"binary"`` (or :class:`IndexOptions`) keeps
 compact codes next to the matrix (:mod:`ragloom.core.stores.quantized`) that choose an
 oversampled candidate set, which the same ``float64`` rescoring ranks: scores stay exact,
-recall becomes approximate. Exact search stays the default, and stays in use below
-``exact_below`` eligible rows (20,000 by default) and for selective filters.
+recall becomes approximate. ``index="hnsw"`` does the same with a usearch HNSW graph
+(:mod:`ragloom.core.stores.hnsw`, the ``ragloom-core[hnsw]`` extra). Exact search stays
+the default, and stays in use below ``exact_below`` eligible rows (20,000 by default)
+and for selective filters.
 
 Removal. Removed rows become tombstones (masked out of searches); when they exceed a
 quarter of the rows the store compacts, preserving order, so removal is amortized
@@ -46,11 +48,12 @@ as JSON lines) still load. ``load(path, mmap=True)`` memory-maps both files inst
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import os
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 from typing import Any
 
@@ -78,6 +81,7 @@ from ragloom.core.stores.base import (
     EmbeddingStore,
 )
 from ragloom.core.stores.filter_mask import filter_mask
+from ragloom.core.stores.hnsw import HnswIndex, new_search_index
 from ragloom.core.stores.metadata_table import CodedColumn, MetadataColumn, MetadataTable
 from ragloom.core.stores.metadata_types import check_held, column_kinds
 from ragloom.core.stores.metadata_types import metadata_schema as metadata_schema_kinds
@@ -89,7 +93,7 @@ from ragloom.core.stores.persistence import (
     SavedDirectory,
     encode_metadata,
 )
-from ragloom.core.stores.quantized import IndexKind, IndexOptions, index_options, new_index
+from ragloom.core.stores.quantized import IndexKind, IndexOptions, index_options
 from ragloom.core.stores.scores import exact_cosines, relevance_score
 from ragloom.core.stores.validation import (
     check_columns,
@@ -108,11 +112,12 @@ _FILES_V1 = {"vectors": ".npy", "records": ".jsonl"}
 _FORMAT = DirectoryFormat(
     FORMAT_NAME,
     FORMAT_VERSION,
-    {"vectors": ".npy", "rows": ".bin"},
+    {"vectors": ".npy", "rows": ".bin", "codes": ".npy", "graph": ".usearch"},
     error=EmbeddingStoreError,
     noun="in-memory embedding store",
     older={1: _FILES_V1},
     checksum="crc32",
+    optional=("codes", "graph"),  # an index's saved state; older saves have none
 )
 _JSON_FORMAT = DirectoryFormat(
     FORMAT_NAME, JSON_VERSION, _FILES_V1, error=EmbeddingStoreError, noun="JSON store"
@@ -137,8 +142,8 @@ class InMemoryEmbeddingStore(TombstonedRows, EmbeddingStore):
     ``dimension`` fixes the vector dimension up front; otherwise the first added
     embedding sets it (and removing everything forgets it). ``add_all`` also accepts a
     2-D numpy array of vectors, the fast path for bulk loads. ``index`` chooses exact
-    search (the default) or a quantized index, ``"int8"`` or ``"binary"`` (see the module
-    docstring). ``metadata_schema`` (e.g. ``{"tenant": str}``) declares metadata key
+    search (the default), a quantized index (``"int8"``, ``"binary"``) or ``"hnsw"`` (see
+    the module docstring). ``metadata_schema`` (e.g. ``{"tenant": str}``) declares metadata key
     types; undeclared keys take the type of their first write, and a write with another
     type is refused (:mod:`~ragloom.core.stores.metadata_types`). All methods are safe to
     call from several threads (one re-entrant lock guards the state).
@@ -178,13 +183,13 @@ class InMemoryEmbeddingStore(TombstonedRows, EmbeddingStore):
         # id -> row of the live rows, built on first need (a lookup by id) and then kept up
         # to date; bulk loads into an empty store and adds with generated ids skip it.
         self._index: dict[str, int] | None = None
-        self._quantized = new_index(self._index_options)
+        self._quantized = new_search_index(self._index_options)
 
     # ------------------------------------------------------------------ properties
 
     @property
     def index_options(self) -> IndexOptions:
-        """How this store searches (exact, int8 or binary; see the module docstring)."""
+        """How this store searches (exact, int8, binary or hnsw; see the module docstring)."""
         return self._index_options
 
     @property
@@ -538,9 +543,43 @@ class InMemoryEmbeddingStore(TombstonedRows, EmbeddingStore):
                     "count": size,
                     "metadata_keys": keys,
                     "arrays": layout,
+                    "index": self._write_index(files, size),
                 }
 
         _FORMAT.save(path, write)
+
+    def _write_index(self, files: DataFiles, size: int) -> dict[str, Any]:
+        """The index's options and saved state for the manifest (its files written)."""
+        header: dict[str, Any] = {"options": dataclasses.asdict(self._index_options)}
+        if self._quantized is not None:
+            state, arrays = self._quantized.state(self._matrix, self._inv_norms, size)
+            for kind, array in arrays.items():
+                raw = partial(_write_npy, array) if kind == "codes" else _write_bytes(array)
+                files.write(kind, raw)
+            if state:
+                header["state"] = state
+        return header
+
+    def _restore_index(self, saved: SavedDirectory, mmap: bool) -> None:
+        """Adopt the index state a save kept, if any (after ``_adopt``)."""
+        index = saved.manifest.get("index")
+        state = index.get("state") if isinstance(index, Mapping) else None
+        if not state or self._quantized is None or self._dimension is None:
+            return
+        if "codes" not in saved.files:
+            raise EmbeddingStoreError(f"{saved.manifest_path}: names no valid codes file")
+        codes_path = saved.files["codes"]
+        with _FORMAT.reading(codes_path):
+            codes = np.load(codes_path, mmap_mode="c" if mmap else None, allow_pickle=False)
+            if codes.shape[:1] != (self._size,):
+                raise ValueError(f"{codes.shape[:1]} rows of codes for {self._size} rows")
+            if not isinstance(self._quantized, HnswIndex):
+                self._quantized.restore(state, codes, self._dimension)
+                return
+        if "graph" not in saved.files:
+            raise EmbeddingStoreError(f"{saved.manifest_path}: names no valid graph file")
+        with _FORMAT.reading(saved.files["graph"]):
+            self._quantized.restore(state, codes, saved.files["graph"], self._dimension, mmap=mmap)
 
     def _write_rows(self, file: ByteSink, metadata: Arrays) -> dict[str, Any]:
         """The arrays of the rows file (the store is compacted); returns their layout."""
@@ -568,7 +607,8 @@ class InMemoryEmbeddingStore(TombstonedRows, EmbeddingStore):
         Saving to the same directory again is safe (the mapped files stay readable
         until the store is dropped).
         """
-        saved = _FORMAT.open(path, unverified=("vectors", "rows"))
+        mapped = ("codes", "graph") if mmap else ()
+        saved = _FORMAT.open(path, unverified=("vectors", "rows", *mapped))
         dimension, count = _dimension_and_count(saved.manifest, saved.manifest_path)
         if saved.version == 1:
             return cls._load_v1(saved, dimension, count)
@@ -588,8 +628,9 @@ class InMemoryEmbeddingStore(TombstonedRows, EmbeddingStore):
                 buffer = np.fromfile(rows_path, dtype=np.uint8)
                 saved.verify("rows", buffer.data)
             arrays = read_arrays(buffer, saved.manifest.get("arrays"))
-            store = cls(dimension)
+            store = cls(dimension, index=_saved_index_options(saved))
             store._adopt(vectors, inv_norms, arrays, saved.manifest.get("metadata_keys"), mmap)
+        store._restore_index(saved, mmap)
         return store
 
     def _adopt(
@@ -858,6 +899,31 @@ def _write_npy(matrix: Matrix, file: ByteSink) -> None:
     """``np.save`` of a C-contiguous matrix, its bytes written as they are (no copy)."""
     np.lib.format.write_array_header_1_0(file, np.lib.format.header_data_from_array_1_0(matrix))
     file.write(raw_bytes(matrix))
+
+
+def _write_bytes(data: npt.NDArray[np.uint8]) -> Callable[[ByteSink], None]:
+    """A file filler writing ``data``'s bytes as they are."""
+
+    def fill(file: ByteSink) -> None:
+        file.write(raw_bytes(data))
+
+    return fill
+
+
+def _saved_index_options(saved: SavedDirectory) -> IndexOptions:
+    """The index options a save recorded (exact search for saves from before indexes)."""
+    index = saved.manifest.get("index")
+    if index is None:
+        return IndexOptions()
+    options = index.get("options") if isinstance(index, Mapping) else None
+    try:
+        if not isinstance(options, Mapping):
+            raise EmbeddingStoreError("not an object")
+        return IndexOptions(**options)
+    except (EmbeddingStoreError, TypeError) as exc:
+        raise EmbeddingStoreError(
+            f"{saved.manifest_path}: invalid index options {options!r} ({exc})"
+        ) from exc
 
 
 def _check_vectors(

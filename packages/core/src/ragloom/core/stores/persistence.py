@@ -143,7 +143,8 @@ class DirectoryFormat:
     ``files``. ``checksum`` is what new saves record of each file: ``"sha256"``, or
     ``"crc32"`` (zlib's, three times faster; enough to catch corruption, which is what
     the checksum is for: whoever can edit a file can edit the manifest too). Both are
-    verified when found.
+    verified when found. Kinds in ``optional`` may be missing from a manifest (and then
+    from :attr:`SavedDirectory.files`).
     """
 
     def __init__(
@@ -156,6 +157,7 @@ class DirectoryFormat:
         noun: str,
         older: Mapping[int, Mapping[str, str]] | None = None,
         checksum: str = "sha256",
+        optional: Collection[str] = (),
     ) -> None:
         if checksum not in _CHECKSUMS:
             raise ValueError(f"unknown checksum {checksum!r}")
@@ -165,6 +167,7 @@ class DirectoryFormat:
         self.error = error
         self.noun = noun
         self.checksum = checksum
+        self.optional = frozenset(optional)
         self._versions = {**(older or {}), version: self.suffixes}
         self._data_file = {
             (v, kind): re.compile(_data_file_pattern(kind, suffix))
@@ -293,6 +296,8 @@ class DirectoryFormat:
         checksums: dict[str, tuple[str, object]] = {}
         for kind in self._versions[version]:
             entry = entries.get(kind) if isinstance(entries, Mapping) else None
+            if entry is None and kind in self.optional:
+                continue
             # Only our own plain names: never a path outside the directory.
             if not (
                 isinstance(entry, Mapping)

@@ -24,6 +24,9 @@ masked like in exact search. The mean and scales are learned from a sample of up
 16,384 rows at the first quantized search and learned again (re-encoding everything) when
 the store has doubled since, until the sample is full-sized four times over.
 
+:class:`IndexOptions` also configures the HNSW index (``kind="hnsw"``), which lives in
+:mod:`ragloom.core.stores.hnsw` and chooses candidates the same way.
+
 When the index does not pay, search stays exact: below ``exact_below`` eligible rows (live
 and passing the filter; so a selective filter falls back to exact search on the filtered
 rows), and when the candidates would cover every eligible row.
@@ -32,6 +35,7 @@ rows), and when the candidates would cover every eligible row.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -42,13 +46,19 @@ from ragloom.core.errors import EmbeddingStoreError
 
 __all__ = ["IndexKind", "IndexOptions", "QuantizedIndex", "index_options", "new_index"]
 
-IndexKind = Literal["exact", "int8", "binary"]
+IndexKind = Literal["exact", "int8", "binary", "hnsw"]
+HnswDtype = Literal["f16", "i8", "f32"]
 Positions = npt.NDArray[np.intp]
 Matrix = npt.NDArray[np.float32]
 
-_KINDS = ("exact", "int8", "binary")
+_KINDS = ("exact", "int8", "binary", "hnsw")
+_HNSW_DTYPES = ("f16", "i8", "f32")
 # Defaults measured on clustered 384-d data (scripts/bench/bench_ann.py): recall@10 >= 0.95.
-_DEFAULTS: dict[str, tuple[float, int]] = {"int8": (4.0, 64), "binary": (20.0, 400)}
+_DEFAULTS: dict[str, tuple[float, int]] = {
+    "int8": (4.0, 64),
+    "binary": (20.0, 400),
+    "hnsw": (2.0, 32),
+}
 _EXACT_BELOW = 20_000
 _TRAIN_SAMPLE = 16_384
 _CLIP_QUANTILE = 0.999
@@ -57,6 +67,7 @@ _INT8_BLOCK = 1024  # int8 rows converted to float32 at a time: about an L2 cach
 _HAMMING_BLOCK = 16_384
 _GATHER_BELOW = 1 / 3  # as in exact search: gather the selected rows below this share
 _COMPACT_CHUNK = 4096
+STATE_VERSION = 1  # of what a save keeps of an index (see QuantizedIndex.state)
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,14 +76,24 @@ class IndexOptions:
 
     ``oversample`` and ``min_candidates`` set how many rows are rescored exactly
     (``max(oversample * max_results, min_candidates)``; defaults per kind: int8 4x and 64,
-    binary 20x and 400); ``exact_below`` is the number of eligible rows under which search
-    stays exact (default 20,000, where exact search takes about a millisecond).
+    binary 20x and 400, hnsw 2x and 32); ``exact_below`` is the number of eligible rows
+    under which search stays exact (default 20,000, where exact search takes about a
+    millisecond).
+
+    HNSW only (:mod:`ragloom.core.stores.hnsw`): ``connectivity`` (links a node, 16),
+    ``expansion`` (the search beam, 64; raised to the candidate count when smaller),
+    ``expansion_add`` (the beam while building, 128) and ``hnsw_dtype``, how the graph
+    stores its copy of the unit vectors (``"f16"``, ``"i8"`` or ``"f32"``).
     """
 
     kind: IndexKind = "exact"
     oversample: float | None = None
     min_candidates: int | None = None
     exact_below: int = _EXACT_BELOW
+    connectivity: int = 16
+    expansion: int = 64
+    expansion_add: int = 128
+    hnsw_dtype: HnswDtype = "f16"
 
     def __post_init__(self) -> None:
         if self.kind not in _KINDS:
@@ -93,6 +114,14 @@ class IndexOptions:
             value = getattr(self, name)
             if value is not None and (type(value) is not int or value < 0):
                 raise EmbeddingStoreError(f"{name} must be an int >= 0, got {value!r}")
+        for name in ("connectivity", "expansion", "expansion_add"):
+            value = getattr(self, name)
+            if type(value) is not int or value < 2:
+                raise EmbeddingStoreError(f"{name} must be an int >= 2, got {value!r}")
+        if self.hnsw_dtype not in _HNSW_DTYPES:
+            raise EmbeddingStoreError(
+                f"hnsw_dtype must be one of {', '.join(_HNSW_DTYPES)}, got {self.hnsw_dtype!r}"
+            )
 
     def candidate_count(self, k: int) -> int:
         """Rows rescored exactly for a top-``k`` search."""
@@ -116,7 +145,8 @@ def index_options(index: IndexKind | IndexOptions) -> IndexOptions:
 
 
 def new_index(options: IndexOptions) -> QuantizedIndex | None:
-    """The quantized index for ``options``, or ``None`` for exact search."""
+    """The quantized index for ``options``, or ``None`` (exact search or HNSW, see
+    :func:`ragloom.core.stores.hnsw.new_search_index`)."""
     if options.kind == "int8":
         return Int8Index(options)
     if options.kind == "binary":
@@ -177,11 +207,11 @@ class QuantizedIndex:
             self._codes = grown
         if self._dirty:
             rows = np.fromiter(sorted(self._dirty), dtype=np.intp, count=len(self._dirty))
-            self._codes[rows] = self._encode(_unit(matrix, inv_norms, rows))
+            self._codes[rows] = self._encode(unit_rows(matrix, inv_norms, rows))
             self._dirty.clear()
         for start in range(self._synced, size, _ENCODE_BLOCK):
             stop = min(start + _ENCODE_BLOCK, size)
-            self._codes[start:stop] = self._encode(_unit(matrix, inv_norms, slice(start, stop)))
+            self._codes[start:stop] = self._encode(unit_rows(matrix, inv_norms, slice(start, stop)))
         self._synced = size
 
     def _train(self, matrix: Matrix, inv_norms: npt.NDArray[np.float32], size: int) -> None:
@@ -189,7 +219,7 @@ class QuantizedIndex:
         rng = np.random.default_rng(size)
         count = min(size, _TRAIN_SAMPLE)
         rows = np.sort(rng.choice(size, count, replace=False)) if count < size else slice(0, size)
-        sample = _unit(matrix, inv_norms, rows).astype(np.float64)
+        sample = unit_rows(matrix, inv_norms, rows).astype(np.float64)
         self._mean = sample.mean(axis=0).astype(np.float32)
         self._fit(sample - self._mean)
         self._trained_on = size
@@ -200,6 +230,44 @@ class QuantizedIndex:
 
     def _fit(self, centered: npt.NDArray[np.float64]) -> None:
         """Learn the kind's parameters from centered unit vectors (none by default)."""
+
+    # ------------------------------------------------------------------ persistence
+
+    def state(
+        self, matrix: Matrix, inv_norms: npt.NDArray[np.float32], size: int
+    ) -> tuple[dict[str, Any], dict[str, npt.NDArray[Any]]]:
+        """What a save keeps (nothing if never trained): the manifest's header (version,
+        centering, scales) and the codes of every row, brought up to date first."""
+        if self._mean is None:
+            return {}, {}
+        self.sync(matrix, inv_norms, size)
+        header = {"version": STATE_VERSION, "trained_on": self._trained_on}
+        header |= {name: getattr(self, f"_{name}").tolist() for name in self._learned}
+        return header, {"codes": self._codes[:size]}
+
+    def restore(self, header: Mapping[str, Any], codes: npt.NDArray[Any], dimension: int) -> None:
+        """Adopt a saved :meth:`state` (``codes`` may be memory-mapped, copy-on-write)."""
+        if header.get("version") != STATE_VERSION:
+            raise ValueError(f"index state version {header.get('version')!r} is not supported")
+        trained_on = header.get("trained_on")
+        if type(trained_on) is not int or trained_on < 1:
+            raise ValueError(f"invalid trained_on {trained_on!r}")
+        learned = {}
+        for name in self._learned:
+            value = np.asarray(header.get(name), dtype=np.float32)
+            if value.shape != (dimension,) or not np.isfinite(value).all():
+                raise ValueError(f"index {name} is not {dimension} finite numbers")
+            learned[name] = value
+        width = self._code_width(dimension)
+        if codes.dtype != self._dtype or codes.ndim != 2 or codes.shape[1] != width:
+            raise ValueError(f"expected {np.dtype(self._dtype)} codes of width {width}")
+        for name, value in learned.items():
+            setattr(self, f"_{name}", value)
+        self._trained_on, self._width = trained_on, width
+        self._codes, self._synced = codes, int(codes.shape[0])
+        self._dirty.clear()
+
+    _learned: tuple[str, ...] = ("mean",)
 
     # ------------------------------------------------------------------ searching
 
@@ -250,6 +318,7 @@ class Int8Index(QuantizedIndex):
     """int8 codes of ``(u - mean) / scale``, one scale a dimension."""
 
     _dtype = np.int8
+    _learned = ("mean", "scale")
 
     def _code_width(self, dimension: int) -> int:
         return dimension
@@ -325,7 +394,9 @@ class BinaryIndex(QuantizedIndex):
         return np.flatnonzero(distances <= cut)
 
 
-def _unit(matrix: Matrix, inv_norms: npt.NDArray[np.float32], rows: Positions | slice) -> Matrix:
+def unit_rows(
+    matrix: Matrix, inv_norms: npt.NDArray[np.float32], rows: Positions | slice
+) -> Matrix:
     """The unit vectors of ``rows`` (zero rows stay zero), in float32."""
     return np.asarray(matrix[rows] * inv_norms[rows][:, None], dtype=np.float32)
 

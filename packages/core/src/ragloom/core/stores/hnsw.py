@@ -1,0 +1,246 @@
+"""HNSW index for :class:`~ragloom.core.stores.in_memory.InMemoryEmbeddingStore` (usearch).
+
+Like the quantized indexes of :mod:`ragloom.core.stores.quantized`, the graph only
+*chooses candidates*: a search walks it for the ``max(oversample * k, min_candidates)``
+nearest unit vectors, and the store rescores them exactly in ``float64``, so scores stay
+the exact relevance scores and only recall is approximate. The graph (usearch, the
+``ragloom-core[hnsw]`` extra) holds its own copy of the unit vectors in ``float16`` by
+default (half the float32 matrix; ``hnsw_dtype="i8"`` for a quarter, ``"f32"`` for the
+full copy) and about ``2 * connectivity`` 4-byte links a row.
+
+Keeping in step. Each row gets a uint64 key when first indexed; ``key -> row`` is an
+array, updated when compaction moves rows. Appends are indexed lazily, at the next
+search that uses the graph (so the first such search on a large store pays the build);
+replaced rows are removed and indexed again under their key; tombstoned rows are
+skipped at search time and removed from the graph when the store compacts. usearch
+only marks removed nodes, and a graph with many of them finds live neighbours less
+reliably, so when they reach half the live ones the graph is rebuilt.
+
+Filters. Below ``exact_below`` eligible rows search is exact, as for every kind. A
+filter (or tombstones) keeping a share ``s`` of the rows: when ``s`` is small enough that
+the walk would need more than a ``1 / 8`` of the rows (``wanted / s > size / 8``) search
+is exact on the filtered rows, which is then cheap; otherwise the walk asks for
+``1.5 * wanted / s + 16`` neighbours and keeps the eligible ones, falling back to exact
+search when fewer than ``wanted`` survive.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from ragloom.core.stores._usearch import HnswGraph, require_usearch
+from ragloom.core.stores.quantized import (
+    STATE_VERSION,
+    IndexOptions,
+    QuantizedIndex,
+    new_index,
+    unit_rows,
+)
+
+__all__ = ["HnswIndex", "new_search_index"]
+
+Positions = npt.NDArray[np.intp]
+Matrix = npt.NDArray[np.float32]
+
+_ADD_BLOCK = 65_536
+_WALK_SHARE = 1 / 8  # exact on the filtered rows when the walk would visit more than this
+_NO_ROW = -1
+
+
+def new_search_index(options: IndexOptions) -> HnswIndex | QuantizedIndex | None:
+    """The index ``options`` ask for: HNSW, quantized, or ``None`` for exact search."""
+    return HnswIndex(options) if options.kind == "hnsw" else new_index(options)
+
+
+class HnswIndex:
+    """A usearch graph over the store's unit rows (called with the store's lock held)."""
+
+    def __init__(self, options: IndexOptions) -> None:
+        require_usearch()  # fail when the store is made, not at its first search
+        self.options = options
+        self._graph: HnswGraph | None = None
+        self._row_keys = np.empty(0, dtype=np.uint64)  # key of each indexed row
+        self._key_rows = np.empty(0, dtype=np.intp)  # row of each key (or _NO_ROW)
+        self._synced = 0  # rows [0, _synced) are in the graph
+        self._dirty: set[int] = set()  # indexed rows rewritten since (replaced entries)
+        self._removed = 0  # nodes removed from the graph since it was built
+        self._view: Path | None = None  # the saved file a memory-mapped graph views
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes held by the graph (its vectors, links and reserved capacity)."""
+        return 0 if self._graph is None else self._graph.nbytes
+
+    # ------------------------------------------------------------------ keeping in step
+
+    def replaced(self, rows: Positions) -> None:
+        """Rows of the store were overwritten in place."""
+        self._dirty.update(int(row) for row in rows.tolist() if row < self._synced)
+
+    def compacted(self, keep: Positions) -> None:
+        """The store kept ``keep`` (sorted) and moved them down to ``0..keep.size``."""
+        kept = keep[: int(np.searchsorted(keep, self._synced))]
+        if self._graph is not None and kept.size < self._synced:
+            gone = np.ones(self._synced, dtype=bool)
+            gone[kept] = False
+            dropped = self._row_keys[: self._synced][gone]
+            self._writable().remove(dropped)
+            self._key_rows[dropped.astype(np.intp)] = _NO_ROW
+            self._removed += int(dropped.size)
+        self._row_keys[: kept.size] = self._row_keys[kept]
+        self._key_rows[self._row_keys[: kept.size].astype(np.intp)] = np.arange(kept.size)
+        if self._dirty:
+            dirty = np.fromiter(self._dirty, dtype=np.intp, count=len(self._dirty))
+            where = np.searchsorted(keep, dirty)
+            found = where < keep.size
+            found[found] = keep[where[found]] == dirty[found]
+            self._dirty = set(where[found].tolist())
+        self._synced = int(kept.size)
+
+    def sync(self, matrix: Matrix, inv_norms: npt.NDArray[np.float32], size: int) -> None:
+        """Index the rows added or replaced since the last search (rebuilding if due)."""
+        if self._graph is None or 2 * self._removed > self._synced:
+            self._build(int(matrix.shape[1]))
+        if not self._dirty and size == self._synced:
+            return
+        graph = self._writable()
+        if self._dirty:
+            rows = np.fromiter(sorted(self._dirty), dtype=np.intp, count=len(self._dirty))
+            keys = self._row_keys[rows]
+            graph.remove(keys)
+            graph.add(keys, unit_rows(matrix, inv_norms, rows))
+            self._dirty.clear()
+        if size > self._synced:
+            self._grow(size)
+            for start in range(self._synced, size, _ADD_BLOCK):
+                stop = min(start + _ADD_BLOCK, size)
+                graph.add(
+                    self._row_keys[start:stop], unit_rows(matrix, inv_norms, slice(start, stop))
+                )
+                self._synced = stop
+
+    def _build(self, dimension: int) -> None:
+        """A new, empty graph; every row is indexed again under fresh keys."""
+        options = self.options
+        self._graph = HnswGraph.new(
+            dimension,
+            dtype=options.hnsw_dtype,
+            connectivity=options.connectivity,
+            expansion_add=options.expansion_add,
+            expansion_search=options.expansion,
+        )
+        self._row_keys = np.empty(0, dtype=np.uint64)
+        self._key_rows = np.empty(0, dtype=np.intp)
+        self._synced = 0
+        self._dirty.clear()
+        self._removed = 0
+        self._view = None
+
+    def _grow(self, size: int) -> None:
+        """Give rows ``_synced..size`` fresh keys (after every key ever given)."""
+        first_key = self._key_rows.size
+        count = size - self._synced
+        row_keys = np.empty(max(size, 2 * self._row_keys.size), dtype=np.uint64)
+        row_keys[: self._synced] = self._row_keys[: self._synced]
+        row_keys[self._synced : size] = np.arange(first_key, first_key + count, dtype=np.uint64)
+        self._row_keys = row_keys
+        key_rows = np.empty(first_key + count, dtype=np.intp)
+        key_rows[:first_key] = self._key_rows
+        key_rows[first_key:] = np.arange(self._synced, size)
+        self._key_rows = key_rows
+
+    # ------------------------------------------------------------------ persistence
+
+    def state(
+        self, matrix: Matrix, inv_norms: npt.NDArray[np.float32], size: int
+    ) -> tuple[dict[str, Any], dict[str, npt.NDArray[Any]]]:
+        """What a save keeps (nothing if never built): the manifest's header, the key of
+        every row (``codes``) and the usearch file (``graph``), brought up to date first."""
+        if self._graph is None:
+            return {}, {}
+        self.sync(matrix, inv_norms, size)
+        graph = np.frombuffer(self._writable().serialized(), dtype=np.uint8)
+        header = {"version": STATE_VERSION, "removed": self._removed}
+        return header, {"codes": self._row_keys[:size], "graph": graph}
+
+    def restore(
+        self,
+        header: Mapping[str, Any],
+        row_keys: npt.NDArray[Any],
+        graph_path: Path,
+        dimension: int,
+        *,
+        mmap: bool,
+    ) -> None:
+        """Adopt a saved :meth:`state`; ``mmap`` views the graph file instead of reading
+        it (a viewed graph is read into memory at the first change)."""
+        if header.get("version") != STATE_VERSION:
+            raise ValueError(f"index state version {header.get('version')!r} is not supported")
+        removed = header.get("removed")
+        if type(removed) is not int or removed < 0:
+            raise ValueError(f"invalid removed count {removed!r}")
+        if row_keys.dtype != np.uint64 or row_keys.ndim != 1:
+            raise ValueError("the row keys are not a uint64 vector")
+        graph = HnswGraph.restore(graph_path, view=mmap)
+        count = int(row_keys.size)
+        if graph.dimension != dimension or len(graph) != count:
+            raise ValueError(
+                f"the graph holds {len(graph)} vectors of dimension {graph.dimension}, "
+                f"expected {count} of dimension {dimension}"
+            )
+        key_rows = np.full(int(row_keys.max()) + 1 if count else 0, _NO_ROW, dtype=np.intp)
+        key_rows[row_keys.astype(np.intp)] = np.arange(count)
+        if count and (key_rows != _NO_ROW).sum() != count:
+            raise ValueError("two rows share a graph key")
+        self._graph, self._view = graph, graph_path if mmap else None
+        self._row_keys, self._key_rows = np.array(row_keys), key_rows
+        self._synced, self._removed = count, removed
+        self._dirty.clear()
+
+    def _writable(self) -> HnswGraph:
+        """The graph, read into memory first if it is a view of a saved file."""
+        assert self._graph is not None
+        if self._view is not None:
+            self._graph = HnswGraph.restore(self._view, view=False)
+            self._view = None
+        return self._graph
+
+    # ------------------------------------------------------------------ searching
+
+    def candidates(
+        self,
+        matrix: Matrix,
+        inv_norms: npt.NDArray[np.float32],
+        size: int,
+        unit: Matrix,
+        selected: Positions | None,
+        k: int,
+    ) -> Positions | None:
+        """Rows to rescore for the top ``k`` among ``selected`` (None: all rows), or
+        ``None`` when exact search should run instead (see the module docstring)."""
+        eligible = size if selected is None else int(selected.size)
+        wanted = self.options.candidate_count(k)
+        if eligible < self.options.exact_below or wanted >= eligible:
+            return None
+        share = eligible / size
+        count = wanted if selected is None else math.ceil(1.5 * wanted / share) + 16
+        if count > _WALK_SHARE * size:
+            return None
+        self.sync(matrix, inv_norms, size)
+        assert self._graph is not None
+        keys = self._graph.search(unit, count, max(self.options.expansion, count))
+        rows: Positions = self._key_rows[keys.astype(np.intp)]
+        rows = rows[rows != _NO_ROW]
+        if selected is not None:
+            where = np.searchsorted(selected, rows)
+            where[where == selected.size] = 0
+            rows = rows[selected[where] == rows][:wanted]
+            if rows.size < wanted:
+                return None
+        return rows
