@@ -9,6 +9,7 @@ import pytest
 
 # Rewrite the suites' asserts so that failures show values; must run before their import.
 pytest.register_assert_rewrite(
+    "ragloom.testkit.async_embedding_store",
     "ragloom.testkit.chat_model",
     "ragloom.testkit.content_retriever",
     "ragloom.testkit.document_loader",
@@ -21,6 +22,7 @@ pytest.register_assert_rewrite(
     "ragloom.testkit.web_search_engine",
 )
 
+from ragloom.testkit.async_embedding_store import AsyncEmbeddingStoreSuite  # noqa: E402
 from ragloom.testkit.chat_model import ChatModelSuite  # noqa: E402
 from ragloom.testkit.content_retriever import ContentRetrieverSuite  # noqa: E402
 from ragloom.testkit.document_loader import DocumentLoaderSuite, LoaderHarness  # noqa: E402
@@ -49,6 +51,7 @@ from ragloom.testkit.web_search_engine import (  # noqa: E402
 )
 
 __all__ = [
+    "AsyncEmbeddingStoreSuite",
     "Capability",
     "ChatModelSuite",
     "ChatRequest",
