@@ -37,7 +37,7 @@ from ragloom.core.stores.base import EmbeddingSearchRequest, EmbeddingSearchResu
 from ragloom.testkit.embedding_store import EmbeddingStoreSuiteBase, entries
 from ragloom.testkit.suite import Capability, if_fails
 
-__all__ = ["AsyncEmbeddingStoreSuite"]
+__all__ = ["AsyncEmbeddingStoreSuite", "hits", "requests", "rows", "run_in_loop"]
 
 _T = TypeVar("_T")
 _Hit = tuple[str, float, str | None]
