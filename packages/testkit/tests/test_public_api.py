@@ -22,6 +22,8 @@ def test_public_api() -> None:
             "EmbeddingStoreSuite",
             "FakeEmbeddingModel",
             "FakeScoringModel",
+            "HybridContentRetrieverSuite",
+            "HybridRetrieverHarness",
             "LoaderHarness",
             "ObjectStoreHarness",
             "ObjectStoreLoaderSuite",

@@ -17,6 +17,7 @@ pytest.register_assert_rewrite(
     "ragloom.testkit.embedding_model",
     "ragloom.testkit.embedding_store",
     "ragloom.testkit.embedding_store_filter",
+    "ragloom.testkit.hybrid_content_retriever",
     "ragloom.testkit.object_store_loader",
     "ragloom.testkit.servers",
     "ragloom.testkit.web_search_engine",
@@ -32,6 +33,10 @@ from ragloom.testkit.embedding_store import EmbeddingStoreSuite  # noqa: E402
 from ragloom.testkit.embedding_store_filter import EmbeddingStoreFilterSuite  # noqa: E402
 from ragloom.testkit.fake_embedding_model import FakeEmbeddingModel  # noqa: E402
 from ragloom.testkit.fake_scoring_model import FakeScoringModel  # noqa: E402
+from ragloom.testkit.hybrid_content_retriever import (  # noqa: E402
+    HybridContentRetrieverSuite,
+    HybridRetrieverHarness,
+)
 from ragloom.testkit.object_store_loader import (  # noqa: E402
     ObjectStoreHarness,
     ObjectStoreLoaderSuite,
@@ -65,6 +70,8 @@ __all__ = [
     "EmbeddingStoreSuite",
     "FakeEmbeddingModel",
     "FakeScoringModel",
+    "HybridContentRetrieverSuite",
+    "HybridRetrieverHarness",
     "LoaderHarness",
     "ObjectStoreHarness",
     "ObjectStoreLoaderSuite",
