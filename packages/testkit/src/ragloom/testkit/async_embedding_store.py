@@ -123,8 +123,8 @@ class AsyncEmbeddingStoreSuite(EmbeddingStoreSuiteBase, standard=True):
     """Awaited adds, searches and removals equal the sync ones, also concurrent or cancelled."""
 
     has_async_methods = Capability(
-        "the store has no coroutines of its own: the aio helpers run its sync methods in "
-        "threads (the same checks then hold for them)"
+        "the store has no coroutines of its own (it must not be an aio.AsyncEmbeddingStore): "
+        "the aio helpers run its sync methods in threads, and the same checks hold"
     )
     suspends_during_io = Capability(
         "the awaited calls may finish without suspending (e.g. an in-process engine behind "
