@@ -14,13 +14,11 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 from pymilvus import AsyncMilvusClient, MilvusClient  # type: ignore[import-untyped]
 
 from ragloom.core import EmbeddingSearchRequest
 from ragloom.stores.milvus import MilvusEmbeddingStore
-from ragloom.testkit.async_embedding_store import hits, rows
-from ragloom.testkit.embedding_store import entries
+from ragloom.testkit.async_embedding_store import check_aadd, hits, rows
 
 DIMENSION = 16
 
@@ -55,23 +53,7 @@ def test_the_first_async_write_creates_the_collection(
 
 
 def test_aadd_stores_one_entry_as_add(milvus_db: Path, collection_name: str) -> None:
-    vectors, segments = rows(3, DIMENSION)
-    store = uri_store(milvus_db, collection_name)
-
-    async def add() -> tuple[str, str]:
-        given = await store.aadd(vectors[0], segments[0], id="one")
-        await store.aadd(vectors[1], segments[1], id="one")  # replaces, as add does
-        return given, await store.aadd(vectors[2])
-
-    given, generated = run(store, add)
-    stored = entries(store, DIMENSION)
-    assert given == "one"
-    assert sorted(stored) == sorted(["one", generated])
-    np.testing.assert_allclose(stored["one"].embedding.vector, vectors[1].vector, atol=1e-6)
-    assert stored["one"].embedded == segments[1]
-    np.testing.assert_allclose(stored[generated].embedding.vector, vectors[2].vector, atol=1e-6)
-    assert stored[generated].embedded is None
-    store.close()
+    check_aadd(uri_store(milvus_db, collection_name), DIMENSION)
 
 
 def test_two_event_loops_and_a_given_async_client(

@@ -11,14 +11,12 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-import numpy as np
 import pytest
 from qdrant_client import AsyncQdrantClient
 
 from ragloom.core import EmbeddingSearchRequest
 from ragloom.stores.qdrant import QdrantEmbeddingStore
-from ragloom.testkit.async_embedding_store import rows
-from ragloom.testkit.embedding_store import entries
+from ragloom.testkit.async_embedding_store import check_aadd, rows
 
 DIMENSION = 16
 
@@ -41,19 +39,5 @@ def test_the_first_async_write_creates_the_collection(store_path: Path) -> None:
 
 
 def test_aadd_stores_one_entry_as_add(store_path: Path) -> None:
-    vectors, segments = rows(3, DIMENSION)
-
-    async def add(store: QdrantEmbeddingStore) -> tuple[str, str]:
-        given = await store.aadd(vectors[0], segments[0], id="one")
-        await store.aadd(vectors[1], segments[1], id="one")  # replaces, as add does
-        return given, await store.aadd(vectors[2])
-
     with QdrantEmbeddingStore("fresh", path=store_path, dimension=DIMENSION) as store:
-        given, generated = asyncio.run(add(store))
-        stored = entries(store, DIMENSION)
-    assert given == "one"
-    assert sorted(stored) == sorted(["one", generated])
-    np.testing.assert_allclose(stored["one"].embedding.vector, vectors[1].vector, atol=1e-6)
-    assert stored["one"].embedded == segments[1]
-    np.testing.assert_allclose(stored[generated].embedding.vector, vectors[2].vector, atol=1e-6)
-    assert stored[generated].embedded is None
+        check_aadd(store, DIMENSION)

@@ -37,7 +37,14 @@ from ragloom.core.stores.base import EmbeddingSearchRequest, EmbeddingSearchResu
 from ragloom.testkit.embedding_store import EmbeddingStoreSuiteBase, entries
 from ragloom.testkit.suite import Capability, if_fails
 
-__all__ = ["AsyncEmbeddingStoreSuite", "hits", "requests", "rows", "run_in_loop"]
+__all__ = [
+    "AsyncEmbeddingStoreSuite",
+    "check_aadd",
+    "hits",
+    "requests",
+    "rows",
+    "run_in_loop",
+]
 
 _T = TypeVar("_T")
 _Hit = tuple[str, float, str | None]
@@ -110,6 +117,30 @@ async def async_outcome(store: EmbeddingStore, request: EmbeddingSearchRequest) 
         return ("found", hits(await aio.asearch(store, request)))
     except Exception as exc:
         return ("raised", type(exc))
+
+
+def check_aadd(store: Any, dimension: int) -> None:
+    """A store's ``aadd`` (its single-entry coroutine, beside ``aadd_all``; not part of
+    :class:`~ragloom.core.aio.AsyncEmbeddingStore`) stores, replaces and generates ids as
+    ``add`` does; ``store`` is fresh and empty."""
+    embeddings, segments = rows(3, dimension)
+
+    async def add() -> tuple[str, str]:
+        given = await store.aadd(embeddings[0], segments[0], id="one")
+        await store.aadd(embeddings[1], segments[1], id="one")  # replaces, as add does
+        return given, await store.aadd(embeddings[2])
+
+    async def body() -> tuple[str, str, dict[str, Any]]:
+        given, generated = await add()
+        return given, generated, entries(store, dimension)
+
+    given, generated, stored = run_in_loop(store, body)
+    assert given == "one"
+    assert sorted(stored) == sorted(["one", generated])
+    np.testing.assert_allclose(stored["one"].embedding.vector, embeddings[1].vector, atol=1e-6)
+    assert stored["one"].embedded == segments[1]
+    np.testing.assert_allclose(stored[generated].embedding.vector, embeddings[2].vector, atol=1e-6)
+    assert stored[generated].embedded is None
 
 
 def direction(angle: float, first: int, dimension: int) -> Embedding:
