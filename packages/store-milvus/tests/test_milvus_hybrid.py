@@ -125,6 +125,11 @@ def test_filter_milvus_cannot_state_is_resolved_exactly(store: MilvusEmbeddingSt
     assert ids_of(r, "E4711 memo") == {"b1", "b2"}
     r.filter = metadata_key("tenant").is_equal_to("c\n")
     assert r.retrieve(Query("E4711")) == []
+    r.filter = metadata_key("n").is_greater_than(1) & metadata_key("tenant").is_not_equal_to("b")
+    assert ids_of(r, "E4711 memo") == {"b2"}
+    r.filter = None
+    r.remove_all(filter=metadata_key("tenant").is_in(["b\n"]))  # removal, resolved the same way
+    assert ids_of(r, "E4711 memo") == {"a1", "b1"}
 
 
 def test_entries_without_segment_and_queries_without_terms(store: MilvusEmbeddingStore) -> None:
