@@ -29,10 +29,28 @@ from ragloom.core import (
 )
 from ragloom.core.filters import Filter
 from ragloom.core.stores.persistence import DataFiles, DirectoryFormat, write_records
-from ragloom.testkit import EmbeddingStoreFilterSuite, EmbeddingStoreSuite
+from ragloom.testkit import (
+    AsyncEmbeddingStoreSuite,
+    Deviation,
+    EmbeddingStoreFilterSuite,
+    EmbeddingStoreSuite,
+)
 
 
 class TestInMemoryEmbeddingStoreConformance(EmbeddingStoreSuite, EmbeddingStoreFilterSuite):
+    @pytest.fixture
+    def store(self) -> InMemoryEmbeddingStore:
+        return InMemoryEmbeddingStore()
+
+
+class TestInMemoryEmbeddingStoreAsyncConformance(AsyncEmbeddingStoreSuite):
+    """Awaited through ragloom.core.aio's worker-thread fallback."""
+
+    has_async_methods = Deviation(
+        "an in-process store has no I/O to await: the aio helpers run its sync methods in "
+        "worker threads"
+    )
+
     @pytest.fixture
     def store(self) -> InMemoryEmbeddingStore:
         return InMemoryEmbeddingStore()

@@ -1,35 +1,31 @@
 """MilvusHybridContentRetriever on Milvus Lite 2.5: Milvus's BM25 function, sparse vectors
-and RRFRanker in one hybrid_search, against the real MiniLM embedding model."""
+and RRFRanker in one hybrid_search, against the real MiniLM embedding model.
+
+The shared hybrid contract is the testkit's HybridContentRetrieverSuite; the tests below
+are Milvus's own (filters no Milvus expression can state, entries without a segment, the
+full_text collection setting, argument checks)."""
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterator
 
 import pytest
 from pymilvus import MilvusClient  # type: ignore[import-untyped]
 
-from ragloom.core.document import Document, TextSegment
-from ragloom.core.embedding import Embedding
-from ragloom.core.errors import EmbeddingStoreError, InvalidArgumentError, InvalidFilterError
-from ragloom.core.filters import metadata_key
-from ragloom.core.query import Query, QueryMetadata
+from ragloom.core.document import TextSegment
+from ragloom.core.embedding import Embedding, EmbeddingModel
+from ragloom.core.errors import EmbeddingStoreError, InvalidArgumentError
+from ragloom.core.filters import Filter, metadata_key
+from ragloom.core.query import Query
 from ragloom.core.stores.base import EmbeddingSearchRequest
 from ragloom.embeddings.onnx import AllMiniLmL6V2QuantizedEmbeddingModel
 from ragloom.stores.milvus import MilvusEmbeddingStore, MilvusHybridContentRetriever
-from ragloom.testkit import ContentRetrieverSuite
+from ragloom.stores.milvus._registry import registry_name
+from ragloom.testkit import HybridContentRetrieverSuite
 from ragloom.testkit.fake_embedding_model import FakeEmbeddingModel
 
 pytestmark = pytest.mark.integration
-
-DOCS = {
-    "auth": "Sessions end after an hour; code E4711 then asks the user to sign in again.",
-    "disk": "Error E4117 is raised when the disk is full.",
-    "net": "Error E4771 is raised when the network is down.",
-    "perm": "Error E7411 is raised when permission is denied.",
-    "cats": "Felines sleep most of the day and hunt small animals at night.",
-    "cars": "An automobile engine turns fuel into motion through combustion.",
-    "rain": "Precipitation forms when water vapour condenses in clouds.",
-}
 
 
 @pytest.fixture(scope="module")
@@ -43,14 +39,6 @@ def store(milvus_client: MilvusClient, collection_name: str) -> Iterator[MilvusE
         client=milvus_client, collection_name=collection_name, full_text=True
     ) as store:
         yield store
-
-
-def build(
-    store: MilvusEmbeddingStore, model: object, docs: dict[str, str]
-) -> MilvusHybridContentRetriever:
-    retriever = MilvusHybridContentRetriever(store, model, max_results=len(docs))  # type: ignore[arg-type]
-    retriever.add_all([TextSegment(t, {"topic": k}) for k, t in docs.items()], ids=list(docs))
-    return retriever
 
 
 def keyword_ids(store: MilvusEmbeddingStore, text: str) -> list[str]:
@@ -67,74 +55,66 @@ def keyword_ids(store: MilvusEmbeddingStore, text: str) -> list[str]:
     return [hit["entity"]["id"] for hit in hits[0]]
 
 
-class TestMilvusHybridSuite(ContentRetrieverSuite):
-    @pytest.fixture
+class MilvusHybridHarness:
+    """Fresh full-text collections on the session's Milvus Lite client, dropped by
+    :meth:`close`; the legs asked of the store (dense) and of the BM25 field (keyword)."""
+
+    def __init__(self, client: MilvusClient, semantic_model: EmbeddingModel) -> None:
+        self.client = client
+        self.semantic_model = semantic_model
+        self._collections: list[str] = []
+
     def retriever(
-        self, corpus: list[Document], store: MilvusEmbeddingStore
+        self, embedding_model: EmbeddingModel, *, max_results: int, filter: Filter | None = None
     ) -> MilvusHybridContentRetriever:
-        r = MilvusHybridContentRetriever(store, FakeEmbeddingModel(64), max_results=5)
-        r.add_all([d.to_text_segment() for d in corpus])
-        return r
+        name = f"h_{uuid.uuid4().hex[:16]}"
+        self._collections += [name, registry_name(name)]
+        store = MilvusEmbeddingStore(client=self.client, collection_name=name, full_text=True)
+        return MilvusHybridContentRetriever(
+            store, embedding_model, max_results=max_results, filter=filter
+        )
+
+    def legs(
+        self, retriever: MilvusHybridContentRetriever, text: str
+    ) -> tuple[list[str], list[str]]:
+        query = retriever.embedding_model.embed(text).embedding
+        dense = retriever.store.search(EmbeddingSearchRequest(query, max_results=10))
+        return [m.embedding_id for m in dense.matches], keyword_ids(retriever.store, text)
+
+    def close(self) -> None:
+        for name in self._collections:
+            if self.client.has_collection(name):
+                self.client.drop_collection(name)
 
 
-def test_exact_identifier_found_that_dense_alone_misses(
-    store: MilvusEmbeddingStore, minilm: AllMiniLmL6V2QuantizedEmbeddingModel
-) -> None:
-    retriever = build(store, minilm, DOCS)
-    query = "E4711"
-    dense = store.search(EmbeddingSearchRequest(minilm.embed(query).embedding, max_results=1))
-    assert dense.matches[0].embedding_id != "auth"  # dense alone misses the code
-    assert keyword_ids(store, query) == ["auth"]
-    top = retriever.retrieve(Query(query))[0]
-    assert top.text_segment.metadata["topic"] == "auth"
-    assert top.metadata["embedding_id"] == "auth"
+class TestMilvusHybridSuite(HybridContentRetrieverSuite):
+    @pytest.fixture
+    def harness(
+        self, milvus_client: MilvusClient, minilm: AllMiniLmL6V2QuantizedEmbeddingModel
+    ) -> Iterator[MilvusHybridHarness]:
+        harness = MilvusHybridHarness(milvus_client, minilm)
+        yield harness
+        harness.close()
 
 
-def test_paraphrase_found_that_keyword_alone_misses(
-    store: MilvusEmbeddingStore, minilm: AllMiniLmL6V2QuantizedEmbeddingModel
-) -> None:
-    retriever = build(store, minilm, DOCS)
-    query = "kitties nap through daytime"
-    assert "cats" not in keyword_ids(store, query)  # no shared term
-    assert retriever.retrieve(Query(query))[0].text_segment.metadata["topic"] == "cats"
-
-
-def tagged(store: MilvusEmbeddingStore, filter: object = None) -> MilvusHybridContentRetriever:
-    """Four entries over two tenants; two mention the code E4711."""
-    r = MilvusHybridContentRetriever(
-        store,
-        FakeEmbeddingModel(16),
-        max_results=10,
-        filter=filter,  # type: ignore[arg-type]
-    )
+def tagged(
+    store: MilvusEmbeddingStore, filter: Filter | None = None
+) -> MilvusHybridContentRetriever:
+    """Entries whose tenants a Milvus expression cannot state (a control character)."""
+    r = MilvusHybridContentRetriever(store, FakeEmbeddingModel(16), max_results=10, filter=filter)
     r.add_all(
         [
             TextSegment("code E4711 for tenant a", {"tenant": "a", "n": 1}),
             TextSegment("code E4711 for tenant b", {"tenant": "b", "n": 2}),
-            TextSegment("plain memo for tenant a", {"tenant": "a", "n": 3}),
             TextSegment("plain memo for tenant\nb", {"tenant": "b\n", "n": 4}),
         ],
-        ids=["a1", "b1", "a2", "b2"],
+        ids=["a1", "b1", "b2"],
     )
     return r
 
 
 def ids_of(retriever: MilvusHybridContentRetriever, text: str) -> set[str]:
     return {c.metadata["embedding_id"] for c in retriever.retrieve(Query(text))}
-
-
-def test_filter_applies_to_both_rankings(store: MilvusEmbeddingStore) -> None:
-    r = tagged(store, metadata_key("tenant").is_equal_to("a"))
-    assert ids_of(r, "E4711") == {"a1", "a2"}  # tenant b's E4711 is kept out of both legs
-    r.filter = lambda query: metadata_key("tenant").is_equal_to(query.metadata.chat_memory_id)
-    found = r.retrieve(Query("E4711", QueryMetadata(chat_memory_id="b")))
-    assert {c.metadata["embedding_id"] for c in found} == {"b1"}
-    r.filter = metadata_key("n").is_greater_than(1) & metadata_key("tenant").is_not_equal_to("b")
-    assert ids_of(r, "E4711") == {"a2", "b2"}
-    r.filter = metadata_key("tenant").is_equal_to("nobody")
-    assert r.retrieve(Query("E4711")) == []
-    r.filter = metadata_key("tenant").is_equal_to('a" or id != "')  # a value, not syntax
-    assert r.retrieve(Query("E4711")) == []
 
 
 def test_filter_milvus_cannot_state_is_resolved_exactly(store: MilvusEmbeddingStore) -> None:
@@ -145,33 +125,11 @@ def test_filter_milvus_cannot_state_is_resolved_exactly(store: MilvusEmbeddingSt
     assert ids_of(r, "E4711 memo") == {"b1", "b2"}
     r.filter = metadata_key("tenant").is_equal_to("c\n")
     assert r.retrieve(Query("E4711")) == []
-
-
-def test_filter_type_mismatch_raises_like_the_store(store: MilvusEmbeddingStore) -> None:
-    r = tagged(store, metadata_key("tenant").is_equal_to(1))
-    with pytest.raises(InvalidFilterError, match="tenant"):
-        r.retrieve(Query("E4711"))
-
-
-def test_remove_by_ids_filter_and_all(store: MilvusEmbeddingStore) -> None:
-    r = tagged(store)
-
-    def legs(text: str) -> tuple[set[str], set[str]]:
-        dense = store.search(
-            EmbeddingSearchRequest(r.embedding_model.embed(text).embedding, max_results=10)
-        )
-        return {m.embedding_id for m in dense.matches}, set(keyword_ids(store, text))
-
-    r.remove_all(["a1", "missing"])
-    assert legs("E4711 code") == ({"b1", "a2", "b2"}, {"b1"})
-    r.remove_all(filter=metadata_key("tenant").is_in(["b", "b\n"]))
-    assert legs("E4711 code memo") == ({"a2"}, {"a2"})
-    assert ids_of(r, "memo") == {"a2"}
-    with pytest.raises(EmbeddingStoreError, match="ids or a filter"):
-        r.remove_all(["a2"], filter=metadata_key("n").is_equal_to(3))
-    r.remove_all()
-    assert r.retrieve(Query("memo")) == []
-    assert len(store) == 0
+    r.filter = metadata_key("n").is_greater_than(1) & metadata_key("tenant").is_not_equal_to("b")
+    assert ids_of(r, "E4711 memo") == {"b2"}
+    r.filter = None
+    r.remove_all(filter=metadata_key("tenant").is_in(["b\n"]))  # removal, resolved the same way
+    assert ids_of(r, "E4711 memo") == {"a1", "b1"}
 
 
 def test_entries_without_segment_and_queries_without_terms(store: MilvusEmbeddingStore) -> None:
@@ -180,7 +138,7 @@ def test_entries_without_segment_and_queries_without_terms(store: MilvusEmbeddin
     found = ids_of(r, "E4711")
     assert "bare" not in found
     assert {"a1", "b1"} <= found
-    assert ids_of(r, "the of and") <= {"a1", "b1", "a2", "b2"}  # stop words: dense only
+    assert ids_of(r, "the of and") <= {"a1", "b1", "b2"}  # stop words: dense only
     assert isinstance(r.retrieve(Query("")), list)
 
 

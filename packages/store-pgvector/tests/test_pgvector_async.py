@@ -1,7 +1,10 @@
-"""The async methods (psycopg AsyncConnectionPool) against the sync ones, on the real server.
+"""The async methods (psycopg AsyncConnectionPool) beyond the testkit suite, on the real server:
+connections given back on cancellation, one pool per event loop, hybrid retrieval awaited.
 
-Each test drives its own event loop with ``asyncio.run`` (the store opens one async pool
-per loop and closes it with ``aclose``).
+The shared async contract (awaited == sync, concurrent searches and writers, cancellation)
+is the testkit's AsyncEmbeddingStoreSuite, in test_pgvector_async_conformance.py. Each
+test drives its own event loop with ``asyncio.run`` (the store opens one async pool per
+loop and closes it with ``aclose``).
 """
 
 from __future__ import annotations
@@ -10,17 +13,14 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-import numpy as np
 import pytest
 from psycopg_pool import AsyncConnectionPool
 
 from ragloom.core import (
     Content,
     EmbeddingSearchRequest,
-    EmbeddingSearchResult,
     EmbeddingStoreContentRetriever,
     HybridContentRetriever,
-    InvalidFilterError,
     Query,
     TextSegment,
     aio,
@@ -28,37 +28,11 @@ from ragloom.core import (
 )
 from ragloom.stores.pgvector import PgFullTextContentRetriever, PgVectorEmbeddingStore
 from ragloom.testkit import FakeEmbeddingModel
+from ragloom.testkit.async_embedding_store import hits, requests, rows
 
 pytestmark = pytest.mark.integration
 
 DIMENSION = 16
-
-
-def rows(count: int, seed: int = 7) -> tuple[np.ndarray[Any, Any], list[TextSegment]]:
-    rng = np.random.default_rng(seed)
-    vectors = rng.normal(size=(count, DIMENSION)).astype(np.float32)
-    segments = [TextSegment(f"text {i}", {"group": i % 5, "name": f"n{i}"}) for i in range(count)]
-    return vectors, segments
-
-
-def hits(result: EmbeddingSearchResult) -> list[tuple[str, float, str | None]]:
-    return [
-        (m.embedding_id, m.score, None if m.embedded is None else m.embedded.text)
-        for m in result.matches
-    ]
-
-
-def requests(count: int) -> list[EmbeddingSearchRequest]:
-    rng = np.random.default_rng(11)
-    group = metadata_key("group")
-    return [
-        EmbeddingSearchRequest(
-            rng.normal(size=DIMENSION).astype(np.float32),
-            max_results=5 + i % 7,
-            filter=group.is_equal_to(i % 5) if i % 3 == 0 else None,
-        )
-        for i in range(count)
-    ]
 
 
 def run(store: PgVectorEmbeddingStore, body: Callable[[], Awaitable[Any]]) -> Any:
@@ -73,94 +47,9 @@ def run(store: PgVectorEmbeddingStore, body: Callable[[], Awaitable[Any]]) -> An
     return asyncio.run(main())
 
 
-def test_async_add_search_remove_equal_the_sync_methods(pg_dsn: str, table_name: str) -> None:
-    vectors, segments = rows(200)
-    ids = [f"id-{i:03d}" for i in range(200)]
-    with (
-        PgVectorEmbeddingStore(pg_dsn, table_name, dimension=DIMENSION) as async_side,
-        PgVectorEmbeddingStore(pg_dsn, table_name + "_s", dimension=DIMENSION) as sync_side,
-    ):
-        try:
-
-            async def fill() -> list[str]:
-                # A small upsert, a large one (COPY into a staging table), and generated ids
-                # (COPY straight into the table).
-                await async_side.aadd_all(vectors[:10], segments[:10], ids=ids[:10])
-                await async_side.aadd_all(vectors[10:150], segments[10:150], ids=ids[10:150])
-                return await async_side.aadd_all(vectors[150:], segments[150:])
-
-            generated = run(async_side, fill)
-            sync_side.add_all(vectors[:150], segments[:150], ids=ids[:150])
-            sync_side.add_all(vectors[150:], segments[150:], ids=generated)
-            assert len(async_side) == len(sync_side) == 200
-
-            group = metadata_key("group")
-
-            async def searches() -> list[EmbeddingSearchResult]:
-                return [await async_side.asearch(r) for r in requests(12)]
-
-            assert [hits(r) for r in run(async_side, searches)] == [
-                hits(sync_side.search(r)) for r in requests(12)
-            ]
-            big = EmbeddingSearchRequest(vectors[3], max_results=60)  # > ef_search: settings
-            assert hits(run(async_side, lambda: async_side.asearch(big))) == hits(
-                sync_side.search(big)
-            )
-
-            run(async_side, lambda: async_side.aremove_all(ids[:20]))
-            run(async_side, lambda: async_side.aremove_all(filter=group.is_equal_to(1)))
-            sync_side.remove_all(ids[:20])
-            sync_side.remove_all(filter=group.is_equal_to(1))
-            probe = EmbeddingSearchRequest(vectors[0], max_results=200)
-            assert hits(run(async_side, lambda: async_side.asearch(probe))) == hits(
-                sync_side.search(probe)
-            )
-
-            with pytest.raises(InvalidFilterError):  # group holds ints, not strs
-                run(
-                    async_side,
-                    lambda: async_side.asearch(
-                        EmbeddingSearchRequest(vectors[0], filter=group.is_equal_to("1"))
-                    ),
-                )
-            run(async_side, lambda: async_side.aremove_all())
-            assert len(async_side) == 0
-        finally:
-            sync_side.remove_all()
-            sync_side._db.run(
-                lambda conn: conn.execute(f'DROP TABLE "{table_name}_s"'),
-                what="dropping",
-                write=True,
-                idempotent=True,
-            )
-
-
-def test_200_concurrent_async_queries_return_the_sequential_results(
-    pg_dsn: str, table_name: str
-) -> None:
-    vectors, segments = rows(500)
-    queries = requests(200)
-    with PgVectorEmbeddingStore(pg_dsn, table_name, dimension=DIMENSION, pool_size=4) as store:
-        store.add_all(vectors, segments)
-        sequential = [hits(store.search(r)) for r in queries]
-
-        async def concurrent() -> tuple[list[EmbeddingSearchResult], int]:
-            tasks = [asyncio.ensure_future(store.asearch(r)) for r in queries]
-            await asyncio.sleep(0)
-            in_flight = sum(not t.done() for t in tasks)
-            return list(await asyncio.gather(*tasks)), in_flight
-
-        results, in_flight = run(store, concurrent)
-        assert in_flight == 200  # all started before any finished
-        assert [hits(r) for r in results] == sequential
-        # Through the core helper too (it picks the native coroutine).
-        again = run(store, lambda: asyncio.gather(*(aio.asearch(store, r) for r in queries)))
-        assert [hits(r) for r in again] == sequential
-
-
 def test_cancelled_queries_give_their_connections_back(pg_dsn: str, table_name: str) -> None:
-    vectors, segments = rows(2000)
-    queries = requests(100)
+    vectors, segments = rows(2000, DIMENSION)
+    queries = requests(100, DIMENSION)
     with PgVectorEmbeddingStore(
         pg_dsn, table_name, dimension=DIMENSION, pool_size=4, index="none"
     ) as store:
@@ -217,7 +106,7 @@ def test_cancelled_queries_give_their_connections_back(pg_dsn: str, table_name: 
 def test_a_store_used_from_two_event_loops_opens_a_pool_in_each(
     pg_dsn: str, table_name: str
 ) -> None:
-    vectors, segments = rows(20)
+    vectors, segments = rows(20, DIMENSION)
     with PgVectorEmbeddingStore(pg_dsn, table_name, dimension=DIMENSION) as store:
         store.add_all(vectors, segments)
         request = EmbeddingSearchRequest(vectors[0], max_results=3)

@@ -8,6 +8,7 @@ def test_public_api() -> None:
     check_public_api(
         ragloom.testkit,
         [
+            "AsyncEmbeddingStoreSuite",
             "Capability",
             "ChatModelSuite",
             "ChatRequest",
@@ -21,6 +22,8 @@ def test_public_api() -> None:
             "EmbeddingStoreSuite",
             "FakeEmbeddingModel",
             "FakeScoringModel",
+            "HybridContentRetrieverSuite",
+            "HybridRetrieverHarness",
             "LoaderHarness",
             "ObjectStoreHarness",
             "ObjectStoreLoaderSuite",

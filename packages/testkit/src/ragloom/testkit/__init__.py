@@ -9,6 +9,7 @@ import pytest
 
 # Rewrite the suites' asserts so that failures show values; must run before their import.
 pytest.register_assert_rewrite(
+    "ragloom.testkit.async_embedding_store",
     "ragloom.testkit.chat_model",
     "ragloom.testkit.content_retriever",
     "ragloom.testkit.document_loader",
@@ -16,11 +17,13 @@ pytest.register_assert_rewrite(
     "ragloom.testkit.embedding_model",
     "ragloom.testkit.embedding_store",
     "ragloom.testkit.embedding_store_filter",
+    "ragloom.testkit.hybrid_content_retriever",
     "ragloom.testkit.object_store_loader",
     "ragloom.testkit.servers",
     "ragloom.testkit.web_search_engine",
 )
 
+from ragloom.testkit.async_embedding_store import AsyncEmbeddingStoreSuite  # noqa: E402
 from ragloom.testkit.chat_model import ChatModelSuite  # noqa: E402
 from ragloom.testkit.content_retriever import ContentRetrieverSuite  # noqa: E402
 from ragloom.testkit.document_loader import DocumentLoaderSuite, LoaderHarness  # noqa: E402
@@ -30,6 +33,10 @@ from ragloom.testkit.embedding_store import EmbeddingStoreSuite  # noqa: E402
 from ragloom.testkit.embedding_store_filter import EmbeddingStoreFilterSuite  # noqa: E402
 from ragloom.testkit.fake_embedding_model import FakeEmbeddingModel  # noqa: E402
 from ragloom.testkit.fake_scoring_model import FakeScoringModel  # noqa: E402
+from ragloom.testkit.hybrid_content_retriever import (  # noqa: E402
+    HybridContentRetrieverSuite,
+    HybridRetrieverHarness,
+)
 from ragloom.testkit.object_store_loader import (  # noqa: E402
     ObjectStoreHarness,
     ObjectStoreLoaderSuite,
@@ -49,6 +56,7 @@ from ragloom.testkit.web_search_engine import (  # noqa: E402
 )
 
 __all__ = [
+    "AsyncEmbeddingStoreSuite",
     "Capability",
     "ChatModelSuite",
     "ChatRequest",
@@ -62,6 +70,8 @@ __all__ = [
     "EmbeddingStoreSuite",
     "FakeEmbeddingModel",
     "FakeScoringModel",
+    "HybridContentRetrieverSuite",
+    "HybridRetrieverHarness",
     "LoaderHarness",
     "ObjectStoreHarness",
     "ObjectStoreLoaderSuite",

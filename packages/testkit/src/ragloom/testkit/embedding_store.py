@@ -118,6 +118,9 @@ class EmbeddingStoreSuiteBase(ConformanceSuite, standard=True):
 
     integration_fixtures = frozenset({"store"})
 
+    preserves_insertion_order_on_ties = Capability(
+        "equally scored matches are the right set, in any order"
+    )
     removes_by_filter = Capability(
         "remove_all(filter=...) raises EmbeddingStoreError (or InvalidFilterError) "
         "and removes nothing"
@@ -148,9 +151,6 @@ class EmbeddingStoreSuiteBase(ConformanceSuite, standard=True):
 class EmbeddingStoreSuite(EmbeddingStoreSuiteBase, standard=True):
     """Adding, ids, replacing, search order and scores, min_score, max_results, removal."""
 
-    preserves_insertion_order_on_ties = Capability(
-        "equally scored matches are the right set, in any order"
-    )
     validates_dimension = Capability(
         "a wrong-dimension vector or query raises some exception (the backend's own type "
         "is accepted); a rejected batch may be partly written"
