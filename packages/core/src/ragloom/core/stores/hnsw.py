@@ -225,8 +225,8 @@ class HnswIndex:
         """Rows to rescore for the top ``k`` among ``selected`` (None: all rows), or
         ``None`` when exact search should run instead (see the module docstring)."""
         eligible = size if selected is None else int(selected.size)
-        wanted = self.options.candidate_count(k)
-        if eligible < self.options.exact_below or wanted >= eligible:
+        wanted = self.options.indexed_count(eligible, k)
+        if wanted is None:
             return None
         share = eligible / size
         count = wanted if selected is None else math.ceil(1.5 * wanted / share) + 16

@@ -132,6 +132,14 @@ class IndexOptions:
             minimum = self.min_candidates
         return max(math.ceil(oversample * k), minimum, k)
 
+    def indexed_count(self, eligible: int, k: int) -> int | None:
+        """:meth:`candidate_count` when the index pays for ``eligible`` rows, else None
+        (exact search: below ``exact_below``, or candidates covering every eligible row)."""
+        wanted = self.candidate_count(k)
+        if eligible < self.exact_below or wanted >= eligible:
+            return None
+        return wanted
+
 
 def index_options(index: IndexKind | IndexOptions) -> IndexOptions:
     """``index`` as :class:`IndexOptions` (a kind name takes the defaults)."""
@@ -283,8 +291,8 @@ class QuantizedIndex:
         """Rows to rescore for the top ``k`` among ``selected`` (None: all rows), or
         ``None`` when exact search should run instead (see the module docstring)."""
         eligible = size if selected is None else int(selected.size)
-        wanted = self.options.candidate_count(k)
-        if eligible < self.options.exact_below or wanted >= eligible:
+        wanted = self.options.indexed_count(eligible, k)
+        if wanted is None:
             return None
         self.sync(matrix, inv_norms, size)
         if selected is None:
