@@ -33,11 +33,14 @@ class Timings:
         return statistics.median(ratios), min(ratios), max(ratios)
 
 
-def interleave(runs: dict[str, Callable[[], Any]], rounds: int, *, collect: bool = True) -> Timings:
+def interleave(
+    runs: dict[str, Callable[[], Any]], rounds: int, *, collect: bool = True, keep: bool = True
+) -> Timings:
     """Time every run once per round, the starting contender rotating each round.
 
     The value a run returns is kept until its time is taken (freeing it is not timed)
-    and the last one is returned in ``Timings.results``.
+    and the last one is returned in ``Timings.results`` (with ``keep``; without it, each
+    is freed once timed, so that large results do not pile up).
     """
     names = list(runs)
     timings = Timings({name: [] for name in names})
@@ -49,7 +52,8 @@ def interleave(runs: dict[str, Callable[[], Any]], rounds: int, *, collect: bool
             start = time.perf_counter()
             kept = runs[name]()
             timings.seconds[name].append(time.perf_counter() - start)
-            timings.results[name] = kept
+            if keep:
+                timings.results[name] = kept
             del kept
     return timings
 
