@@ -58,6 +58,8 @@ find_ray() {
   PYTHON=$(dirname "$RAY")/python  # the same environment: the nodes' workers run it
 }
 
+source scripts/services/lib/pidfile.sh
+
 # Node names: head, worker-1 .. worker-N; each has $BASE/<name>.pid and <name>.log.
 nodes() {
   echo head
@@ -66,12 +68,7 @@ nodes() {
 }
 
 node_running() {
-  local pidfile=$BASE/$1.pid
-  [ -f "$pidfile" ] && kill -0 "$(cat "$pidfile")" 2>/dev/null
-}
-
-port_open() {
-  (exec 3<>"/dev/tcp/$HOST/$PORT") 2>/dev/null
+  pid_running "$BASE/$1.pid"
 }
 
 # ARGS: the command that starts node $1 (with the ports of node number $2).
@@ -96,15 +93,8 @@ launch() {
   node_args "$name" "$n"
   nohup "${ARGS[@]}" >"$log" 2>&1 &
   echo $! >"$BASE/$name.pid"
-  local deadline=$((SECONDS + WAIT))
-  until grep -q "$STARTED" "$log" 2>/dev/null; do
-    if ! node_running "$name" || [ "$SECONDS" -ge "$deadline" ]; then
-      echo "ray: the $name node did not start within ${WAIT}s; see $log" >&2
-      tail -n 20 "$log" >&2 || true
-      exit 1
-    fi
-    sleep 0.5
-  done
+  wait_ready "$BASE/$name.pid" "$log" "ray: the $name node did not start within ${WAIT}s" \
+    grep -q "$STARTED" "$log"
 }
 
 # The token (made once per cluster) and what a driver needs to connect, for `source`.
@@ -152,21 +142,9 @@ start() {
   echo "ray: drivers connect with the settings in $DRIVER_ENV"
 }
 
-# SIGTERM to a `ray start --block` stops its node's processes; wait, then SIGKILL.
+# SIGTERM to a `ray start --block` stops its node's processes; SIGKILL after 30 s.
 stop_node() {
-  local name=$1 pidfile=$BASE/$1.pid pid
-  node_running "$name" || { rm -f "$pidfile"; return 0; }
-  pid=$(cat "$pidfile")
-  kill "$pid"
-  local deadline=$((SECONDS + 30))
-  while kill -0 "$pid" 2>/dev/null; do
-    if [ "$SECONDS" -ge "$deadline" ]; then
-      kill -9 "$pid" 2>/dev/null || true
-      break
-    fi
-    sleep 0.2
-  done
-  rm -f "$pidfile"
+  stop_pid "$BASE/$1.pid" 30
 }
 
 # Processes of this cluster left behind (e.g. after a SIGKILL): their command lines name

@@ -28,7 +28,7 @@ from ragloom.core import (
 )
 from ragloom.stores.pgvector import PgFullTextContentRetriever, PgVectorEmbeddingStore
 from ragloom.testkit import FakeEmbeddingModel
-from ragloom.testkit.async_embedding_store import hits, requests, rows
+from ragloom.testkit.async_embedding_store import check_aadd, hits, requests, rows
 
 pytestmark = pytest.mark.integration
 
@@ -45,6 +45,11 @@ def run(store: PgVectorEmbeddingStore, body: Callable[[], Awaitable[Any]]) -> An
             await store._async_db.close()
 
     return asyncio.run(main())
+
+
+def test_aadd_stores_one_entry_as_add(pg_dsn: str, table_name: str) -> None:
+    with PgVectorEmbeddingStore(pg_dsn, table_name, dimension=DIMENSION) as store:
+        check_aadd(store, DIMENSION)
 
 
 def test_cancelled_queries_give_their_connections_back(pg_dsn: str, table_name: str) -> None:

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Sourced by a scripts/services/<name>.sh script for a server it runs in the background
 # with a pid file: start (idempotent, bounded wait for the port), stop (data removed, log
 # kept), restart (data kept) and status. Before `service_main "$action"` the script sets
@@ -5,12 +6,11 @@
 # LOG, PIDFILE and WAIT, and defines launch() (start the server, write its pid to
 # $PIDFILE); it may define after_start() (a check once the port answers).
 
-port_open() {
-  (exec 3<>"/dev/tcp/$HOST/$PORT") 2>/dev/null
-}
+source scripts/services/lib/pidfile.sh
 
 running() {
-  [ -f "$PIDFILE" ] && kill -0 "$(cat "$PIDFILE")" 2>/dev/null
+  # shellcheck disable=SC2153  # PIDFILE: set by the sourcing script
+  pid_running "$PIDFILE"
 }
 
 start() {
@@ -25,15 +25,8 @@ start() {
     exit 1
   fi
   running || launch
-  local deadline=$((SECONDS + WAIT))
-  until port_open; do
-    if ! running || [ "$SECONDS" -ge "$deadline" ]; then
-      echo "$NAME: not accepting connections on $HOST:$PORT after ${WAIT}s; see $LOG" >&2
-      tail -n 20 "$LOG" >&2 || true
-      exit 1
-    fi
-    sleep 0.2
-  done
+  wait_ready "$PIDFILE" "$LOG" "$NAME: not accepting connections on $HOST:$PORT after ${WAIT}s" \
+    port_open
   if declare -F after_start >/dev/null; then
     after_start
   fi
@@ -41,18 +34,7 @@ start() {
 }
 
 stop_server() {
-  running || return 0
-  local pid deadline=$((SECONDS + WAIT))
-  pid=$(cat "$PIDFILE")
-  kill "$pid"
-  while kill -0 "$pid" 2>/dev/null; do
-    if [ "$SECONDS" -ge "$deadline" ]; then
-      kill -9 "$pid" 2>/dev/null || true
-      break
-    fi
-    sleep 0.2
-  done
-  rm -f "$PIDFILE"
+  stop_pid "$PIDFILE" "$WAIT"
 }
 
 service_main() {

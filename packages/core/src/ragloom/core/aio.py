@@ -20,6 +20,9 @@ checks); they are
   The helper awaits the component's own coroutine (``aretrieve``, ``aadd_all``, ...) when
   it defines one, and otherwise runs the sync method with :func:`asyncio.to_thread`.
 
+A store with a native ``aadd_all`` gets ``aadd`` (one entry) from :class:`AsyncAddMixin`,
+as an :class:`~ragloom.core.stores.base.EmbeddingStore` subclass gets ``add``.
+
 Cancelling a helper that runs a sync method in a thread stops waiting for it, not the
 thread: the call completes in the background. Native implementations stop their I/O.
 
@@ -46,6 +49,7 @@ from ragloom.core.retrievers.base import ContentRetriever
 from ragloom.core.stores.base import EmbeddingSearchRequest, EmbeddingSearchResult, EmbeddingStore
 
 __all__ = [
+    "AsyncAddMixin",
     "AsyncContentRetriever",
     "AsyncEmbeddingModel",
     "AsyncEmbeddingStore",
@@ -115,6 +119,30 @@ class AsyncEmbeddingStore(Protocol):
     ) -> None:
         """:meth:`~ragloom.core.stores.base.EmbeddingStore.remove_all` without blocking."""
         ...
+
+
+class AsyncAddMixin:
+    """``aadd`` for an :class:`AsyncEmbeddingStore`, through its ``aadd_all``.
+
+    The async side of :meth:`~ragloom.core.stores.base.EmbeddingStore.add`; a mixin, not a
+    protocol member, so that a structural ``AsyncEmbeddingStore`` need not define it::
+
+        class MyStore(EmbeddingStore, aio.AsyncAddMixin):
+            async def aadd_all(self, embeddings, segments=None, *, ids=None): ...
+    """
+
+    async def aadd(
+        self: AsyncEmbeddingStore,
+        embedding: Embedding,
+        segment: TextSegment | None = None,
+        *,
+        id: str | None = None,
+    ) -> str:
+        """Add one embedding (with its segment, under ``id`` when given) without blocking;
+        returns its id."""
+        segments = None if segment is None else [segment]
+        ids = None if id is None else [id]
+        return (await self.aadd_all([embedding], segments, ids=ids))[0]
 
 
 @runtime_checkable

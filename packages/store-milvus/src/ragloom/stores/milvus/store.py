@@ -43,7 +43,7 @@ from pymilvus import (  # type: ignore[import-untyped]
     MilvusException,
 )
 
-from ragloom.core.aio import ClientCall, Steps, arun_steps, run_steps
+from ragloom.core.aio import AsyncAddMixin, ClientCall, Steps, arun_steps, run_steps
 from ragloom.core.bm25.analyzer import ENGLISH_STOPWORDS
 from ragloom.core.document import TextSegment
 from ragloom.core.embedding import Embedding
@@ -156,7 +156,7 @@ def _check_id(id: str) -> None:
         )
 
 
-class MilvusEmbeddingStore(EmbeddingStore):
+class MilvusEmbeddingStore(EmbeddingStore, AsyncAddMixin):
     """An :class:`~ragloom.core.EmbeddingStore` in a Milvus collection.
 
     Connect with ``uri`` (a local ``.db`` file runs Milvus Lite in-process; ``http://host:19530``
@@ -617,14 +617,6 @@ class MilvusEmbeddingStore(EmbeddingStore):
             await asyncio.to_thread(self._ensure_collection, batch.dimension)
         await self._arun(self._write(batch))
         return batch.ids
-
-    async def aadd(
-        self, embedding: Embedding, segment: TextSegment | None = None, *, id: str | None = None
-    ) -> str:
-        """:meth:`add` on the async client."""
-        segments = None if segment is None else [segment]
-        ids = None if id is None else [id]
-        return (await self.aadd_all([embedding], segments, ids=ids))[0]
 
     def _prepare(
         self,

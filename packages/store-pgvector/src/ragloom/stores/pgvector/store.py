@@ -38,6 +38,7 @@ import psycopg
 from psycopg import sql
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
+from ragloom.core.aio import AsyncAddMixin
 from ragloom.core.document import TextSegment
 from ragloom.core.embedding import Embedding
 from ragloom.core.errors import EmbeddingStoreError, InvalidFilterError
@@ -156,7 +157,7 @@ def _positive_int(value: object, what: str, upper: int | None = None) -> int:
     return value
 
 
-class PgVectorEmbeddingStore(EmbeddingStore):
+class PgVectorEmbeddingStore(EmbeddingStore, AsyncAddMixin):
     """An :class:`~ragloom.core.EmbeddingStore` in a PostgreSQL table with pgvector.
 
     ``connection`` is a libpq connection string or URI (the store then owns a pool of

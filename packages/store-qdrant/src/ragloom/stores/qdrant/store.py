@@ -32,7 +32,7 @@ import numpy.typing as npt
 from qdrant_client import AsyncQdrantClient, QdrantClient, models
 from qdrant_client.local.qdrant_local import QdrantLocal
 
-from ragloom.core.aio import ClientCall, Steps, arun_steps, run_steps
+from ragloom.core.aio import AsyncAddMixin, ClientCall, Steps, arun_steps, run_steps
 from ragloom.core.document import TextSegment
 from ragloom.core.embedding import Embedding
 from ragloom.core.errors import EmbeddingStoreError, RagloomError
@@ -190,7 +190,7 @@ def _connect(
         raise EmbeddingStoreError(f"cannot open Qdrant at {str(where)!r}: {exc}") from exc
 
 
-class QdrantEmbeddingStore(EmbeddingStore):
+class QdrantEmbeddingStore(EmbeddingStore, AsyncAddMixin):
     """An :class:`~ragloom.core.EmbeddingStore` in a Qdrant collection.
 
     Connect with exactly one of ``url`` (a Qdrant server or cluster, with ``api_key``),
@@ -508,14 +508,6 @@ class QdrantEmbeddingStore(EmbeddingStore):
             await asyncio.to_thread(self._ensure_collection, batch.vectors)
         await self._arun(self._write(batch))
         return batch.ids
-
-    async def aadd(
-        self, embedding: Embedding, segment: TextSegment | None = None, *, id: str | None = None
-    ) -> str:
-        """:meth:`add` on the async client."""
-        segments = None if segment is None else [segment]
-        ids = None if id is None else [id]
-        return (await self.aadd_all([embedding], segments, ids=ids))[0]
 
     def _prepare(
         self,
