@@ -171,7 +171,8 @@ def test_create_failure_names_the_keys_not_the_values(site: Path) -> None:
     message = str(error.value)
     assert "'acme' from ragloom-plugin-store" in message
     assert "failed to build with pasword, url" in message
-    assert "pasword" in message and "s3cr3t" not in message and "postgresql://db" not in message
+    assert "s3cr3t" not in message
+    assert "postgresql://db" not in message
     with pytest.raises(PluginError, match="failed to build without configuration"):
         plugins.create(plugins.EMBEDDING_STORES, "acme")
 
