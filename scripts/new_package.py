@@ -38,8 +38,8 @@ class Kind:
     summary: str  # README and description: "<summary> on <name>"
     suites: str  # the testkit suites its conformance test runs ("" if none exists yet)
     server: bool  # talks to a server: integration tests and a scripts/services/ script
-    group: str | None = None  # entry-point group of ragloom.core.plugins, if any
-    factory: str = ""  # appended to the class in the entry point (a zero-argument callable)
+    group: str  # its entry-point group in ragloom.core.plugins
+    factory: str = ""  # appended to the class in the entry point (e.g. ".from_env")
 
 
 KINDS: dict[str, Kind] = {
@@ -49,12 +49,23 @@ KINDS: dict[str, Kind] = {
         "EmbeddingStore",
         "EmbeddingStoreSuite, EmbeddingStoreFilterSuite",
         server=True,
+        group="ragloom.embedding_stores",
     ),
     "loader": Kind(
-        "loaders", "DocumentLoader", "DocumentLoader", "DocumentLoaderSuite", server=True
+        "loaders",
+        "DocumentLoader",
+        "DocumentLoader",
+        "DocumentLoaderSuite",
+        server=True,
+        group="ragloom.document_loaders",
     ),
     "retriever": Kind(
-        "retrievers", "ContentRetriever", "ContentRetriever", "ContentRetrieverSuite", server=True
+        "retrievers",
+        "ContentRetriever",
+        "ContentRetriever",
+        "ContentRetrieverSuite",
+        server=True,
+        group="ragloom.content_retrievers",
     ),
     "parser": Kind(
         "parsers",
@@ -90,7 +101,12 @@ KINDS: dict[str, Kind] = {
         group="ragloom.chat_models",
     ),
     "transformer": Kind(
-        "transformers", "DocumentTransformer", "DocumentTransformer", "", server=False
+        "transformers",
+        "DocumentTransformer",
+        "DocumentTransformer",
+        "",
+        server=False,
+        group="ragloom.document_transformers",
     ),
 }
 
@@ -148,10 +164,8 @@ def plan(
     with_service = kind.server and service
     env_url = f"RAGLOOM_{module.upper()}_URL"
     dependencies = ['"ragloom-core"'] + ([f'"{client}"'] if client else [])
-    entry_points = ""
-    if kind.group:
-        target = f"ragloom.{namespace}.{module}:{cls_base}{kind.class_suffix}{kind.factory}"
-        entry_points = f'\n[project.entry-points."{kind.group}"]\n{name} = "{target}"\n'
+    target = f"ragloom.{namespace}.{module}:{cls_base}{kind.class_suffix}{kind.factory}"
+    entry_points = f'\n[project.entry-points."{kind.group}"]\n{name} = "{target}"\n'
     values = {
         "name": name,
         "module": module,
@@ -164,6 +178,7 @@ def plan(
         "client": client or "its client library",
         "dependencies": ", ".join(dependencies),
         "entry_points": entry_points,
+        "group": kind.group,
         "suites": f"the testkit's {kind.suites} unchanged"
         if kind.suites
         else "the kind's contract tests (the testkit has no suite for it yet)",

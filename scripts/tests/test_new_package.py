@@ -137,14 +137,28 @@ def test_pyproject_names_the_distribution_and_entry_point(root: Path, kind: str)
     assert project["tool"]["hatch"]["version"]["path"] == "../../VERSION"
     assert project["project"]["dependencies"] == ["ragloom-core", "acme>=1"]
     assert project["dependency-groups"]["test"] == ["ragloom-testkit"]
-    groups = project["project"].get("entry-points", {})
+    groups = project["project"]["entry-points"]
     group = GENERATOR.KINDS[kind].group
-    if group is None:
-        assert groups == {}
-        return
-    assert group in vars(plugins).values()  # a real group of ragloom.core.plugins
+    assert group in plugins.GROUPS  # a real group of ragloom.core.plugins
+    assert list(groups) == [group]
     target = groups[group][name]
     assert target.startswith(f"ragloom.{GENERATOR.KINDS[kind].namespace}.{name.replace('-', '_')}:")
+
+
+def test_every_kind_has_an_entry_point_group() -> None:
+    """Each kind registers in its group: components in the component groups, the kinds
+    with a zero-argument default (parsers, models) in the default groups."""
+    groups = {kind: GENERATOR.KINDS[kind].group for kind in KINDS}
+    assert groups == {
+        "chat": plugins.CHAT_MODELS,
+        "embedding": plugins.EMBEDDING_MODELS,
+        "loader": plugins.DOCUMENT_LOADERS,
+        "parser": plugins.DOCUMENT_PARSERS,
+        "retriever": plugins.CONTENT_RETRIEVERS,
+        "scoring": plugins.SCORING_MODELS,
+        "store": plugins.EMBEDDING_STORES,
+        "transformer": plugins.DOCUMENT_TRANSFORMERS,
+    }
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -153,6 +167,8 @@ def test_readme_has_the_sections_to_fill(root: Path, kind: str) -> None:
     assert readme.startswith(f"# ragloom-{kind}-{name_for(kind)}\n")
     sections = ("## Install", "## Usage", "## Capabilities and deviations", "## Tested against")
     assert all(section in readme for section in sections)
+    group = GENERATOR.KINDS[kind].group
+    assert f"Registered as `{name_for(kind)}` in the `{group}` entry-point group." in readme
 
 
 @pytest.mark.parametrize("kind", sorted(HELPER_MODULES))

@@ -8,7 +8,7 @@ import pytest
 
 from ragloom.core import FileSystemDocumentLoader, PluginError, TextDocumentParser, plugins
 
-PARSER_MODULE = """
+PLUGIN_MODULE = """
 from ragloom.core import Document
 
 class UpperParser:
@@ -18,13 +18,19 @@ class UpperParser:
 
 def broken():
     raise RuntimeError("boom")
+
+class ConfiguredStore:  # a component that cannot be built without configuration
+    def __init__(self, url, *, password, table="items"):
+        self.url, self.password, self.table = url, password, table
+
+NOT_A_FACTORY = 42
 """
 
 
 def install_distribution(site: Path, dist: str, entry_points: str) -> None:
     """Write a minimal installed distribution (module + dist-info) into ``site``."""
     module = dist.replace("-", "_")
-    (site / f"{module}.py").write_text(PARSER_MODULE.format(name=dist))
+    (site / f"{module}.py").write_text(PLUGIN_MODULE.format(name=dist))
     info = site / f"{module}-1.0.dist-info"
     info.mkdir()
     (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {dist}\nVersion: 1.0\n")
@@ -124,3 +130,83 @@ def test_broken_plugin_is_reported(site: Path, text_file: Path) -> None:
     plugins.refresh()
     with pytest.raises(PluginError, match="ragloom-plugin-broken.*boom"):
         FileSystemDocumentLoader.load_document(text_file)
+
+
+STORES = "[ragloom.embedding_stores]\nacme = {module}:ConfiguredStore\n"
+
+
+def test_component_groups_are_distinct_from_default_groups() -> None:
+    assert set(plugins.DEFAULT_GROUPS).isdisjoint(plugins.COMPONENT_GROUPS)
+    assert plugins.GROUPS == plugins.DEFAULT_GROUPS + plugins.COMPONENT_GROUPS
+    assert all(group.startswith("ragloom.") for group in plugins.GROUPS)
+    assert plugins.EMBEDDING_STORES in plugins.COMPONENT_GROUPS
+
+
+def test_component_is_the_class_not_an_instance(site: Path) -> None:
+    install_distribution(site, "ragloom-plugin-store", STORES)
+    plugins.refresh()
+    found = plugins.component(plugins.EMBEDDING_STORES, "acme")
+    assert isinstance(found, type)
+    assert found.__name__ == "ConfiguredStore"
+    assert found.__module__ == "ragloom_plugin_store"
+    with pytest.raises(PluginError, match="ragloom-plugin-store.*failed to load.*url"):
+        plugins.load(plugins.EMBEDDING_STORES, "acme")  # zero-argument: needs configuration
+
+
+def test_create_builds_with_the_configuration(site: Path) -> None:
+    install_distribution(site, "ragloom-plugin-store", STORES)
+    plugins.refresh()
+    store = plugins.create(
+        plugins.EMBEDDING_STORES, "acme", url="postgresql://db", password="secret"
+    )
+    assert isinstance(store, plugins.component(plugins.EMBEDDING_STORES, "acme"))
+    assert (store.url, store.password, store.table) == ("postgresql://db", "secret", "items")
+
+
+def test_create_failure_names_the_keys_not_the_values(site: Path) -> None:
+    install_distribution(site, "ragloom-plugin-store", STORES)
+    plugins.refresh()
+    with pytest.raises(PluginError) as error:
+        plugins.create(plugins.EMBEDDING_STORES, "acme", url="postgresql://db", pasword="s3cr3t")
+    message = str(error.value)
+    assert "'acme' from ragloom-plugin-store" in message
+    assert "failed to build with pasword, url" in message
+    assert "s3cr3t" not in message
+    assert "postgresql://db" not in message
+    with pytest.raises(PluginError, match="failed to build without configuration"):
+        plugins.create(plugins.EMBEDDING_STORES, "acme")
+
+
+def test_unknown_component_lists_what_is_installed(site: Path) -> None:
+    install_distribution(site, "ragloom-plugin-store", STORES)
+    plugins.refresh()
+    with pytest.raises(PluginError) as error:
+        plugins.create(plugins.EMBEDDING_STORES, "pgvectr", url="x")
+    assert str(error.value) == (
+        "no plugin named 'pgvectr' in group 'ragloom.embedding_stores'; installed: "
+        "'acme' from ragloom-plugin-store (ragloom_plugin_store:ConfiguredStore)"
+    )
+    with pytest.raises(PluginError, match="installed: none"):
+        plugins.component(plugins.DOCUMENT_LOADERS, "acme")
+
+
+def test_a_component_name_provided_twice_is_refused(site: Path) -> None:
+    install_distribution(site, "ragloom-plugin-one", STORES)
+    install_distribution(site, "ragloom-plugin-two", STORES)
+    plugins.refresh()
+    with pytest.raises(PluginError, match="provided twice: .*plugin-one.* and .*plugin-two"):
+        plugins.component(plugins.EMBEDDING_STORES, "acme")
+
+
+def test_broken_or_non_callable_components_are_reported(site: Path) -> None:
+    install_distribution(
+        site,
+        "ragloom-plugin-odd",
+        "[ragloom.content_retrievers]\nnumber = {module}:NOT_A_FACTORY\n"
+        "missing = {module}:Missing\n",
+    )
+    plugins.refresh()
+    with pytest.raises(PluginError, match="'number' from ragloom-plugin-odd.*names a int, not"):
+        plugins.component(plugins.CONTENT_RETRIEVERS, "number")
+    with pytest.raises(PluginError, match="'missing' from ragloom-plugin-odd.*failed to load"):
+        plugins.create(plugins.CONTENT_RETRIEVERS, "missing")

@@ -148,3 +148,44 @@ def test_two_providers_without_a_choice_is_a_problem(
     group = table[plugins.DOCUMENT_SPLITTERS]
     assert "RAGLOOM_DOCUMENT_SPLITTER" in group["error"]
     assert not any(p["active"] for p in group["providers"])
+
+
+def test_components_are_listed_and_checked_by_import_only(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A store needs configuration: ``--check`` imports the class and never builds it."""
+    add_entry_point(
+        monkeypatch, tmp_path, plugins.EMBEDDING_STORES,
+        "pgvector = ragloom.stores.pgvector:PgVectorEmbeddingStore",
+    )  # fmt: skip
+    code, table, err = run(capsys, "--check")
+    assert code == 0, err
+    group = table[plugins.EMBEDDING_STORES]
+    assert group["variable"] is None
+    assert "plugins.create" in group["note"]
+    pgvector = providers(table, plugins.EMBEDDING_STORES)["pgvector"]
+    assert (pgvector["active"], pgvector["status"]) == (False, "ok")  # built, it would fail
+    assert set(table) == set(plugins.GROUPS)
+    assert main(["plugins"]) == 0
+    out = capsys.readouterr().out
+    assert "ragloom.embedding_stores  (picked by name: plugins.create(group, name" in out
+    assert "RAGLOOM_EMBEDDING_STORE" not in out
+
+
+def test_broken_components_fail_the_check(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    add_entry_point(
+        monkeypatch, tmp_path, plugins.DOCUMENT_LOADERS,
+        "gone = ragloom_missing_module:Loader\nlist = ragloom.stores.pgvector:__all__",
+    )  # fmt: skip
+    code, table, err = run(capsys, "--check")
+    assert code == EXIT_PARTIAL
+    found = providers(table, plugins.DOCUMENT_LOADERS)
+    assert found["gone"]["status"] == "broken"
+    assert "ragloom_missing_module" in found["gone"]["error"]
+    assert found["list"]["status"] == "broken"
+    assert "not a class or factory" in found["list"]["error"]
+    assert "ragloom.document_loaders" in err
+    code, _, _ = run(capsys)
+    assert code == 0  # listing alone does not import

@@ -1,10 +1,17 @@
 """Plugin registry over ``importlib.metadata`` entry points (the spec's SPI).
 
-One entry-point group per factory kind. Each entry point names a zero-argument
-callable (usually a class) that builds the component. Exactly one provider in a group
-is the default; two or more are ambiguous unless the user chooses one, by passing the
-component explicitly or by naming the entry point in the environment variable
-``RAGLOOM_<KIND>`` (e.g. ``RAGLOOM_DOCUMENT_PARSER=tika``).
+One entry-point group per kind of component, of two sorts:
+
+- Default groups (:data:`DEFAULT_GROUPS`: parsers, splitters, embedding, chat and scoring
+  models). Each entry point names a zero-argument callable (usually a class) that builds
+  the component. Exactly one provider in a group is the default; two or more are
+  ambiguous unless the user chooses one, by passing the component explicitly or by naming
+  the entry point in the environment variable ``RAGLOOM_<KIND>``
+  (e.g. ``RAGLOOM_DOCUMENT_PARSER=tika``).
+- Component groups (:data:`COMPONENT_GROUPS`: stores, loaders, retrievers, ...). These
+  need configuration (URLs, credentials, tables), so there is no default: an entry point
+  names the component class (or its documented factory), :func:`component` finds it by
+  name and :func:`create` builds it with the caller's configuration.
 """
 
 from __future__ import annotations
@@ -13,7 +20,7 @@ import os
 from collections.abc import Callable
 from functools import cache
 from importlib.metadata import EntryPoint, entry_points
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from ragloom.core.errors import PluginError
 
@@ -24,6 +31,27 @@ DOCUMENT_SPLITTERS = "ragloom.document_splitters"
 EMBEDDING_MODELS = "ragloom.embedding_models"
 CHAT_MODELS = "ragloom.chat_models"
 SCORING_MODELS = "ragloom.scoring_models"
+
+EMBEDDING_STORES = "ragloom.embedding_stores"
+DOCUMENT_LOADERS = "ragloom.document_loaders"
+DOCUMENT_TRANSFORMERS = "ragloom.document_transformers"
+CONTENT_RETRIEVERS = "ragloom.content_retrievers"
+WEB_SEARCH_ENGINES = "ragloom.web_search_engines"
+EMBEDDING_STORE_INGESTORS = "ragloom.embedding_store_ingestors"
+
+#: Groups with one default provider each, built without arguments (:func:`load_default`).
+DEFAULT_GROUPS = (DOCUMENT_PARSERS, DOCUMENT_SPLITTERS, EMBEDDING_MODELS, CHAT_MODELS,
+                  SCORING_MODELS)  # fmt: skip
+#: Groups of configured components, picked by name (:func:`component`, :func:`create`).
+COMPONENT_GROUPS = (
+    EMBEDDING_STORES,
+    DOCUMENT_LOADERS,
+    DOCUMENT_TRANSFORMERS,
+    CONTENT_RETRIEVERS,
+    WEB_SEARCH_ENGINES,
+    EMBEDDING_STORE_INGESTORS,
+)
+GROUPS = DEFAULT_GROUPS + COMPONENT_GROUPS
 
 #: The distributions that provide each group's default, named when none is installed.
 PROVIDERS = {
@@ -68,18 +96,27 @@ def _describe(ep: EntryPoint) -> str:
     return f"'{ep.name}' from {dist} ({ep.value})"
 
 
-def _instantiate(ep: EntryPoint, group: str) -> Any:
+def _failed(ep: EntryPoint, group: str, what: str, exc: Exception) -> PluginError:
+    return PluginError(f"plugin {_describe(ep)} in group {group!r} {what}: {exc}")
+
+
+def _import(ep: EntryPoint, group: str) -> Any:
     try:
-        factory: Callable[[], Any] = ep.load()
+        return ep.load()
+    except Exception as exc:
+        raise _failed(ep, group, "failed to load", exc) from exc
+
+
+def _instantiate(ep: EntryPoint, group: str) -> Any:
+    factory: Callable[[], Any] = _import(ep, group)
+    try:
         return factory()
     except Exception as exc:
-        raise PluginError(
-            f"plugin {_describe(ep)} in group {group!r} failed to load: {exc}"
-        ) from exc
+        raise _failed(ep, group, "failed to load", exc) from exc
 
 
-def load(group: str, name: str) -> Any:
-    """Build the provider named ``name`` in ``group``; PluginError lists what exists."""
+def _find(group: str, name: str) -> EntryPoint:
+    """The one entry point named ``name`` in ``group``; PluginError lists what exists."""
     found = [ep for ep in providers(group) if ep.name == name]
     if not found:
         known = ", ".join(_describe(ep) for ep in providers(group)) or "none"
@@ -90,7 +127,46 @@ def load(group: str, name: str) -> Any:
             + " and ".join(_describe(ep) for ep in found)
             + "; uninstall one of the distributions"
         )
-    return _instantiate(found[0], group)
+    return found[0]
+
+
+def _callable(ep: EntryPoint, group: str) -> Callable[..., Any]:
+    target = _import(ep, group)
+    if not callable(target):
+        raise PluginError(
+            f"plugin {_describe(ep)} in group {group!r} names a {type(target).__name__}, "
+            "not a class or factory"
+        )
+    return cast(Callable[..., Any], target)
+
+
+def load(group: str, name: str) -> Any:
+    """Build the provider named ``name`` in ``group``; PluginError lists what exists."""
+    return _instantiate(_find(group, name), group)
+
+
+def component(group: str, name: str) -> Callable[..., Any]:
+    """The class (or factory) named ``name`` in ``group``, imported but not called.
+
+    For the component groups, whose members need configuration: e.g.
+    ``component(EMBEDDING_STORES, "pgvector")`` is ``PgVectorEmbeddingStore``.
+    """
+    return _callable(_find(group, name), group)
+
+
+def create(group: str, name: str, /, **config: Any) -> Any:
+    """Build the component named ``name`` in ``group``, ``config`` as keyword arguments.
+
+    A failure names the plugin and the configuration keys (never their values, which
+    may be credentials).
+    """
+    ep = _find(group, name)
+    factory = _callable(ep, group)
+    try:
+        return factory(**config)
+    except Exception as exc:
+        keys = "with " + ", ".join(sorted(config)) if config else "without configuration"
+        raise _failed(ep, group, f"failed to build {keys}", exc) from exc
 
 
 def load_default(group: str, fallback: Callable[[], T] | None = None) -> Any:

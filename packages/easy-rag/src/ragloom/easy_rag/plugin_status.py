@@ -2,15 +2,18 @@
 (with ``--check``) whether it loads — a doctor for a broken or half-configured install.
 
 Active means "what Easy RAG uses now": every document parser (a dispatcher picks one per
-file, ``RAGLOOM_DOCUMENT_PARSER`` names preferred ones); for the other kinds the provider
-``RAGLOOM_<KIND>`` names, else the only one installed; a chat model only when the
-environment configures one (else answers are extractive).
+file, ``RAGLOOM_DOCUMENT_PARSER`` names preferred ones); for the other default kinds the
+provider ``RAGLOOM_<KIND>`` names, else the only one installed; a chat model only when the
+environment configures one (else answers are extractive). Components (stores, loaders,
+retrievers, ...) are never active: the caller picks one by name and configures it.
 
 A check imports each provider and builds it (and calls its ``load()`` when it has one, so
 an embedding model's weights are read). An import failure is ``broken``; a provider that
 imports but cannot be built is ``broken`` where Easy RAG needs one (parsers, splitters,
 embedding models) and ``not configured`` for chat and scoring models, which are optional
 and configured from the environment; an active one that is not configured is a problem.
+A component is only imported (building it needs configuration): ``broken`` when it cannot
+be, is not a class or factory, or its name is provided twice in its group.
 """
 
 from __future__ import annotations
@@ -21,17 +24,11 @@ from dataclasses import dataclass, field
 from importlib.metadata import EntryPoint
 from typing import Any
 
-from ragloom.core import plugins
+from ragloom.core import PluginError, plugins
 from ragloom.core.parsers.dispatch import DispatchingDocumentParser
 from ragloom.easy_rag.assistant import CHAT_ENV_VARS
 
-GROUPS = (
-    plugins.DOCUMENT_PARSERS,
-    plugins.DOCUMENT_SPLITTERS,
-    plugins.EMBEDDING_MODELS,
-    plugins.CHAT_MODELS,
-    plugins.SCORING_MODELS,
-)
+GROUPS = plugins.GROUPS
 OPTIONAL = frozenset({plugins.CHAT_MODELS, plugins.SCORING_MODELS})
 OK, BROKEN, NOT_CONFIGURED = "ok", "broken", "not configured"
 
@@ -57,7 +54,7 @@ class Group:
     """One entry-point group: its providers and a note on what is active and why."""
 
     group: str
-    variable: str
+    variable: str | None  # the environment variable choosing the default; None: components
     note: str
     providers: list[Provider] = field(default_factory=list)
     error: str | None = None  # a group-level problem (ambiguity, an unknown chosen name)
@@ -92,6 +89,8 @@ def _active_names(group: str, found: tuple[EntryPoint, ...]) -> tuple[set[str], 
     names = {ep.name for ep in found}
     if not found:
         return set(), "none installed", None
+    if group in plugins.COMPONENT_GROUPS:
+        return set(), "picked by name: plugins.create(group, name, **config)", None
     if group == plugins.DOCUMENT_PARSERS:
         wanted = [n.strip() for n in chosen.split(",") if n.strip()]
         unknown = [n for n in wanted if n not in names]
@@ -136,6 +135,12 @@ def _active_names(group: str, found: tuple[EntryPoint, ...]) -> tuple[set[str], 
 
 def _check(ep: EntryPoint, group: str) -> tuple[str, str | None]:
     """Import and build one provider: (status, one-line error or None)."""
+    if group in plugins.COMPONENT_GROUPS:
+        try:
+            plugins.component(group, ep.name)  # imported, not built: it needs configuration
+        except PluginError as exc:
+            return BROKEN, _one_line(exc)
+        return OK, None
     try:
         factory: Callable[[], Any] = ep.load()
     except Exception as exc:
@@ -160,7 +165,8 @@ def plugin_status(check: bool = False) -> list[Group]:
     for group in GROUPS:
         found = plugins.providers(group)
         active, note, error = _active_names(group, found)
-        entry = Group(group, plugins.env_var(group), note, error=error)
+        variable = None if group in plugins.COMPONENT_GROUPS else plugins.env_var(group)
+        entry = Group(group, variable, note, error=error)
         for ep in found:
             provider = Provider(
                 ep.name, ep.dist.name if ep.dist else None, ep.value, ep.name in active
@@ -181,7 +187,11 @@ def format_status(groups: list[Group]) -> str:
     """The table ``ragloom plugins`` prints: ``*`` marks the active providers."""
     lines = []
     for group in groups:
-        how = "" if group.variable in group.note else f"; choose with {group.variable}=<name>"
+        how = (
+            ""
+            if group.variable is None or group.variable in group.note
+            else f"; choose with {group.variable}=<name>"
+        )
         lines.append(f"{group.group}  ({group.note}{how})")
         if group.error is not None:
             lines.append(f"  ! {group.error}")
