@@ -154,16 +154,17 @@ def test_components_are_listed_and_checked_by_import_only(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     """A store needs configuration: ``--check`` imports the class and never builds it."""
+    # A name of its own: the real pgvector store may be installed too.
     add_entry_point(
         monkeypatch, tmp_path, plugins.EMBEDDING_STORES,
-        "pgvector = ragloom.stores.pgvector:PgVectorEmbeddingStore",
+        "pgvector-copy = ragloom.stores.pgvector:PgVectorEmbeddingStore",
     )  # fmt: skip
     code, table, err = run(capsys, "--check")
     assert code == 0, err
     group = table[plugins.EMBEDDING_STORES]
     assert group["variable"] is None
     assert "plugins.create" in group["note"]
-    pgvector = providers(table, plugins.EMBEDDING_STORES)["pgvector"]
+    pgvector = providers(table, plugins.EMBEDDING_STORES)["pgvector-copy"]
     assert (pgvector["active"], pgvector["status"]) == (False, "ok")  # built, it would fail
     assert set(table) == set(plugins.GROUPS)
     assert main(["plugins"]) == 0
