@@ -55,4 +55,3 @@ def driver() -> Iterator[neo4j.Driver]:
         )
     yield driver
     driver.close()
-

@@ -22,8 +22,11 @@ DOCS = [Document(f"text about {t}", {"topic": t}) for t in ("alpha", "beta", "ga
 @pytest.fixture
 def graph(driver: neo4j.Driver) -> neo4j.Driver:
     load_documents(driver, DOCS)
-    write(driver, "MATCH (a:Document {topic: 'alpha'}), (b:Document {topic: 'beta'}) "
-          "CREATE (a)-[:CITES {year: 2024}]->(b)")
+    write(
+        driver,
+        "MATCH (a:Document {topic: 'alpha'}), (b:Document {topic: 'beta'}) "
+        "CREATE (a)-[:CITES {year: 2024}]->(b)",
+    )
     return driver
 
 
@@ -46,9 +49,14 @@ def test_schema_is_introspected_into_the_prompt(graph: neo4j.Driver) -> None:
     )
     retriever.retrieve(Query("list the documents"))
     prompt = model.prompts[0]
-    for part in ("(:Document {text: STRING, topic: STRING})", "[:CITES {year: INTEGER}]",
-                 "(:Document)-[:CITES]->(:Document)", "Example question: Which topics?",
-                 "MATCH (d:Document) RETURN d.topic", "Question: list the documents"):
+    for part in (
+        "(:Document {text: STRING, topic: STRING})",
+        "[:CITES {year: INTEGER}]",
+        "(:Document)-[:CITES]->(:Document)",
+        "Example question: Which topics?",
+        "MATCH (d:Document) RETURN d.topic",
+        "Question: list the documents",
+    ):
         assert part in prompt
 
 

@@ -127,9 +127,7 @@ class Neo4jContentRetriever(ContentRetriever):
             f"Example question: {q}\nExample Cypher:\n```cypher\n{c}\n```\n"
             for q, c in self.examples
         )
-        return self.prompt_template.render(
-            schema=self.schema, examples=examples, question=question
-        )
+        return self.prompt_template.render(schema=self.schema, examples=examples, question=question)
 
     def retrieve(self, query: Query) -> list[Content]:
         """One Content per row of the model's Cypher, in the query's order."""
@@ -173,4 +171,3 @@ class Neo4jContentRetriever(ContentRetriever):
 
 class _ServerError(RetrievalError):
     """The server is unreachable or the session broke: not for the model to fix."""
-
