@@ -21,7 +21,6 @@ import argparse
 import json
 import os
 import platform
-import resource
 import subprocess
 import sys
 import time
@@ -558,6 +557,13 @@ def save(fig: Any, name: str) -> str:
     return str(path.relative_to(ROOT / "docs"))
 
 
+def run_scope(run: dict[str, Any]) -> str:
+    """What a merged run measured: its N and rounds, when they were given."""
+    sizes = run.get("sizes")
+    named = f" N={','.join(f'{n:,}' for n in sizes)}" if sizes else ""
+    return named + (f", {run['rounds']} rounds" if run.get("rounds") else "")
+
+
 def ratio_text(ratio: list[float] | tuple[float, float, float]) -> str:
     from _common import spread
 
@@ -569,20 +575,25 @@ def markdown(results: dict[str, Any], images: list[str]) -> str:
     lines = [
         "# Benchmarks",
         "",
-        "ragloom measured side by side with its peers, in one process per run, by",
+        "ragloom measured side by side with its peers, each part in a process of its own, by",
         "`scripts/bench/run_suite.py` (it creates its own environment, `.bench-venv/`, with",
         "the peers; the project's environment never holds them). Contenders run",
         "interleaved, round by round, the first one rotating; times are medians over the",
         "rounds and every ratio is given as *median (lowest-highest)* of the per-round",
         "ratios.",
         "",
-        '!!! warning "A shared, loaded machine"',
-        f"    These numbers come from one `{meta['mode']}` run on a **shared 2-core machine**",
-        "    with several other jobs running (load average "
-        f"{meta['load_before']:.1f} before, {meta['load_after']:.1f} after;",
-        f"    {meta['cpus']} CPUs, {meta['threads']} BLAS/onnxruntime/torch threads,",
-        f"    Python {meta['python']}). Absolute times are noisy; the ratios, taken",
-        "    round by round, are what to read. Run the suite on your own machine:",
+        '!!! warning "A shared machine"',
+        "    These numbers come from runs on a **shared 2-core machine**",
+        f"    ({meta['cpus']} CPUs, {meta['threads']} BLAS/onnxruntime/torch threads,",
+        f"    Python {meta['python']}), each part in a fresh process:",
+        *[
+            f"    {part} {run['date']}, `{run['mode']}`{run_scope(run)}, {run['seconds']:.0f} s "
+            f"(load average {run['load_before']:.1f} before, {run['load_after']:.1f} after);"
+            for part, part_runs in meta["runs"].items()
+            for run in part_runs
+        ],
+        "    absolute times are noisy; the ratios, taken round by round, are what to",
+        "    read. Run the suite on your own machine:",
         "",
         "```bash",
         "python3 scripts/bench/run_suite.py --quick   # 3-10 minutes on 2 shared cores",
@@ -651,7 +662,12 @@ def markdown(results: dict[str, Any], images: list[str]) -> str:
             "the construction of one Python object and its metadata dict, and the cyclic",
             "garbage collector's passes over them while they are built, which ragloom",
             "cannot pause in the caller's code; *Python records* is the same data as plain",
-            "Python objects with no store at all.",
+            "Python objects with no store at all. At 1M every step that stores vectors",
+            "allocates 1.5 GB: on a virtual machine the first touch of memory the host has",
+            "not backed yet can cost seconds and falls on whichever step allocates (here",
+            "one `add_columns` of 1M rows took 0.9 s, and 6.9 s in the same process",
+            "later); the spreads show it. What a row costs in Python is linear in N: the",
+            "100k column is the cleaner reading.",
             "",
             "| step | "
             + " | ".join(f"N={n:,}: s | vs numpy copy | beyond the copy (us a row)" for n in sizes)
@@ -749,19 +765,29 @@ def versions() -> dict[str, str]:
     return out
 
 
+PARTS = ("stores", "steps", "splitting", "embedding")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small N, a few minutes")
     parser.add_argument("--threads", type=int, default=2, help="BLAS/onnxruntime/torch threads")
-    parser.add_argument("--only", default="stores,steps,splitting,embedding")
+    parser.add_argument("--only", default=",".join(PARTS), help="comma-separated parts to run")
     parser.add_argument("--no-venv", action="store_true", help="run in this interpreter")
     parser.add_argument("--seed", type=int, default=42)
     parser.add_argument("--sizes", help="comma-separated N for the stores (overrides the mode)")
+    parser.add_argument("--rounds", type=int, help="rounds per measure (overrides the mode)")
+    parser.add_argument(
+        "--merge",
+        action="store_true",
+        help=f"merge into {RESULTS.relative_to(ROOT)} (per part and N) instead of replacing it",
+    )
     parser.add_argument(
         "--from-results",
         action="store_true",
         help=f"only rewrite the page and plots from {RESULTS.relative_to(ROOT)}",
     )
+    parser.add_argument("--child", help=argparse.SUPPRESS)  # run one part, write its JSON here
     args = parser.parse_args()
 
     if not args.no_venv and Path(sys.prefix).resolve() != VENV.resolve():
@@ -775,7 +801,34 @@ def main() -> None:
     if args.from_results:
         write_page(json.loads(RESULTS.read_text()))
         return
+    parts = [part for part in PARTS if part in args.only.split(",")]
+    if args.child:
+        configure(args)
+        (part,) = parts
+        Path(args.child).write_text(json.dumps(run_part(part, args), default=str))
+        return
+    results = json.loads(RESULTS.read_text()) if args.merge and RESULTS.exists() else {}
+    runs: dict[str, list[dict[str, Any]]] = results.get("meta", {}).get("runs", {})
+    for part in parts:
+        ran = run_child(part, args, results)
+        # Only a run of some N of the stores leaves the earlier runs' other N in place.
+        partial = args.merge and part == "stores" and args.sizes
+        runs[part] = [*runs.get(part, []), ran] if partial else [ran]
+    results["meta"] = {
+        "threads": args.threads,
+        "cpus": os.cpu_count(),
+        "python": platform.python_version(),
+        "peer_limit": 30_000 if args.quick else 100_000,
+        "versions": versions(),
+        "runs": runs,
+    }
+    RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    RESULTS.write_text(json.dumps(results, indent=1, default=str) + "\n")
+    write_page(json.loads(RESULTS.read_text()))  # from what was saved
 
+
+def configure(args: argparse.Namespace) -> None:
+    """The sizes, rounds and amounts of the mode (``--quick`` or full)."""
     quick = args.quick
     if args.sizes:
         args.sizes = [int(n) for n in args.sizes.split(",")]
@@ -784,42 +837,69 @@ def main() -> None:
     args.step_sizes = [100_000] if quick else [100_000, 1_000_000]
     args.peer_limit = 30_000 if quick else 100_000
     args.memory_limit = 100_000 if quick else 300_000
-    args.rounds = 3 if quick else 5
+    args.rounds = args.rounds or (3 if quick else 5)
     args.queries = 20 if quick else 100
     args.dim, args.k = 384, 10
     args.split_mb = 5.0 if quick else 20.0
     args.embed_batches = 4 if quick else 10
     args.embed_rounds = 2 if quick else 3
 
-    parts = set(args.only.split(","))
+
+def run_part(part: str, args: argparse.Namespace) -> Any:
+    """One part's results, measured in this process."""
+    if part == "stores":
+        return bench_stores(args.sizes, args.peer_limit, args)
+    if part == "steps":
+        return bench_ingestion_steps(args.step_sizes, args)
+    if part == "splitting":
+        return bench_splitting(args)
+    return bench_embedding(args)
+
+
+def run_child(part: str, args: argparse.Namespace, results: dict[str, Any]) -> dict[str, Any]:
+    """Run ``part`` in a fresh process (no heap, memory or imports left by another part
+    weigh on it), put its results into ``results`` and return how it ran."""
+    import tempfile
+
+    forwarded = [a for a in sys.argv[1:] if a not in ("--merge",)]
+    if "--only" in forwarded:
+        at = forwarded.index("--only")
+        del forwarded[at : at + 2]
+    forwarded = [a for a in forwarded if not a.startswith("--only=")]
     load_before = os.getloadavg()[0]
-    results: dict[str, Any] = {}
     started = time.perf_counter()
-    if "stores" in parts:
-        results["stores"] = bench_stores(args.sizes, args.peer_limit, args)
-    if "steps" in parts:
-        results["steps"] = bench_ingestion_steps(args.step_sizes, args)
-    if "splitting" in parts:
-        results["splitting"] = bench_splitting(args)
-        print(f"splitting done at {time.perf_counter() - started:.0f} s", flush=True)
-    if "embedding" in parts:
-        results["embedding"] = bench_embedding(args)
-        print(f"embedding done at {time.perf_counter() - started:.0f} s", flush=True)
-    results["meta"] = {
-        "mode": "--quick" if quick else "full",
-        "threads": args.threads,
-        "cpus": os.cpu_count(),
-        "python": platform.python_version(),
+    with tempfile.NamedTemporaryFile(suffix=".json") as out:
+        command = [sys.executable, __file__, *forwarded, "--only", part, "--child", out.name]
+        subprocess.run(command, check=True)
+        new = json.loads(Path(out.name).read_text())
+    results[part] = merged(results.get(part), new) if args.merge else new
+    seconds = time.perf_counter() - started
+    print(f"{part} done in {seconds:.0f} s", flush=True)
+    return {
+        "mode": "--quick" if args.quick else "full",
+        "sizes": [int(n) for n in args.sizes.split(",")]
+        if args.sizes and part == "stores"
+        else None,
+        "rounds": args.rounds,
         "load_before": load_before,
         "load_after": os.getloadavg()[0],
-        "peer_limit": args.peer_limit,
-        "seconds": time.perf_counter() - started,
-        "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-        "versions": versions(),
+        "seconds": seconds,
+        "date": time.strftime("%Y-%m-%d"),
     }
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps(results, indent=1, default=str) + "\n")
-    write_page(json.loads(RESULTS.read_text()))  # from what was saved
+
+
+def merged(old: Any, new: Any) -> Any:
+    """``new`` laid over ``old``: mappings merge key by key (a part's values per N), the
+    ``sizes`` lists unite, anything else is replaced."""
+    if isinstance(old, dict) and isinstance(new, dict):
+        out = dict(old)
+        for key, value in new.items():
+            if key == "sizes" and isinstance(old.get(key), list):
+                out[key] = sorted(set(old[key]) | set(value))
+            else:
+                out[key] = merged(old.get(key), value)
+        return out
+    return new
 
 
 def write_page(results: dict[str, Any]) -> None:
