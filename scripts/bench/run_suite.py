@@ -213,8 +213,10 @@ def bench_stores(sizes: list[int], peer_limit: int, args: argparse.Namespace) ->
         runs = store_contenders(matrix, peers)
         from _common import interleave  # type: ignore[import-not-found]
 
-        timings = interleave(runs, args.rounds)
-        stores = {name: timings.results[name] for name in runs if name != "numpy"}
+        # Each result freed once timed: stores kept between rounds would weigh on the
+        # allocations of the next (at 1M, 1.5 GB each). The searched stores are built after.
+        timings = interleave(runs, args.rounds, keep=False)
+        stores = {name: run() for name, run in runs.items() if name != "numpy"}
         search = searchers(stores, matrix, args.k)
         per_query: dict[str, list[float]] = {name: [] for name in search}
         peer_queries = queries[: max(3, args.queries // 5)]
@@ -232,7 +234,6 @@ def bench_stores(sizes: list[int], peer_limit: int, args: argparse.Namespace) ->
         got = [int(m.embedding_id[4:]) for m in search["ragloom"](queries[0]).matches]
         assert got == want, "ragloom's search disagrees with numpy"
         del stores, search
-        timings.results.clear()
         charged = store_contenders(matrix, peers, lists_inside=True)
         for name in runs:
             out["ingest"].setdefault(name, {})[n] = timings.median(name)
