@@ -620,7 +620,11 @@ def markdown(results: dict[str, Any], images: list[str]) -> str:
             "numpy's copy of the matrix is the floor. *Search* is one top-10 query by",
             "vector (warmed up). *Memory* is what the filled store keeps, vectors",
             "included (tracemalloc, which sees numpy's buffers). The peers run up to",
-            f"N = {meta['peer_limit']:,}.",
+            f"N = {meta['peer_limit']:,}. Ingestion times up to that N share the process with",
+            "the peers' gigabytes of records, allocated and freed round by round: where a",
+            "copy's memory comes from then decides its time (numpy's copy of 100k rows read",
+            "0.14 s in one run and 0.39 s in another); the next section times the same",
+            "steps in a process of their own.",
             "",
             "| N | contender | ingestion (s) | vs numpy | vs ragloom | search (ms) "
             "| search vs numpy | memory (MB) |",
