@@ -342,6 +342,90 @@ def bench_ingestion_steps(sizes: list[int], args: argparse.Namespace) -> dict[st
     return out
 
 
+def search_steps(matrix: Any, queries: Any, k: int) -> dict[str, Callable[[], Any]]:
+    """One top-``k`` search taken apart: each run answers every query once.
+
+    numpy's matrix-vector product alone, then numpy's top k (the baseline), then
+    ragloom's internal steps: the top k chosen and rescored in float64 (rows and scores,
+    no result object), the result objects of known rows, and the whole search; the same
+    for a filter that keeps one row in ten (numpy: a mask, a gather, the top k).
+    """
+    import numpy as np
+    from bench_in_memory_store import numpy_top_k  # type: ignore[import-not-found]
+
+    from ragloom.core import Embedding, EmbeddingSearchRequest, InMemoryEmbeddingStore, metadata_key
+
+    n = len(matrix)
+    tenants = np.arange(n) % 10
+    store = InMemoryEmbeddingStore()
+    store.add_columns(
+        matrix,
+        [f"text {i}" for i in range(n)],
+        {"tenant": [f"tenant-{t}" for t in tenants.tolist()]},
+        ids=[f"doc-{i}" for i in range(n)],
+    )
+    requests = [EmbeddingSearchRequest(Embedding(q), k) for q in queries]
+    filters = [metadata_key("tenant").is_equal_to(f"tenant-{t}") for t in range(10)]
+    chosen = [store._top_k(r.query_embedding.vector, None, r) for r in requests]
+    want = [numpy_top_k(matrix, q, k).tolist() for q in queries]
+    assert [rows.tolist() for rows, _ in chosen] == want, "ragloom's top k is not numpy's"
+
+    def each(run: Callable[[Any], Any], items: Any) -> Callable[[], None]:
+        def loop() -> None:
+            for item in items:
+                run(item)
+
+        return loop
+
+    def numpy_filtered() -> None:
+        for i, q in enumerate(queries):
+            selected = np.flatnonzero(tenants == i % 10)
+            selected[numpy_top_k(matrix[selected], q, k)]
+
+    def ragloom_filtered() -> None:
+        for i, q in enumerate(queries):
+            store.search(EmbeddingSearchRequest(Embedding(q), k, filter=filters[i % 10]))
+
+    return {
+        "numpy: matrix-vector product": each(lambda q: matrix @ q, queries),
+        "numpy: top k": each(lambda q: numpy_top_k(matrix, q, k), queries),
+        "ragloom: top k chosen and rescored": each(
+            lambda r: store._top_k(r.query_embedding.vector, None, r), requests
+        ),
+        "ragloom: result objects of the top k": each(lambda c: store._matches(*c), chosen),
+        "ragloom: search": each(
+            lambda q: store.search(EmbeddingSearchRequest(Embedding(q), k)), queries
+        ),
+        "numpy: filtered top k (mask, gather)": numpy_filtered,
+        "ragloom: filtered search": ragloom_filtered,
+    }
+
+
+def bench_search_steps(sizes: list[int], args: argparse.Namespace) -> dict[str, Any]:
+    """Microseconds a query of each search step (:func:`search_steps`), and ratios to
+    numpy's top k (the filtered search to numpy's filtered top k)."""
+    import numpy as np
+    from _common import interleave
+
+    out: dict[str, Any] = {"sizes": sizes, "queries": args.search_queries, "us": {}, "ratio": {}}
+    for n in sizes:
+        started = time.perf_counter()
+        matrix = vectors(n, args.dim, args.seed)
+        queries = np.random.default_rng(args.seed + 1).standard_normal(
+            (args.search_queries, args.dim), dtype=np.float32
+        )
+        runs = search_steps(matrix, queries, args.k)
+        for run in runs.values():  # first-call costs are not timed
+            run()
+        timings = interleave(runs, args.search_rounds, collect=False, keep=False)
+        for name in runs:
+            base = "numpy: filtered top k (mask, gather)" if "filtered" in name else "numpy: top k"
+            out["us"].setdefault(name, {})[n] = timings.median(name) / len(queries) * 1e6
+            out["ratio"].setdefault(name, {})[n] = timings.ratio(name, base)
+        print(f"search steps N={n}: {time.perf_counter() - started:.1f} s", flush=True)
+    return out
+
+
 def ratio_lists(a: list[float], b: list[float]) -> tuple[float, float, float]:
     import statistics
 
@@ -691,6 +775,36 @@ def markdown(results: dict[str, Any], images: list[str]) -> str:
                 )
             lines.append(f"| {name} | " + " | ".join(cells) + " |")
         lines += [""]
+    search = results.get("search")
+    if search:
+        sizes = search["sizes"]
+        lines += [
+            "## Where search time goes",
+            "",
+            f"One top-10 query by vector ({search['queries']} seeded queries a round), taken",
+            "apart. Both sides share the `float32` matrix-vector product; numpy's *top k*",
+            "adds a partial sort of the scores and returns row numbers only. ragloom's",
+            "*top k chosen and rescored* (an internal step) scales by the inverse norms",
+            "(cosines), finds the k-th best, and rescores in `float64` every row within the",
+            "`float32` error bound of it, so that scores are exact and ties keep insertion",
+            "order; *result objects* is what building the 10 `EmbeddingMatch`es costs (an",
+            "id, an `Embedding`, a `TextSegment` and its metadata dict each) for known rows.",
+            "The filtered rows keep one row in ten (`tenant == t`; numpy: a mask, a gather",
+            "of the rows, the top k). These steps cost the same microseconds whatever N",
+            "is, so they weigh at 10,000 rows, where the product takes about 0.2 ms, and",
+            "vanish at 100,000. Inside a search they cost more than on their own: the",
+            "product has just streamed the whole matrix through the caches, so the code",
+            "and the small arrays that follow are read from memory again.",
+            "",
+            "| step | " + " | ".join(f"N={n:,}: us a query | vs numpy" for n in sizes) + " |",
+            "|---|" + "---|---|" * len(sizes),
+        ]
+        for name, by_n in search["us"].items():
+            cells = [
+                f"{by_n[str(n)]:.1f} | {ratio_text(search['ratio'][name][str(n)])}" for n in sizes
+            ]
+            lines.append(f"| {name} | " + " | ".join(cells) + " |")
+        lines += [""]
     split = results.get("splitting")
     if split:
         lines += [
@@ -770,7 +884,7 @@ def versions() -> dict[str, str]:
     return out
 
 
-PARTS = ("stores", "steps", "splitting", "embedding")
+PARTS = ("stores", "steps", "search", "splitting", "embedding")
 
 
 def main() -> None:
@@ -844,6 +958,9 @@ def configure(args: argparse.Namespace) -> None:
     args.memory_limit = 100_000 if quick else 300_000
     args.rounds = args.rounds or (3 if quick else 5)
     args.queries = 20 if quick else 100
+    args.search_sizes = [10_000] if quick else [10_000, 100_000]
+    args.search_queries = 50 if quick else 200
+    args.search_rounds = 5 if quick else 15
     args.dim, args.k = 384, 10
     args.split_mb = 5.0 if quick else 20.0
     args.embed_batches = 4 if quick else 10
@@ -856,6 +973,8 @@ def run_part(part: str, args: argparse.Namespace) -> Any:
         return bench_stores(args.sizes, args.peer_limit, args)
     if part == "steps":
         return bench_ingestion_steps(args.step_sizes, args)
+    if part == "search":
+        return bench_search_steps(args.search_sizes, args)
     if part == "splitting":
         return bench_splitting(args)
     return bench_embedding(args)

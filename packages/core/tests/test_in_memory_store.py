@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import os
@@ -20,6 +21,7 @@ from hypothesis import strategies as st
 
 from ragloom.core import (
     Embedding,
+    EmbeddingMatch,
     EmbeddingSearchRequest,
     EmbeddingStoreError,
     InMemoryEmbeddingStore,
@@ -601,6 +603,31 @@ def test_zero_vectors_score_one_half_and_keep_insertion_order() -> None:
     assert _search(store, [1.0, 0.0]) == [(ids[0 + 1], 1.0), (ids[0], 0.5), (ids[2], 0.5)]
     assert _search(store, [0.0, 0.0], 2) == [(ids[0], 0.5), (ids[1], 0.5)]
     assert _search(store, [0.0, 0.0], min_score=0.6) == []
+
+
+def test_matches_are_frozen_values_equal_to_constructed_ones() -> None:
+    """The store builds its matches slot by slot: they must be the dataclass's values."""
+    store = InMemoryEmbeddingStore()
+    store.add_all(
+        [Embedding([1, 0]), Embedding([0, 1]), Embedding([3, 4])],
+        [TextSegment("a", {"k": 1, "f": 0.5, "b": True}), TextSegment("b"), TextSegment("c")],
+        ids=["x", "y", "z"],
+    )
+    store.add_all([Embedding([0, -1])], ids=["w"])  # no segment
+    matches = store.search(EmbeddingSearchRequest(Embedding([1, 0]), 4)).matches
+    assert matches == [
+        EmbeddingMatch(
+            1.0, "x", Embedding([1, 0]), TextSegment("a", {"k": 1, "f": 0.5, "b": True})
+        ),
+        EmbeddingMatch(0.8, "z", Embedding([3, 4]), TextSegment("c")),
+        EmbeddingMatch(0.5, "y", Embedding([0, 1]), TextSegment("b")),
+        EmbeddingMatch(0.5, "w", Embedding([0, -1]), None),
+    ]
+    assert [type(m.score) for m in matches] == [float] * 4
+    assert matches[0].embedded is not None
+    assert matches[0].embedded.metadata.to_dict() == {"k": 1, "f": 0.5, "b": True}
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        matches[0].score = 0.0  # type: ignore[misc]
 
 
 def test_tiny_and_huge_norms_are_ranked_exactly_or_rejected() -> None:

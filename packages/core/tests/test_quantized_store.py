@@ -123,6 +123,25 @@ def test_results_equal_exact_when_the_candidates_cover_every_row(
         assert _top(quantized, query, 20) == _top(exact, query, 20)
 
 
+def _not_found_first(
+    store: InMemoryEmbeddingStore, probes: dict[str, npt.NDArray[np.float32]]
+) -> list[str]:
+    """The ids whose own vector does not find them first (at score 1.0)."""
+    return [
+        id_
+        for id_, vector in probes.items()
+        if _top(store, vector, 1) != [(id_, pytest.approx(1.0))]
+    ]
+
+
+def _walk_misses(kind: str, probes: int) -> int:
+    """Probes an index may miss: none when codes choose the candidates (a scan of every
+    code); for HNSW, one in ten. A graph built by several threads at once can leave a node
+    without links to it (here about 1 probe in 150 misses its own node); a row under the
+    wrong key would miss every probe."""
+    return probes // 10 if kind == "hnsw" else 0
+
+
 @pytest.mark.parametrize("kind", KINDS)
 def test_codes_follow_replacement_removal_and_compaction(
     data: tuple[npt.NDArray[np.float32], npt.NDArray[np.float32]], kind: str
@@ -133,12 +152,12 @@ def test_codes_follow_replacement_removal_and_compaction(
     # New draws from the data's mixture (a graph cannot be asked to reach outliers).
     moved = queries[:20]
     store.add_all(moved, ids=[f"r{i}" for i in range(100, 120)])  # replaced in place
-    for i, vector in enumerate(moved):
-        assert _top(store, vector, 1) == [(f"r{100 + i}", pytest.approx(1.0))]
+    probes = {f"r{100 + i}": vector for i, vector in enumerate(moved)}
+    assert len(_not_found_first(store, probes)) <= _walk_misses(kind, len(probes))
     store.remove_all([f"r{i}" for i in range(0, ROWS, 2)])  # tombstones, then compaction
     store.add_all(vectors[:10] * 1.0, ids=[f"new{i}" for i in range(10)])  # appended
-    for i in range(1, 400, 40):
-        assert _top(store, vectors[i], 1) == [(f"r{i}", pytest.approx(1.0))]
+    probes = {f"r{i}": vectors[i] for i in range(1, 2000, 40)}
+    assert len(_not_found_first(store, probes)) <= _walk_misses(kind, len(probes))
     for i in range(0, 10, 2):
         found = dict(_top(store, vectors[i], 3))
         assert f"r{i}" not in found

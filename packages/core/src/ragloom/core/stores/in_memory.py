@@ -417,23 +417,20 @@ class InMemoryEmbeddingStore(TombstonedRows, EmbeddingStore):
         self, positions: Positions, scores: npt.NDArray[np.float64]
     ) -> list[EmbeddingMatch]:
         """The matches of ``positions``, built in bulk: one gather of the vectors (each
-        match gets its own row of it) and one vectorized decode of the metadata."""
+        match gets its own row of it), one vectorized decode of the metadata, and the
+        objects set up without their validating constructors (the store built each part)."""
         ids, texts = self._lazy or (self._ids, self._texts)
-        embeddings = Embedding._trusted_rows(self._matrix.take(positions, axis=0))
-        metadata = self._metadata._take(positions)
+        rows = positions.tolist()
         segment = TextSegment._trusted
-        matches = []
-        for i, (row, score) in enumerate(zip(positions.tolist(), scores.tolist(), strict=True)):
-            text = texts[row]
-            matches.append(
-                EmbeddingMatch(
-                    score,
-                    ids[row],
-                    embeddings[i],
-                    None if text is None else segment(text, metadata[i]),
-                )
-            )
-        return matches
+        return EmbeddingMatch._trusted_list(
+            scores.tolist(),
+            [ids[row] for row in rows],
+            Embedding._trusted_rows(self._matrix.take(positions, axis=0)),
+            [
+                None if (text := texts[row]) is None else segment(text, metadata)
+                for row, metadata in zip(rows, self._metadata._take(positions), strict=True)
+            ],
+        )
 
     def _top_k(
         self, query: Matrix, selected: Positions | None, request: EmbeddingSearchRequest
@@ -455,7 +452,7 @@ class InMemoryEmbeddingStore(TombstonedRows, EmbeddingStore):
                 self._matrix, self._inv_norms, size, unit, selected, k
             )
             if rows is not None:
-                cosines = exact_cosines(self._matrix, query64, rows)
+                cosines = exact_cosines(self._matrix, query64, rows, query_norm=query_norm)
                 return _ranked(rows, cosines, k, request.min_score)
         if selected is None:
             approx = self._matrix[:size] @ unit
@@ -476,7 +473,7 @@ class InMemoryEmbeddingStore(TombstonedRows, EmbeddingStore):
             threshold = max(threshold, float(kth[eligible - k]))
         candidates = (approx >= threshold - tolerance).nonzero()[0]
         rows = candidates if selected is None else selected[candidates]
-        cosines = exact_cosines(self._matrix, query64, rows)
+        cosines = exact_cosines(self._matrix, query64, rows, query_norm=query_norm)
         return _ranked(rows, cosines, k, request.min_score)
 
     # ------------------------------------------------------------------ removing

@@ -35,36 +35,54 @@ def exact_cosines(
     vectors: npt.NDArray[np.float32],
     query: npt.NDArray[np.floating[Any]],
     rows: npt.NDArray[np.intp] | None = None,
+    *,
+    query_norm: float | None = None,
 ) -> npt.NDArray[np.float64]:
     """float64 cosines between ``query`` and ``vectors`` (or its ``rows``), in [-1, 1].
 
     Products of float32 values are exact in float64 and each row's sums are deterministic,
     so the same vectors give the same cosines in every store. A zero vector (or query)
-    has cosine 0 with everything.
+    has cosine 0 with everything. ``query_norm``: the query's float64 norm, when the
+    caller has it already.
     """
     query64 = np.asarray(query, dtype=np.float64)
-    query_norm = math.sqrt(float(query64 @ query64))
+    if query_norm is None:
+        query_norm = math.sqrt(float(query64 @ query64))
     count = vectors.shape[0] if rows is None else rows.size
-    result = np.zeros(count, dtype=np.float64)
     if query_norm == 0.0:
-        return result
-    # Few calls a chunk (a search rescores a dozen rows, where each numpy call counts).
-    for start in range(0, count, _CHUNK):
-        chunk = (
-            vectors[start : start + _CHUNK]
-            if rows is None
-            else vectors.take(rows[start : start + _CHUNK], axis=0)
-        )
-        block = chunk.astype(np.float64)
-        products = block * query64
-        dots = _SUM(products, axis=1)
-        norms = _SUM(np.multiply(block, block, out=products), axis=1)
-        np.sqrt(norms, out=norms)
-        norms *= query_norm
-        np.divide(dots, norms, out=result[start : start + block.shape[0]], where=norms > 0)
+        return np.zeros(count, dtype=np.float64)
+    if count <= _CHUNK:  # a search's dozen rows: as few numpy calls as can be
+        picked = vectors if rows is None else vectors.take(rows, axis=0)
+        result = _block_cosines(picked.astype(np.float64), query64, query_norm)
+    else:
+        result = np.empty(count, dtype=np.float64)
+        for start in range(0, count, _CHUNK):
+            chunk = (
+                vectors[start : start + _CHUNK]
+                if rows is None
+                else vectors.take(rows[start : start + _CHUNK], axis=0)
+            )
+            block = chunk.astype(np.float64)
+            result[start : start + block.shape[0]] = _block_cosines(block, query64, query_norm)
     np.minimum(result, 1.0, out=result)  # np.clip, without its Python wrapper
     np.maximum(result, -1.0, out=result)
     return result
+
+
+def _block_cosines(
+    block: npt.NDArray[np.float64], query64: npt.NDArray[np.float64], query_norm: float
+) -> npt.NDArray[np.float64]:
+    """Cosines of the rows of ``block`` (overwritten) with a query of norm ``query_norm``
+    > 0; 0 for a zero row."""
+    dots: npt.NDArray[np.float64] = _SUM(block * query64, axis=1)
+    norms: npt.NDArray[np.float64] = _SUM(np.multiply(block, block, out=block), axis=1)
+    np.sqrt(norms, out=norms)
+    norms *= query_norm
+    # A zero row's dot product is 0, and stays 0 divided by a tiny norm; any other row's
+    # norm here is above 1e-90 (float32 subnormals squared, times the query's norm).
+    np.maximum(norms, 1e-300, out=norms)
+    dots /= norms
+    return dots
 
 
 _SUM = np.add.reduce  # what ndarray.sum calls, pairwise per row
