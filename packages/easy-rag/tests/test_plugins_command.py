@@ -13,6 +13,7 @@ from ragloom.chat_models.openai.testing import CHAT_MODEL, WireServer
 from ragloom.core import plugins
 from ragloom.easy_rag.assistant import CHAT_ENV_VARS
 from ragloom.easy_rag.cli import EXIT_PARTIAL, main
+from ragloom.easy_rag.plugin_status import Group, Provider, format_status
 
 CONFIG_VARS = (
     *CHAT_ENV_VARS,
@@ -190,3 +191,17 @@ def test_broken_components_fail_the_check(
     assert "ragloom.document_loaders" in err
     code, _, _ = run(capsys)
     assert code == 0  # listing alone does not import
+
+
+def test_columns_are_as_wide_as_their_longest_entry() -> None:
+    long = Provider(
+        "google-cloud-storage", "ragloom-loader-google-cloud-storage", "m:Loader", False
+    )
+    short = Provider("pdf", "ragloom-parser-pdf", "p:Parser", True)
+    text = format_status(
+        [Group("g.loaders", None, "note", [long]), Group("g.parsers", None, "note", [short])]
+    )
+    rows = [line for line in text.splitlines() if line.endswith(("m:Loader", "p:Parser"))]
+    assert len(rows) == 2
+    assert rows[0].index("m:Loader") == rows[1].index("p:Parser")  # one column across groups
+    assert "ragloom-loader-google-cloud-storage  m:Loader" in rows[0]

@@ -184,7 +184,11 @@ def plugin_status(check: bool = False) -> list[Group]:
 
 
 def format_status(groups: list[Group]) -> str:
-    """The table ``ragloom plugins`` prints: ``*`` marks the active providers."""
+    """The table ``ragloom plugins`` prints: ``*`` marks the active providers; the name
+    and distribution columns are as wide as their longest entry, across all groups."""
+    providers = [p for group in groups for p in group.providers]
+    name_width = max((len(p.name) for p in providers), default=0)
+    dist_width = max((len(p.distribution or "?") for p in providers), default=0)
     lines = []
     for group in groups:
         how = (
@@ -197,7 +201,9 @@ def format_status(groups: list[Group]) -> str:
             lines.append(f"  ! {group.error}")
         for p in group.providers:
             mark = "*" if p.active else " "
-            line = f"{mark} {p.name:<22} {p.distribution or '?':<28} {p.value}"
+            line = (
+                f"{mark} {p.name:<{name_width}}  {p.distribution or '?':<{dist_width}}  {p.value}"
+            )
             if p.status is not None:
                 line += f"  [{p.status}{': ' + p.error if p.error else ''}]"
             lines.append(line)
