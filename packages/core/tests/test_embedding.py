@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import pytest
@@ -12,8 +13,9 @@ from ragloom.core import Embedding, EmbeddingModel, EmbeddingResult, TextSegment
 from ragloom.core.embedding import relevance_score, text_of
 
 
-def test_embedding_is_an_immutable_float32_copy() -> None:
-    source = np.array([1.0, 2.0, 3.0])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])  # float32: the no-conversion path
+def test_embedding_is_an_immutable_float32_copy(dtype: type[np.floating[Any]]) -> None:
+    source = np.array([1.0, 2.0, 3.0], dtype=dtype)
     embedding = Embedding(source)
     source[0] = 99.0
     assert embedding.vector.dtype == np.float32
@@ -21,6 +23,15 @@ def test_embedding_is_an_immutable_float32_copy() -> None:
     assert embedding.dimension == len(embedding) == 3
     with pytest.raises(ValueError, match="read-only"):
         embedding.vector[0] = 5.0
+    assert source.flags.writeable  # the caller's array is left alone
+
+
+def test_a_strided_float32_view_becomes_a_contiguous_copy() -> None:
+    matrix = np.arange(12, dtype=np.float32).reshape(3, 4)
+    embedding = Embedding(matrix[:, 1])
+    assert embedding.to_list() == [1.0, 5.0, 9.0]
+    assert embedding.vector.flags.c_contiguous
+    assert embedding.vector.base is None or embedding.vector.base is not matrix
 
 
 def test_embedding_from_list_to_list_is_exact_for_float32_values() -> None:

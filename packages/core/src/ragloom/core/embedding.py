@@ -37,13 +37,16 @@ class Embedding:
     _vector: FloatVector
 
     def __init__(self, vector: npt.ArrayLike) -> None:
-        try:
-            with np.errstate(over="ignore", invalid="ignore"):  # reported below as non-finite
-                array = np.array(vector, dtype=np.float32)
-        except (TypeError, ValueError) as exc:
-            raise InvalidArgumentError(
-                f"embedding vector must be numeric, got {_describe(vector)}"
-            ) from exc
+        if type(vector) is np.ndarray and vector.dtype == np.float32:
+            array = vector.copy()  # no conversion, so nothing to overflow: half the cost
+        else:
+            try:
+                with np.errstate(over="ignore", invalid="ignore"):  # reported below
+                    array = np.array(vector, dtype=np.float32)
+            except (TypeError, ValueError) as exc:
+                raise InvalidArgumentError(
+                    f"embedding vector must be numeric, got {_describe(vector)}"
+                ) from exc
         if array.ndim != 1 or array.size == 0:
             raise InvalidArgumentError(
                 f"embedding vector must be 1-D and non-empty, got shape {array.shape}"
