@@ -169,17 +169,21 @@ class HnswIndex:
         header = {"version": STATE_VERSION, "removed": self._removed}
         return header, {"codes": self._row_keys[:size], "graph": graph}
 
+    saved_files: tuple[str, ...] = ("codes", "graph")
+    """The files :meth:`state` writes besides the manifest (row keys, then the graph)."""
+
     def restore(
         self,
         header: Mapping[str, Any],
         row_keys: npt.NDArray[Any],
-        graph_path: Path,
         dimension: int,
         *,
+        files: Mapping[str, Path],
         mmap: bool,
     ) -> None:
-        """Adopt a saved :meth:`state`; ``mmap`` views the graph file instead of reading
-        it (a viewed graph is read into memory at the first change)."""
+        """Adopt a saved :meth:`state` (``row_keys``: its codes); ``mmap`` views the graph
+        file instead of reading it (a viewed graph is read into memory at the first change)."""
+        graph_path = files["graph"]
         if header.get("version") != STATE_VERSION:
             raise ValueError(f"index state version {header.get('version')!r} is not supported")
         removed = header.get("removed")

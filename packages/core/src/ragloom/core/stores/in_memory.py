@@ -81,7 +81,7 @@ from ragloom.core.stores.base import (
     EmbeddingStore,
 )
 from ragloom.core.stores.filter_mask import filter_mask
-from ragloom.core.stores.hnsw import HnswIndex, new_search_index
+from ragloom.core.stores.hnsw import new_search_index
 from ragloom.core.stores.metadata_table import CodedColumn, MetadataColumn, MetadataTable
 from ragloom.core.stores.metadata_types import check_held, column_kinds
 from ragloom.core.stores.metadata_types import metadata_schema as metadata_schema_kinds
@@ -558,25 +558,23 @@ class InMemoryEmbeddingStore(TombstonedRows, EmbeddingStore):
         return header
 
     def _restore_index(self, saved: SavedDirectory, mmap: bool) -> None:
-        """Adopt the index state a save kept, if any (after ``_adopt``)."""
+        """Adopt the index state a save kept, if any (after ``_adopt``). Every index keeps
+        its codes (or graph keys) first; a defect of the state names the index's last file."""
         index = saved.manifest.get("index")
         state = index.get("state") if isinstance(index, Mapping) else None
         if not state or self._quantized is None or self._dimension is None:
             return
-        if "codes" not in saved.files:
-            raise EmbeddingStoreError(f"{saved.manifest_path}: names no valid codes file")
+        kinds = self._quantized.saved_files
+        for kind in kinds:
+            if kind not in saved.files:
+                raise EmbeddingStoreError(f"{saved.manifest_path}: names no valid {kind} file")
         codes_path = saved.files["codes"]
         with _FORMAT.reading(codes_path):
             codes = np.load(codes_path, mmap_mode="c" if mmap else None, allow_pickle=False)
             if codes.shape[:1] != (self._size,):
                 raise ValueError(f"{codes.shape[:1]} rows of codes for {self._size} rows")
-            if not isinstance(self._quantized, HnswIndex):
-                self._quantized.restore(state, codes, self._dimension)
-                return
-        if "graph" not in saved.files:
-            raise EmbeddingStoreError(f"{saved.manifest_path}: names no valid graph file")
-        with _FORMAT.reading(saved.files["graph"]):
-            self._quantized.restore(state, codes, saved.files["graph"], self._dimension, mmap=mmap)
+        with _FORMAT.reading(saved.files[kinds[-1]]):
+            self._quantized.restore(state, codes, self._dimension, files=saved.files, mmap=mmap)
 
     def _write_rows(self, file: ByteSink, metadata: Arrays) -> dict[str, Any]:
         """The arrays of the rows file (the store is compacted); returns their layout."""

@@ -37,6 +37,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
@@ -253,8 +254,20 @@ class QuantizedIndex:
         header |= {name: getattr(self, f"_{name}").tolist() for name in self._learned}
         return header, {"codes": self._codes[:size]}
 
-    def restore(self, header: Mapping[str, Any], codes: npt.NDArray[Any], dimension: int) -> None:
-        """Adopt a saved :meth:`state` (``codes`` may be memory-mapped, copy-on-write)."""
+    saved_files: tuple[str, ...] = ("codes",)
+    """The files :meth:`state` writes besides the manifest (the codes)."""
+
+    def restore(
+        self,
+        header: Mapping[str, Any],
+        codes: npt.NDArray[Any],
+        dimension: int,
+        *,
+        files: Mapping[str, Path],
+        mmap: bool,
+    ) -> None:
+        """Adopt a saved :meth:`state` (``codes`` may be memory-mapped, copy-on-write; the
+        codes are all there is, so ``files`` and ``mmap`` are not needed)."""
         if header.get("version") != STATE_VERSION:
             raise ValueError(f"index state version {header.get('version')!r} is not supported")
         trained_on = header.get("trained_on")
