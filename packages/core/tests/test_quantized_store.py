@@ -136,10 +136,10 @@ def _not_found_first(
 
 def _walk_misses(kind: str, probes: int) -> int:
     """Probes an index may miss: none when codes choose the candidates (a scan of every
-    code); for HNSW, one in ten. A graph built by several threads at once can leave a node
-    without links to it (here about 1 probe in 150 misses its own node); a row under the
-    wrong key would miss every probe."""
-    return probes // 10 if kind == "hnsw" else 0
+    code); for HNSW, one in ten plus one. A graph built by several threads at once can
+    leave a node without links to it (here about 1 probe in 150 misses its own node); a
+    row under the wrong key would miss every probe."""
+    return probes // 10 + 1 if kind == "hnsw" else 0
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -158,10 +158,10 @@ def test_codes_follow_replacement_removal_and_compaction(
     store.add_all(vectors[:10] * 1.0, ids=[f"new{i}" for i in range(10)])  # appended
     probes = {f"r{i}": vectors[i] for i in range(1, 2000, 40)}
     assert len(_not_found_first(store, probes)) <= _walk_misses(kind, len(probes))
-    for i in range(0, 10, 2):
-        found = dict(_top(store, vectors[i], 3))
-        assert f"r{i}" not in found
-        assert found[f"new{i}"] == pytest.approx(1.0)
+    for i in range(0, 10, 2):  # removed rows are never found, whatever the index
+        assert f"r{i}" not in dict(_top(store, vectors[i], 3))
+    appended = {f"new{i}": vectors[i] for i in range(0, 10, 2)}
+    assert len(_not_found_first(store, appended)) <= _walk_misses(kind, len(appended))
 
 
 @pytest.mark.parametrize("kind", KINDS)
