@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import requests
@@ -89,25 +90,31 @@ def bound_requests(github: Github, *, timeout: float, max_bytes: int) -> None:
         )
     current = getattr(requester, _CURRENT)
     for name, scheme in _FACTORIES.items():
-        factory = _bounded(getattr(requester, name), scheme, timeout, max_bytes)
+        factory = _BoundedConnections(getattr(requester, name), scheme, timeout, max_bytes)
         if getattr(requester, name) is current:
             setattr(requester, _CURRENT, factory)
         setattr(requester, name, factory)
 
 
-def _bounded(base: Any, scheme: str, timeout: float, max_bytes: int) -> Callable[..., Any]:
-    def connect(*args: Any, **kwargs: Any) -> Any:
-        connection = base(*args, **kwargs)
+@dataclass(frozen=True)
+class _BoundedConnections:
+    """Makes PyGithub's connection (``base``) with a :class:`BoundedAdapter` mounted."""
+
+    base: Callable[..., Any]
+    scheme: str
+    timeout: float
+    max_bytes: int
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        connection = self.base(*args, **kwargs)
         adapter = BoundedAdapter(
-            timeout,
-            max_bytes,
+            self.timeout,
+            self.max_bytes,
             max_retries=connection.retry,
             pool_connections=connection.pool_size,
             pool_maxsize=connection.pool_size,
         )
         connection.adapter.close()
         connection.adapter = adapter
-        connection.session.mount(f"{scheme}://", adapter)
+        connection.session.mount(f"{self.scheme}://", adapter)
         return connection
-
-    return connect
