@@ -55,7 +55,7 @@ class BoundedAdapter(HTTPAdapter):
         self, request: requests.PreparedRequest, stream: bool = False, **kwargs: Any
     ) -> requests.Response:
         deadline = time.monotonic() + self.timeout
-        kwargs["timeout"] = self.timeout  # connect and each read, as a floor for the deadline
+        kwargs["timeout"] = self.timeout  # connecting and each read (a stalled server)
         response = super().send(request, stream=True, **kwargs)
         try:
             body = read_within(_arriving(response.raw), deadline=deadline, max_bytes=self.max_bytes)

@@ -135,8 +135,9 @@ class GitHubDocumentLoader:
     when neither is set); ``base_url`` is the REST API root, ``https://api.github.com``
     or a GitHub Enterprise Server's ``https://HOST/api/v3``. ``max_rate_limit_wait`` is
     the most seconds one call may wait for a rate limit to reset (0: never wait).
-    ``timeout`` bounds each HTTP request as a whole (connection, headers and the body as
-    it arrives; a dripping server is cut off) and ``max_bytes`` caps each answer's body
+    ``timeout`` bounds each HTTP request as a whole (connecting, waiting for the answer,
+    reading its body as it arrives: a dripping server is cut off) and ``max_bytes`` caps
+    each answer's body
     (a blob's JSON is its file in base64, 4/3 of its size).
     ``seconds_between_requests`` is PyGithub's politeness delay. Use it as a context
     manager (or call :meth:`close`) to release the HTTP connections.
