@@ -6,6 +6,10 @@ re-ingestion passes the shas it already holds (``known_shas``) and unchanged fil
 not fetched again. Rate limits are read from the response headers: an exhausted limit
 is waited for when the reset comes within ``max_rate_limit_wait`` seconds, otherwise
 :class:`GitHubRateLimitError` says when to retry. Nothing loops unbounded.
+
+``timeout`` bounds each HTTP request as a whole, body included, and ``max_bytes`` caps
+each answer: PyGithub's own timeout is per socket read (a dripping server would hold a
+call for ever), so its requests go through :mod:`.bounded_transport` (why there).
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ from github import Auth, Github, GithubException
 from github.Consts import DEFAULT_BASE_URL
 from github.ContentFile import ContentFile
 from github.Repository import Repository
+from ragloom.core.bounded_read import DEFAULT_MAX_RESPONSE_BYTES, ResponseTooLargeError
 from ragloom.core.document import URL, Document
 from ragloom.core.errors import (
     DocumentLoadError,
@@ -40,6 +45,7 @@ from ragloom.core.errors import (
 from ragloom.core.loaders.default_parser import default_document_parser
 from ragloom.core.loaders.result import LoadedDocuments, LoadFailure
 from ragloom.core.parsers.base import DocumentParser
+from ragloom.loaders.github.bounded_transport import bound_requests
 
 __all__ = [
     "GITHUB_URL",
@@ -129,6 +135,10 @@ class GitHubDocumentLoader:
     when neither is set); ``base_url`` is the REST API root, ``https://api.github.com``
     or a GitHub Enterprise Server's ``https://HOST/api/v3``. ``max_rate_limit_wait`` is
     the most seconds one call may wait for a rate limit to reset (0: never wait).
+    ``timeout`` bounds each HTTP request as a whole (connecting, waiting for the answer,
+    reading its body as it arrives: a dripping server is cut off) and ``max_bytes`` caps
+    each answer's body
+    (a blob's JSON is its file in base64, 4/3 of its size).
     ``seconds_between_requests`` is PyGithub's politeness delay. Use it as a context
     manager (or call :meth:`close`) to release the HTTP connections.
     """
@@ -141,6 +151,7 @@ class GitHubDocumentLoader:
         timeout: float = DEFAULT_TIMEOUT,
         max_rate_limit_wait: float = DEFAULT_MAX_RATE_LIMIT_WAIT,
         seconds_between_requests: float | None = 0.25,
+        max_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
     ) -> None:
         if token is None:
             token = os.environ.get("GITHUB_TOKEN") or None
@@ -155,6 +166,12 @@ class GitHubDocumentLoader:
                 raise InvalidArgumentError(f"{name} must be a number of seconds, got {value!r}")
             if not math.isfinite(value) or value < 0 or (name == "timeout" and value == 0):
                 raise InvalidArgumentError(f"{name} must be a positive number, got {value!r}")
+        if isinstance(max_bytes, bool) or not isinstance(max_bytes, int) or max_bytes <= 0:
+            raise InvalidArgumentError(
+                f"max_bytes must be a positive number of bytes, got {max_bytes!r}"
+            )
+        self.timeout = float(timeout)
+        self.max_bytes = max_bytes
         self.max_rate_limit_wait = float(max_rate_limit_wait)
         self._github = Github(
             auth=Auth.Token(token) if token else None,
@@ -163,6 +180,7 @@ class GitHubDocumentLoader:
             retry=None,  # rate limits and retries are handled here, within a bound
             seconds_between_requests=seconds_between_requests,
         )
+        bound_requests(self._github, timeout=self.timeout, max_bytes=max_bytes)
 
     def __enter__(self) -> GitHubDocumentLoader:
         return self
@@ -401,6 +419,16 @@ class GitHubDocumentLoader:
                 logger.info("%s: GitHub rate limit; waiting %.1f s", where, delay)
                 time.sleep(delay)
                 waited += delay
+            except (TimeoutError, requests.Timeout) as exc:
+                raise DocumentLoadError(
+                    f"{where}: GitHub at {self.base_url} did not complete the request within "
+                    f"timeout={self.timeout:g} s ({type(exc).__name__}: {exc})"
+                ) from exc
+            except ResponseTooLargeError as exc:
+                raise DocumentLoadError(
+                    f"{where}: GitHub at {self.base_url} sent an answer larger than "
+                    f"max_bytes={self.max_bytes:,}; raise max_bytes to load it"
+                ) from exc
             except requests.RequestException as exc:
                 raise DocumentLoadError(
                     f"{where}: cannot reach GitHub at {self.base_url}: {exc}"

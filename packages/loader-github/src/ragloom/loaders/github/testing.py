@@ -26,8 +26,9 @@ tests validate every answer against it). Object ids are real git ids: a blob's s
 ``Bad credentials`` for a wrong token. Every answer carries the ``x-ratelimit-*``
 headers; when ``remaining`` reaches 0, requests get GitHub's 403 ``API rate limit
 exceeded`` until the reset time, then the window starts again. ``script(...)`` queues
-answers (status, headers, message) that the next requests get instead. Every request is
-recorded in ``requests``.
+answers (status, headers, message) that the next requests get instead. ``drip(...)``
+makes the answers to some paths arrive slowly, a few bytes at a time (a server or proxy
+dribbling a body). Every request is recorded in ``requests``.
 """
 
 from __future__ import annotations
@@ -45,7 +46,14 @@ from types import TracebackType
 from typing import Any
 from urllib.parse import parse_qs, quote, unquote, urlsplit
 
-__all__ = ["API_PREFIX", "FixtureRepository", "GitHubWireServer", "Recorded", "ScriptedAnswer"]
+__all__ = [
+    "API_PREFIX",
+    "Drip",
+    "FixtureRepository",
+    "GitHubWireServer",
+    "Recorded",
+    "ScriptedAnswer",
+]
 
 API_PREFIX = "/api/v3"
 DOCS = "https://docs.github.com/rest"
@@ -69,6 +77,14 @@ class ScriptedAnswer:
     status: int
     message: str
     headers: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Drip:
+    """How a dripped answer's body is sent: ``chunk_size`` bytes every ``interval`` s."""
+
+    chunk_size: int = 16
+    interval: float = 0.2
 
 
 @dataclass
@@ -157,6 +173,8 @@ class GitHubWireServer:
         self.repositories: dict[tuple[str, str], FixtureRepository] = {}
         self.requests: list[Recorded] = []
         self._script: deque[ScriptedAnswer] = deque()
+        self._drips: dict[str, Drip] = {}
+        self._stopping = threading.Event()
         self._lock = threading.RLock()
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
         self._httpd.daemon_threads = True
@@ -186,6 +204,7 @@ class GitHubWireServer:
         exc: BaseException | None,
         traceback: TracebackType | None,
     ) -> None:
+        self._stopping.set()  # ends the answers still dripping
         self._httpd.shutdown()
         self._httpd.server_close()
         self._thread.join(timeout=5)
@@ -232,6 +251,14 @@ class GitHubWireServer:
         with self._lock:
             self._script.extend(answers)
 
+    def drip(self, path_part: str, *, chunk_size: int = 16, interval: float = 0.2) -> None:
+        """Answer the requests whose path contains ``path_part`` (say ``"/git/blobs/"``
+        or ``"/contents/big.md"``) slowly: the headers at once, then the body
+        ``chunk_size`` bytes every ``interval`` seconds, each read well within any
+        socket timeout."""
+        with self._lock:
+            self._drips[path_part] = Drip(chunk_size, interval)
+
     # -- answers --------------------------------------------------------------------
 
     def respond(self, handler: _Handler) -> None:
@@ -267,7 +294,8 @@ class GitHubWireServer:
             self.remaining -= 1
             rate_headers = self._rate_headers()
             status, body = self._route(parts.path, query, headers)
-        handler.send_json(status, body, rate_headers)
+            drip = next((d for part, d in self._drips.items() if part in parts.path), None)
+        handler.send_json(status, body, rate_headers, drip)
 
     def _rate_headers(self) -> dict[str, str]:
         return {
@@ -541,7 +569,13 @@ class _Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         self.server.wire.respond(self)  # type: ignore[attr-defined]
 
-    def send_json(self, status: int, body: Any, headers: Mapping[str, str]) -> None:
+    def send_json(
+        self,
+        status: int,
+        body: Any,
+        headers: Mapping[str, str],
+        drip: Drip | None = None,
+    ) -> None:
         payload = json.dumps(body).encode()
         self.send_response(status)
         self.send_header("Content-Type", "application/json; charset=utf-8")
@@ -550,7 +584,17 @@ class _Handler(BaseHTTPRequestHandler):
         for name, value in headers.items():
             self.send_header(name, value)
         self.end_headers()
-        self.wfile.write(payload)
+        if drip is None:
+            self.wfile.write(payload)
+            return
+        self.close_connection = True
+        for start in range(0, len(payload), drip.chunk_size):
+            if self.server.wire._stopping.wait(drip.interval):  # type: ignore[attr-defined]
+                return
+            try:
+                self.wfile.write(payload[start : start + drip.chunk_size])
+            except OSError:  # the client gave up and hung up
+                return
 
     def log_message(self, format: str, *args: Any) -> None:
         """Quiet: requests are recorded in ``GitHubWireServer.requests``."""
