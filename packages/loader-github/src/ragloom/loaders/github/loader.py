@@ -137,8 +137,7 @@ class GitHubDocumentLoader:
     the most seconds one call may wait for a rate limit to reset (0: never wait).
     ``timeout`` bounds each HTTP request as a whole (connecting, waiting for the answer,
     reading its body as it arrives: a dripping server is cut off) and ``max_bytes`` caps
-    each answer's body
-    (a blob's JSON is its file in base64, 4/3 of its size).
+    each answer's body (a blob's JSON is its file in base64, 4/3 of its size).
     ``seconds_between_requests`` is PyGithub's politeness delay. Use it as a context
     manager (or call :meth:`close`) to release the HTTP connections.
     """
