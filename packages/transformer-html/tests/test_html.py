@@ -456,12 +456,19 @@ def test_max_attributes_is_validated(value: object) -> None:
     assert transformer.max_attributes == 7
 
 
-def test_a_batch_with_a_hostile_page_ingests_it_and_the_others(tmp_path: Path) -> None:
+def test_a_batch_with_a_hostile_page_ingests_it_and_the_others(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     (tmp_path / "page.html").write_text(PAGE)
     (tmp_path / "hostile.html").write_text(f"<div {hostile(5000, '')}>kept text</div>")
     (tmp_path / "empty.html").write_bytes(b"")
-    loaded = FileSystemDocumentLoader.load_documents(tmp_path)
+    with caplog.at_level(logging.WARNING, logger="ragloom.transformers.html"):
+        loaded = FileSystemDocumentLoader.load_documents(tmp_path)
     texts = {d.metadata["file_name"]: d.text for d in loaded}
-    assert texts == {"page.html": HtmlDocumentParser().parse(PAGE.encode()).text,
-                     "hostile.html": "kept text"}  # fmt: skip
+    assert texts == {
+        "page.html": HtmlDocumentParser().parse(PAGE.encode()).text,
+        "hostile.html": "kept text",
+    }
     assert [Path(f.source).name for f in loaded.failures] == ["empty.html"]
+    (warning,) = [r.getMessage() for r in caplog.records if "max_attributes" in r.getMessage()]
+    assert "hostile.html: 1 HTML tag(s) with more than 1000 distinct attributes" in warning
