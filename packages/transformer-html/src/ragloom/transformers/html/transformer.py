@@ -74,7 +74,7 @@ class HtmlToTextDocumentTransformer(DocumentTransformer):
 
     ``max_attributes`` (default 1000) bounds the distinct attributes of one tag (and of
     the ``<html>``, and the ``<body>``, over all their start tags): the ones after are
-    dropped before parsing, with a warning on the ``ragloom.transformers.html`` logger
+    dropped before parsing, with a warning logged under ``ragloom.transformers.html``
     naming the document, and the text is kept (the HTML parser's cost grows with the
     square of a tag's attributes; the text needs only ``href``, ``hidden``, ``start``
     and ``<meta content>``).
