@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import logging
+import random
 import time
 from pathlib import Path
 
 import pytest
+from selectolax.lexbor import LexborHTMLParser
 
 from ragloom.core import (
     Document,
@@ -19,6 +22,7 @@ from ragloom.core import (
 from ragloom.core.parsers.dispatch import DispatchingDocumentParser
 from ragloom.testkit import DocumentParserSuite, ParserSample
 from ragloom.transformers.html import HtmlDocumentParser, HtmlToTextDocumentTransformer
+from ragloom.transformers.html.attributes import limit_attributes
 from ragloom.transformers.html.extract import nesting_depth
 
 PAGE = """<!DOCTYPE html>
@@ -330,3 +334,141 @@ def test_nesting_depth_ignores_void_implied_and_self_closed_tags() -> None:
     assert nesting_depth(flat, 1024) == 1
     assert nesting_depth("<div><span>x</span><b>" * 2000, 10) == 11
     assert nesting_depth("<a" + "b" * 200_000, 10) == 0  # unterminated tag: linear
+
+
+# -- tags with too many attributes (lexbor's parse time is quadratic in them) ----------
+
+
+def hostile(n: int, value: str = '="x"') -> str:
+    return " ".join(f"a{i}{value}" for i in range(n))
+
+
+def test_a_tag_with_too_many_attributes_is_trimmed_and_its_text_kept(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    html = f"<p>before</p><div {hostile(20_000)}>hi</div><p>after</p>".encode()
+    with caplog.at_level(logging.WARNING, logger="ragloom.transformers.html"):
+        doc = HtmlDocumentParser().parse(html, source="https://h.example/hostile.html")
+    assert doc.text == "before\n\nhi\n\nafter"
+    assert caplog.messages == [
+        "https://h.example/hostile.html: 1 HTML tag(s) with more than 1000 distinct "
+        "attributes; 19000 attribute(s) after them dropped (max_attributes=1000)"
+    ]
+
+
+def test_attributes_within_the_limit_are_kept_and_the_ones_after_dropped() -> None:
+    links = '<a href="/in" x y>in</a> <a x y z href="/out">out</a>'
+    assert transform(links, include_links=True, max_attributes=3).text == "in </in> out"
+    assert transform(links, include_links=True, max_attributes=4).text == ("in </in> out </out>")
+    hidden = "<p a b hidden>one</p><p a b c hidden>two</p><ol x y z start=5><li>three</ol>"
+    assert transform(hidden, max_attributes=3).text == "two\n\n1. three"
+    # duplicates (and their case) do not count: lexbor keeps the first
+    assert transform("<p a A a b B hidden>x</p>", max_attributes=3).text == ""
+
+
+def test_the_attributes_of_repeated_html_and_body_tags_add_up() -> None:
+    html = "<body a b><p>x</p><body c d><body e>"
+    assert transform(html, css_selector="body[c]", max_attributes=3).text == "x"
+    assert transform(html, css_selector="body[d]", max_attributes=3).text == ""
+    assert transform(html, css_selector="body[e]", max_attributes=5).text == "x"
+    assert limit_attributes("<html a><html b c><html d>", 2) == ("<html a><html b><html>", 2, 2)
+
+
+@pytest.mark.parametrize(
+    "html",
+    [
+        '<p title="a > b" x="<p>" y hidden>shown</p>',  # '>' and '<' in quoted values
+        "<p title='a > b' x=y<z y hidden>shown</p>",
+        '<!-- <x title=" --><p a b c hidden>shown</p>',  # an open quote in a comment
+        "<!--><p a b c hidden>shown</p><!-- -->",  # <!--> is a whole comment
+        "<script>var s = '<x title=\"';</script><p a b c hidden>shown</p>",
+        '<style>p[title="</style><p a b c hidden>shown</p>',
+        "<title><x title='</title><p a b c hidden>shown</p>",
+        # the script's "<!--<script>" makes it end at its second </script>
+        '<script><!--<script></script><x title="</script><p a b c hidden>shown</p>',
+        '<!DOCTYPE html "><p a b c hidden>shown</p>',
+        # inside <svg>, <style> is markup and CDATA ends at ]]>
+        "<svg><style><p a b c hidden>shown</p></style></svg>",
+        '<svg><![CDATA[ > <x title=" ]]><p a b c hidden>shown</p></svg>',
+    ],
+)
+def test_quotes_comments_and_raw_text_do_not_hide_a_tag(html: str) -> None:
+    assert transform(html, max_attributes=3).text == "shown"
+
+
+@pytest.mark.parametrize(
+    "html",
+    [
+        "<!-- <p a b c d e> -->",
+        "<p>if a<3 b c d e f</p>",
+        "<!DOCTYPE html a b c d e>",
+        "<p>a < b c d e f > g</p>",
+    ],
+)
+def test_what_is_not_a_tag_is_left_alone(html: str) -> None:
+    assert limit_attributes(html, 3) == (html, 0, 0)
+
+
+def test_raw_text_is_searched_for_tags_too() -> None:
+    # <style> is raw text, unless inside <svg>: its "tags" are trimmed either way.
+    html = "<style>a<b c d e f {}</style><p>x</p>"
+    assert limit_attributes(html, 3) == ("<style>a<b c d e</style><p>x</p>", 1, 2)
+    assert transform(html, max_attributes=3).text == "x"
+
+
+def test_normal_pages_are_left_unchanged() -> None:
+    assert limit_attributes(PAGE, 1)[1] > 0  # PAGE's tags have attributes
+    assert limit_attributes(PAGE, 2) == (PAGE, 0, 0)
+    rows = "".join(f'<tr class="r"><td id="c{i}">{i}</td></tr>' for i in range(1000))
+    page = f"<svg><title>t</title></svg><table>{rows}</table>"
+    assert limit_attributes(page, 1000)[0] is page
+
+
+# Pieces of markup whose reading depends on what comes before (no <svg>/<math>: there,
+# see attributes.py for what is left out).
+_PIECES = [
+    "<p ", "<div ", "</div ", "<script>", "</script>", "<style>", "</style>", "<textarea>",
+    "</textarea>", "<title>", "</title>", "<xmp>", "</xmp>", "<!--", "-->", "--!>", "<!-",
+    "<!DOCTYPE ", "<?x ", "</ ", "<!--<script>", '"', "'", "=", " ", "/", ">", "<", "x",
+    "<body ", "<html ", "<![CDATA[", "]]>", "<plaintext>", "<noscript>",
+]  # fmt: skip
+
+
+def test_no_tag_keeps_more_attributes_than_the_limit_whatever_surrounds_it() -> None:
+    rng = random.Random(7)
+    for _ in range(3000):
+        parts = [rng.choice(_PIECES) for _ in range(rng.randrange(1, 25))]
+        value = rng.choice(["", '="v"', "='>'", "=u", '=">"'])
+        attributes = " ".join(f"h{rng.randrange(10**6)}{value}" for _ in range(12))
+        parts.insert(rng.randrange(len(parts) + 1), f"<b {attributes}>")
+        html = "".join(parts)
+        tree = LexborHTMLParser(limit_attributes(html, 5)[0])
+        assert max(len(node.attributes) for node in tree.root.traverse()) <= 5, html
+
+
+@pytest.mark.parametrize("value", [0, -1, True, 2.5, "1000", None])
+def test_max_attributes_is_validated(value: object) -> None:
+    with pytest.raises(InvalidArgumentError, match="max_attributes"):
+        HtmlToTextDocumentTransformer(max_attributes=value)  # type: ignore[arg-type]
+    with pytest.raises(InvalidArgumentError, match="max_attributes"):
+        HtmlDocumentParser(max_attributes=value)  # type: ignore[arg-type]
+    transformer = plugins.create("ragloom.document_transformers", "html", max_attributes=7)
+    assert transformer.max_attributes == 7
+
+
+def test_a_batch_with_a_hostile_page_ingests_it_and_the_others(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    (tmp_path / "page.html").write_text(PAGE)
+    (tmp_path / "hostile.html").write_text(f"<div {hostile(5000, '')}>kept text</div>")
+    (tmp_path / "empty.html").write_bytes(b"")
+    with caplog.at_level(logging.WARNING, logger="ragloom.transformers.html"):
+        loaded = FileSystemDocumentLoader.load_documents(tmp_path)
+    texts = {d.metadata["file_name"]: d.text for d in loaded}
+    assert texts == {
+        "page.html": HtmlDocumentParser().parse(PAGE.encode()).text,
+        "hostile.html": "kept text",
+    }
+    assert [Path(f.source).name for f in loaded.failures] == ["empty.html"]
+    (warning,) = [r.getMessage() for r in caplog.records if "max_attributes" in r.getMessage()]
+    assert "hostile.html: 1 HTML tag(s) with more than 1000 distinct attributes" in warning

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import codecs
+import logging
 import re
 from collections.abc import Mapping
 from typing import BinaryIO, ClassVar
@@ -15,6 +16,7 @@ from ragloom.core.metadata import Metadata
 from ragloom.core.parsers.base import read_all, source_name
 from ragloom.core.parsers.text import check_charset, detect_charset
 from ragloom.core.transformers import DocumentTransformer
+from ragloom.transformers.html.attributes import DEFAULT_MAX_ATTRIBUTES, limit_attributes
 from ragloom.transformers.html.extract import (
     DEFAULT_MAX_DEPTH,
     base_url,
@@ -27,6 +29,13 @@ from ragloom.transformers.html.extract import (
 
 _META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9_.:-]+)""", re.I)
 _BOMS = (codecs.BOM_UTF8, codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)
+logger = logging.getLogger(__name__)
+
+
+def _check_limit(value: int, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise InvalidArgumentError(f"{what}: a positive integer, got {value!r}")
+    return value
 
 
 def _check_selector(selector: str, what: str) -> str:
@@ -62,6 +71,13 @@ class HtmlToTextDocumentTransformer(DocumentTransformer):
     ``max_depth`` (default 1024) bounds how deep elements may nest: deeper documents
     are refused with :class:`DocumentParseError` before parsing (the HTML parser's
     cost grows with tags x depth; browsers flatten below a few hundred levels).
+
+    ``max_attributes`` (default 1000) bounds the distinct attributes of one tag (and of
+    the ``<html>``, and the ``<body>``, over all their start tags): the ones after are
+    dropped before parsing, with a warning logged under ``ragloom.transformers.html``
+    naming the document, and the text is kept (the HTML parser's cost grows with the
+    square of a tag's attributes; the text needs only ``href``, ``hidden``, ``start``
+    and ``<meta content>``).
     """
 
     def __init__(
@@ -71,10 +87,10 @@ class HtmlToTextDocumentTransformer(DocumentTransformer):
         include_links: bool = False,
         *,
         max_depth: int = DEFAULT_MAX_DEPTH,
+        max_attributes: int = DEFAULT_MAX_ATTRIBUTES,
     ) -> None:
-        if isinstance(max_depth, bool) or not isinstance(max_depth, int) or max_depth < 1:
-            raise InvalidArgumentError(f"max_depth: a positive integer, got {max_depth!r}")
-        self.max_depth = max_depth
+        self.max_depth = _check_limit(max_depth, "max_depth")
+        self.max_attributes = _check_limit(max_attributes, "max_attributes")
         self.css_selector = (
             _check_selector(css_selector, "css_selector") if css_selector is not None else None
         )
@@ -99,6 +115,17 @@ class HtmlToTextDocumentTransformer(DocumentTransformer):
             raise DocumentParseError(
                 f"{name}: HTML elements nest more than {self.max_depth} levels deep "
                 f"(max_depth={self.max_depth})"
+            )
+        html, tags, dropped = limit_attributes(html, self.max_attributes)
+        if tags:
+            logger.warning(
+                "%s: %d HTML tag(s) with more than %d distinct attributes; "
+                "%d attribute(s) after them dropped (max_attributes=%d)",
+                name,
+                tags,
+                self.max_attributes,
+                dropped,
+                self.max_attributes,
             )
         return LexborHTMLParser(html)
 
@@ -142,8 +169,15 @@ class HtmlDocumentParser(HtmlToTextDocumentTransformer):
         *,
         charset: str | None = None,
         max_depth: int = DEFAULT_MAX_DEPTH,
+        max_attributes: int = DEFAULT_MAX_ATTRIBUTES,
     ) -> None:
-        super().__init__(css_selector, metadata_css_selectors, include_links, max_depth=max_depth)
+        super().__init__(
+            css_selector,
+            metadata_css_selectors,
+            include_links,
+            max_depth=max_depth,
+            max_attributes=max_attributes,
+        )
         self.charset = None if charset is None else check_charset(charset)
 
     def parse(self, data: bytes | BinaryIO, *, source: str | None = None) -> Document:
