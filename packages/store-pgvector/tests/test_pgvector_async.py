@@ -13,6 +13,7 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+import numpy as np
 import pytest
 from psycopg_pool import AsyncConnectionPool
 
@@ -21,6 +22,7 @@ from ragloom.core import (
     EmbeddingSearchRequest,
     EmbeddingStoreContentRetriever,
     HybridContentRetriever,
+    MetadataTypeError,
     Query,
     TextSegment,
     aio,
@@ -161,3 +163,32 @@ def test_hybrid_dense_and_full_text_retrieval_awaited_natively(
         assert keyword == full_text.retrieve(query)
         assert [c.text_segment.text for c in keyword] == [texts[0], texts[2]]
         assert requests_num == 3  # dense search, full-text search, full-text again: all async
+
+
+def test_async_writers_racing_to_give_a_new_key_two_types_one_wins(
+    pg_dsn: str, table_name: str
+) -> None:
+    """aadd_all takes the same key lock as add_all (see the sync race test)."""
+    vectors = np.ones((2000, DIMENSION), dtype=np.float32)
+    with (
+        PgVectorEmbeddingStore(pg_dsn, table_name, dimension=DIMENSION) as first,
+        PgVectorEmbeddingStore(pg_dsn, table_name, dimension=DIMENSION) as second,
+    ):
+
+        async def rounds() -> None:
+            try:
+                for round_ in range(4):
+                    key = f"k{round_}"
+                    outcomes = await asyncio.gather(
+                        first.aadd_all(vectors, [TextSegment("t", {key: "text"})] * 2000),
+                        second.aadd_all(vectors, [TextSegment("t", {key: 7})] * 2000),
+                        return_exceptions=True,
+                    )
+                    errors = [o for o in outcomes if isinstance(o, BaseException)]
+                    assert len(errors) == 1, f"round {round_}: {[type(o) for o in outcomes]}"
+                    assert isinstance(errors[0], MetadataTypeError), errors[0]
+            finally:
+                await second._async_db.close()
+
+        run(first, rounds)
+        assert len(first) == 2000 * 4  # the losers wrote nothing

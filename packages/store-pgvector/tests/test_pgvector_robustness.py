@@ -21,6 +21,7 @@ from ragloom.core import (
     EmbeddingStoreError,
     InMemoryEmbeddingStore,
     InvalidFilterError,
+    MetadataTypeError,
     Query,
     TextSegment,
     metadata_key,
@@ -316,6 +317,52 @@ def test_concurrent_writers_and_readers(pg_pool: ConnectionPool[Any], table_name
         assert set(generated) <= all_ids
         assert all_ids - set(generated) == set(shared_ids)
         assert len(store) == 800 + 40
+
+
+def _race(writes: dict[PgVectorEmbeddingStore, object], key: str) -> list[BaseException | None]:
+    """Each store adds 2,000 rows giving ``key`` its value, all released at once; what each
+    raised (None: it wrote)."""
+    rows = np.ones((2000, 4), dtype=np.float32)
+    barrier = threading.Barrier(len(writes))
+    outcomes: list[BaseException | None] = [None] * len(writes)
+
+    def write(position: int, store: PgVectorEmbeddingStore, value: object) -> None:
+        segments = [TextSegment("t", {key: value})] * len(rows)
+        barrier.wait()
+        try:
+            store.add_all(rows, segments)
+        except BaseException as exc:  # judged by the caller
+            outcomes[position] = exc
+
+    threads = [
+        threading.Thread(target=write, args=(position, store, value))
+        for position, (store, value) in enumerate(writes.items())
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    return outcomes
+
+
+def test_writers_racing_to_give_a_new_key_two_types_one_wins(
+    pg_pool: ConnectionPool[Any], table_name: str
+) -> None:
+    """Two stores (as two processes would) write a key new to the table at the same
+    instant, one as a str, one as an int: exactly one may succeed, every round. A probe
+    alone sees neither uncommitted batch, so both passed (in most rounds, without a lock)."""
+    with (
+        PgVectorEmbeddingStore(pg_pool, table_name, dimension=4) as first,
+        PgVectorEmbeddingStore(pg_pool, table_name, dimension=4) as second,
+    ):
+        for round_ in range(6):
+            key = f"k{round_}"
+            outcomes = _race({first: "text", second: 7}, key)
+            errors = [exc for exc in outcomes if exc is not None]
+            assert len(errors) == 1, f"round {round_}: {outcomes}"
+            assert isinstance(errors[0], MetadataTypeError), errors[0]
+            assert key in str(errors[0])
+            assert len(first) == 2000 * (round_ + 1)  # the loser wrote nothing
 
 
 # ---------------------------------------------------------------------- table shape

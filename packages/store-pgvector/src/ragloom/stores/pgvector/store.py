@@ -26,6 +26,7 @@ is measured by ``scripts/bench/bench_pgvector.py``); ``ef_search`` trades speed 
 from __future__ import annotations
 
 import hashlib
+import json
 import math
 import struct
 import uuid
@@ -101,6 +102,8 @@ _EF_SEARCH_MAX = 1000  # pgvector's limit for hnsw.ef_search
 _LETTER = {STR: "s", NUMBER: "n", BOOL: "b", UUID: "u"}  # core kinds -> _metadata's tags
 _STAGING_FROM = 64  # batches with ids of at least this size go through COPY + upsert
 _COLUMNS = ("id", "embedding", "text", "metadata", "metadata_kinds")
+# A transaction's lock on one metadata key of one table (see _kind_locks).
+_KIND_LOCK = "SELECT pg_advisory_xact_lock(%s)"
 _EXPECTED_TYPES = {
     "id": "text",
     "seq": "bigint",
@@ -221,6 +224,8 @@ class PgVectorEmbeddingStore(EmbeddingStore, AsyncAddMixin):
         self._metadata_index = bool(metadata_index)
         self._batch_size = _positive_int(batch_size, "batch_size")
         self._declared = metadata_schema_kinds(metadata_schema)
+        # (key, kind) pairs this store has committed: writing them again needs no lock.
+        self._written_kinds: set[tuple[str, str]] = set()
         if not isinstance(timeout, int | float) or isinstance(timeout, bool) or timeout <= 0:
             raise EmbeddingStoreError(f"timeout must be a positive number, got {timeout!r}")
         settings = {
@@ -503,7 +508,9 @@ class PgVectorEmbeddingStore(EmbeddingStore, AsyncAddMixin):
             return []
 
         def work(conn: Connection) -> None:
-            self._check_kinds(conn, kinds)  # in the writing transaction
+            for lock in self._kind_locks(kinds):  # in the writing transaction
+                conn.execute(_KIND_LOCK, [lock])
+            self._check_kinds(conn, kinds)
             if upsert:
                 self._upsert(conn, batch)
             else:
@@ -511,6 +518,7 @@ class PgVectorEmbeddingStore(EmbeddingStore, AsyncAddMixin):
 
         what = f"adding {len(batch)} embeddings"
         self._db.run(work, what=what, write=True, idempotent=upsert)
+        self._written_kinds.update((key, kind) for key, (kind, _) in kinds.items())
         return batch.ids
 
     async def aadd_all(
@@ -526,6 +534,8 @@ class PgVectorEmbeddingStore(EmbeddingStore, AsyncAddMixin):
             return []
 
         async def work(conn: AsyncConnection) -> None:
+            for lock in self._kind_locks(kinds):
+                await conn.execute(_KIND_LOCK, [lock])
             probe = self._kinds_probe(kinds)
             if probe is not None:
                 cursor = await conn.execute(*probe)
@@ -537,6 +547,7 @@ class PgVectorEmbeddingStore(EmbeddingStore, AsyncAddMixin):
 
         what = f"adding {len(batch)} embeddings"
         await self._async_db.run(work, what=what, write=True, idempotent=upsert)
+        self._written_kinds.update((key, kind) for key, (kind, _) in kinds.items())
         return batch.ids
 
     def _batch(
@@ -572,6 +583,19 @@ class PgVectorEmbeddingStore(EmbeddingStore, AsyncAddMixin):
     def _copy_statement(table: sql.Composable) -> sql.Composed:
         return sql.SQL("COPY {} ({}) FROM STDIN (FORMAT BINARY)").format(
             table, sql.SQL(", ").join(map(sql.Identifier, _COLUMNS))
+        )
+
+    def _kind_locks(self, kinds: BatchKinds) -> list[int]:
+        """The advisory locks to hold before the type probe: one per key the batch gives a
+        type this store has not committed yet. The probe alone cannot see a concurrent
+        writer's uncommitted rows, so two writers giving a new key two types would both
+        pass it; with the key's lock the second waits for the first's commit and its probe
+        sees those rows. Sorted, so that writers take them in one order (no deadlock);
+        a pair once committed is not locked again (writes of known types stay parallel)."""
+        return sorted(
+            _lock_id(self._schema, self._table_name, key)
+            for key, (kind, _) in kinds.items()
+            if (key, kind) not in self._written_kinds
         )
 
     def _check_kinds(self, conn: Connection, kinds: BatchKinds) -> None:
@@ -835,6 +859,7 @@ class PgVectorEmbeddingStore(EmbeddingStore, AsyncAddMixin):
         if plan is None:
             return
         statement, params, what = plan
+        self._written_kinds.clear()  # the rows holding them may go: lock the next writes
 
         def work(conn: Connection) -> tuple[Any, ...] | None:
             cursor = conn.execute(statement, params)
@@ -850,6 +875,7 @@ class PgVectorEmbeddingStore(EmbeddingStore, AsyncAddMixin):
         if plan is None:
             return
         statement, params, what = plan
+        self._written_kinds.clear()
 
         async def work(conn: AsyncConnection) -> tuple[Any, ...] | None:
             cursor = await conn.execute(statement, params)
@@ -922,3 +948,9 @@ def _storable_ids(ids: list[str]) -> list[str]:
 def _conninfo(pool: ConnectionPool[Any]) -> str | None:
     """The connection string of a given pool (None when it is computed by a function)."""
     return pool.conninfo if isinstance(pool.conninfo, str) else None
+
+
+def _lock_id(schema: str | None, table: str, key: str) -> int:
+    """The advisory lock (a signed 64-bit id) of metadata key ``key`` of one table."""
+    name = json.dumps([schema, table, key]).encode("utf-8", "surrogatepass")
+    return int.from_bytes(hashlib.blake2b(name, digest_size=8).digest(), "big", signed=True)
