@@ -1,4 +1,9 @@
-"""ragloom side by side with its peers: ingestion, search, memory, splitting, embedding.
+"""ragloom side by side with its peers: ingestion, search, memory, BM25, splitting, embedding.
+
+Parts (``--only``, each in a fresh process): ``stores`` (ingestion, search and memory
+against N, with the peers' in-memory stores), ``steps`` (where ingestion time goes),
+``search`` (where one query's time goes), ``bm25`` (against bm25s), ``splitting``
+(against LangChain's splitters) and ``embedding`` (against sentence-transformers).
 
 Runs in an isolated virtual environment it creates itself (``.bench-venv/`` at the
 repository root, git-ignored) with the peers from ``suite-requirements.txt`` (LangChain's
