@@ -356,7 +356,10 @@ def search_steps(matrix: Any, queries: Any, k: int) -> dict[str, Callable[[], An
     for a filter that keeps one row in ten (numpy: a mask, a gather, the top k).
     """
     import numpy as np
-    from bench_in_memory_store import numpy_top_k  # type: ignore[import-not-found]
+    from bench_in_memory_store import (  # type: ignore[import-not-found]
+        numpy_filtered_top_k,
+        numpy_top_k,
+    )
 
     from ragloom.core import Embedding, EmbeddingSearchRequest, InMemoryEmbeddingStore, metadata_key
 
@@ -384,8 +387,7 @@ def search_steps(matrix: Any, queries: Any, k: int) -> dict[str, Callable[[], An
 
     def numpy_filtered() -> None:
         for i, q in enumerate(queries):
-            selected = np.flatnonzero(tenants == i % 10)
-            selected[numpy_top_k(matrix[selected], q, k)]
+            numpy_filtered_top_k(matrix, q, tenants, i % 10, k)
 
     def ragloom_filtered() -> None:
         for i, q in enumerate(queries):
