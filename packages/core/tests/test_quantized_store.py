@@ -339,14 +339,22 @@ def test_saves_without_an_index_still_load(
         assert _top(loaded, queries[0]) == _top(store, queries[0])
 
 
+def _saved_with_index(
+    kind: str, vectors: npt.NDArray[np.float32], query: npt.NDArray[np.float32], path: Path
+) -> InMemoryEmbeddingStore:
+    """A store of ``kind`` over ``vectors``, its index built by one search, saved to ``path``."""
+    store = _store(kind, vectors)
+    _top(store, query)
+    store.save(path)
+    return store
+
+
 @pytest.mark.parametrize("kind", KINDS)
 def test_a_manifest_missing_an_index_file_fails_the_load_naming_it(
     data: tuple[npt.NDArray[np.float32], npt.NDArray[np.float32]], tmp_path: Path, kind: str
 ) -> None:
     vectors, queries = data
-    store = _store(kind, vectors[:3000])
-    _top(store, queries[0])
-    store.save(tmp_path)
+    store = _saved_with_index(kind, vectors[:3000], queries[0], tmp_path)
     manifest_path = tmp_path / "manifest.json"
     original = manifest_path.read_text()
     assert store._quantized is not None
@@ -367,9 +375,7 @@ def test_a_corrupt_index_file_fails_the_load_naming_it(
     data: tuple[npt.NDArray[np.float32], npt.NDArray[np.float32]], tmp_path: Path, kind: str
 ) -> None:
     vectors, queries = data
-    store = _store(kind, vectors[:3000])
-    _top(store, queries[0])
-    store.save(tmp_path)
+    store = _saved_with_index(kind, vectors[:3000], queries[0], tmp_path)
     files = json.loads((tmp_path / "manifest.json").read_text())["files"]
     for file_kind in ("codes", "graph"):
         if file_kind not in files:
