@@ -68,6 +68,7 @@ EXPECTED_ALL = [
     "DocumentSplitError",
     "DocumentSplitter",
     "DocumentTransformer",
+    "EgressRefusedError",
     "Embedding",
     "EmbeddingMatch",
     "EmbeddingModel",

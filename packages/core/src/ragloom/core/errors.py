@@ -38,7 +38,8 @@ brackets below), so ``except ValueError`` still works::
     │       │   └── ScoringTimeoutError (TimeoutError)
     │       └── ScoringResponseError
     ├── PluginError
-    └── RagIndexError
+    ├── RagIndexError
+    └── EgressRefusedError (PermissionError)
 
 Integration packages subclass these (``OpenAiChatModelError`` is a ``ChatModelError``,
 ``EncryptedPdfError`` an ``EncryptedDocumentError``); docs/errors.md lists them all.
@@ -54,6 +55,7 @@ __all__ = [
     "DocumentParseError",
     "DocumentSplitError",
     "EmbeddingModelError",
+    "EgressRefusedError",
     "EmbeddingStoreError",
     "EmptyDocumentError",
     "EncryptedDocumentError",
@@ -240,3 +242,7 @@ class ObjectStoreUnavailableError(DocumentLoadError):
 
 class ObjectTooLargeError(DocumentLoadError):
     """The object is larger than the loader's ``max_object_size``."""
+
+
+class EgressRefusedError(RagloomError, PermissionError):
+    """A URL or address refused by the egress policy (names the URL, address and rule)."""
