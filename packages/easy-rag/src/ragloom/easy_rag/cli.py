@@ -40,7 +40,7 @@ from ragloom.easy_rag.defaults import (
     hybrid_candidates,
 )
 from ragloom.easy_rag.extractive import describe_source
-from ragloom.easy_rag.index import IngestReport, RagIndex
+from ragloom.easy_rag.index import DEFAULT_LOCK_WAIT, IngestReport, RagIndex
 from ragloom.easy_rag.plugin_status import format_status, plugin_status
 from ragloom.easy_rag.progress import BarProgress, terminal_progress
 
@@ -143,7 +143,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         if not os.path.exists(path):
             raise UsageError(f"{path}: no such file or directory; give files or folders to ingest")
     model = _model()
-    with RagIndex.locked(args.index):  # a second writer waits, then "index in use"
+    with RagIndex.locked(args.index, wait=args.wait):  # a second writer waits, then "in use"
         report = _ingest_locked(args, model)
     if report is None:
         return EXIT_EMPTY
@@ -279,6 +279,17 @@ class _ArgumentParser(argparse.ArgumentParser):
         self.exit(EXIT_USAGE, f"{self.prog}: {message} (see `{self.prog} --help`)\n")
 
 
+def _seconds(text: str) -> float:
+    """A finite number of seconds >= 0 (``--wait``)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not 0.0 <= value < float("inf"):
+        raise argparse.ArgumentTypeError(f"{text} seconds: give a finite number >= 0")
+    return value
+
+
 def _positive_int(text: str) -> int:
     try:
         value = int(text)
@@ -322,6 +333,14 @@ def build_parser() -> argparse.ArgumentParser:
         "--quiet",
         action="store_true",
         help="no progress on stderr (a bar on a terminal, else a line every few seconds)",
+    )
+    ingest.add_argument(
+        "--wait",
+        type=_seconds,
+        default=DEFAULT_LOCK_WAIT,
+        metavar="SECONDS",
+        help="while another ingest holds the index, wait up to this long for it, then "
+        f"fail with 'index in use' (default {DEFAULT_LOCK_WAIT:g}; queue scripted runs)",
     )
     with_index(ingest)
     ingest.set_defaults(run=cmd_ingest)
