@@ -8,8 +8,9 @@ cd "$(dirname "$0")/.."
 if [ "${1:-}" = "--no-setup" ]; then shift; else bash scripts/setup.sh; fi
 PY=.venv/bin/python
 
-bash scripts/services.sh start
+# The trap first: a failing start must not leave the other servers running.
 trap 'bash scripts/services.sh stop' EXIT
+bash scripts/services.sh start
 
 echo "== ruff"
 $PY -m ruff check packages integration-tests scripts
