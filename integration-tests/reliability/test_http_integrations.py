@@ -53,7 +53,8 @@ def github(url: str) -> object:
 
 
 def url_loader(url: str) -> object:
-    return UrlDocumentLoader.load(f"{url}/page.txt", timeout=1)
+    # The hostile server runs on 127.0.0.1: the private-address opt-out reaches it.
+    return UrlDocumentLoader.load(f"{url}/page.txt", timeout=1, allow_private_addresses=True)
 
 
 CLIENTS: dict[str, Callable[[str], object]] = {

@@ -48,29 +48,29 @@ def server() -> Iterator[str]:
 
 
 def test_loads_with_url_metadata(server: str) -> None:
-    doc = UrlDocumentLoader.load(f"{server}/plain")
+    doc = UrlDocumentLoader.load(f"{server}/plain", allow_private_addresses=True)
     assert doc.text == "hello from the server"
     assert doc.metadata["url"] == f"{server}/plain"
 
 
 def test_uses_declared_charset(server: str) -> None:
-    assert UrlDocumentLoader.load(f"{server}/latin").text == "café"
+    assert UrlDocumentLoader.load(f"{server}/latin", allow_private_addresses=True).text == "café"
 
 
 def test_explicit_parser(server: str) -> None:
-    assert UrlDocumentLoader.load(f"{server}/plain", TextDocumentParser("ascii")).text.startswith(
-        "hello"
-    )
+    assert UrlDocumentLoader.load(
+        f"{server}/plain", TextDocumentParser("ascii"), allow_private_addresses=True
+    ).text.startswith("hello")
 
 
 def test_http_error_names_url_and_status(server: str) -> None:
     with pytest.raises(DocumentLoadError, match=r"/missing: HTTP 404"):
-        UrlDocumentLoader.load(f"{server}/missing")
+        UrlDocumentLoader.load(f"{server}/missing", allow_private_addresses=True)
 
 
 def test_timeout(server: str) -> None:
     with pytest.raises(DocumentLoadError, match="timed out|cannot fetch"):
-        UrlDocumentLoader.load(f"{server}/slow", timeout=0.3)
+        UrlDocumentLoader.load(f"{server}/slow", timeout=0.3, allow_private_addresses=True)
 
 
 def test_refuses_other_schemes() -> None:
@@ -80,4 +80,4 @@ def test_refuses_other_schemes() -> None:
 
 def test_unreachable_host() -> None:
     with pytest.raises(DocumentLoadError, match="127.0.0.1:9"):
-        UrlDocumentLoader.load("http://127.0.0.1:9/", timeout=2)
+        UrlDocumentLoader.load("http://127.0.0.1:9/", timeout=2, allow_private_addresses=True)

@@ -107,6 +107,7 @@ def test_pages_replace_snippets_and_failures_keep_them(site: str, name: str) -> 
             page_parser=TextDocumentParser(),
             page_transformer=HtmlToTextDocumentTransformer(),
             page_timeout_seconds=0.3,
+            allow_private_addresses=True,  # the pages are served from 127.0.0.1
         )
         contents = {
             c.text_segment.metadata["title"]: c for c in retriever.retrieve(Query("borrow checker"))

@@ -170,6 +170,11 @@ class HttpReply:
         return json.loads(self.body)
 
 
+def _shown(url: httpx.URL) -> str:
+    """``url`` for a message: without its query string, which may hold a key."""
+    return str(url.copy_with(query=None))
+
+
 def _time_left(timeout: float | None, expired: type[httpcore.TimeoutException]) -> float | None:
     """``timeout`` clamped to the time left before this call's deadline; ``expired`` is
     raised once the deadline has passed."""
@@ -403,7 +408,7 @@ class HttpClient:
                 if redirects >= self.max_redirects:
                     raise HttpCallError(
                         f"{url}: more than max_redirects={self.max_redirects} redirects "
-                        f"(the last to {following.url})",
+                        f"(the last to {_shown(following.url)})",
                         kind=HttpErrorKind.TOO_MANY_REDIRECTS,
                         url=url,
                     )
@@ -411,7 +416,7 @@ class HttpClient:
                     self.egress.check_redirect(str(request.url), str(following.url))
                 except EgressRefusedError as exc:
                     raise EgressRefusedError(
-                        f"{url}: redirect from {request.url} refused: {exc}"
+                        f"{url}: redirect from {_shown(request.url)} refused: {exc}"
                     ) from exc
                 request, redirects = following, redirects + 1
         except (httpx.TimeoutException, TimeoutError) as exc:

@@ -1,20 +1,14 @@
-"""UrlDocumentLoader: a document fetched over HTTP(S) with the standard library."""
+"""UrlDocumentLoader: a document fetched over HTTP(S) through the kit's bounded call."""
 
 from __future__ import annotations
 
-import http.client
-import time
-import urllib.error
-import urllib.request
-from urllib.parse import urlparse
+import http
 
-from ragloom.core.bounded_read import (
-    DEFAULT_MAX_RESPONSE_BYTES,
-    ResponseTooLargeError,
-    read_within,
-)
+from ragloom.core.bounded_read import DEFAULT_MAX_RESPONSE_BYTES
 from ragloom.core.document import URL, Document
-from ragloom.core.errors import DocumentLoadError
+from ragloom.core.errors import DocumentLoadError, EgressRefusedError
+from ragloom.core.kit.egress import ALLOW_ALL, DEFAULT_EGRESS_POLICY, EgressPolicy
+from ragloom.core.kit.http import DEFAULT_MAX_REDIRECTS, HttpCallError, HttpClient
 from ragloom.core.loaders.default_parser import default_document_parser
 from ragloom.core.loaders.guard import parse_source
 from ragloom.core.parsers.base import DocumentParser
@@ -23,14 +17,28 @@ DEFAULT_TIMEOUT = 30.0
 USER_AGENT = "ragloom-url-loader/0.1"
 
 
+def _reason(status: int) -> str:
+    try:
+        return http.HTTPStatus(status).phrase
+    except ValueError:
+        return ""
+
+
 class UrlDocumentLoader:
     """Fetches a URL and parses the body; metadata ``url``.
 
     Without a parser, the discovered default parser is used; the plain-text fallback
     decodes with the charset the server declares in ``Content-Type``. HTTP errors,
-    timeouts and unreachable hosts raise :class:`DocumentLoadError` naming the URL.
-    ``timeout`` bounds the whole fetch (a server dripping its body is cut off), and a body
-    larger than ``max_bytes`` (100 MiB) is refused while it arrives.
+    timeouts, unreachable hosts and refused addresses raise :class:`DocumentLoadError`
+    naming the URL. ``timeout`` bounds the whole fetch: DNS, connect, TLS, headers, every
+    redirect (at most ``max_redirects``) and the body; a body larger than ``max_bytes``
+    (100 MiB) is refused while it arrives.
+
+    The URL may come from a document, a search result or a model, so the egress policy
+    is on by default: only http(s), public addresses only (checked after DNS and on every
+    redirect, the checked address is the one connected). ``allow_private_addresses=True``
+    reaches every address (intranet use); ``egress`` passes a policy of your own (e.g.
+    ``EgressPolicy(allowed_networks=("10.20.0.0/16",))``).
     """
 
     @staticmethod
@@ -41,29 +49,26 @@ class UrlDocumentLoader:
         timeout: float = DEFAULT_TIMEOUT,
         headers: dict[str, str] | None = None,
         max_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+        max_redirects: int = DEFAULT_MAX_REDIRECTS,
+        allow_private_addresses: bool = False,
+        egress: EgressPolicy | None = None,
     ) -> Document:
         """Fetch ``url`` (http or https) within ``timeout`` seconds and parse it."""
-        if urlparse(url).scheme not in ("http", "https"):
-            raise DocumentLoadError(f"{url!r}: only http and https URLs are supported")
-        request = urllib.request.Request(url, headers={"User-Agent": USER_AGENT, **(headers or {})})
-        deadline = time.monotonic() + timeout
+        policy = egress or (ALLOW_ALL if allow_private_addresses else DEFAULT_EGRESS_POLICY)
         try:
-            with urllib.request.urlopen(request, timeout=timeout) as response:
-                chunks = iter(lambda: response.read1(1 << 16), b"")
-                body = read_within(chunks, deadline=deadline, max_bytes=max_bytes)
-                if response.length:  # read1 ends quietly when the server hangs up early
-                    raise http.client.IncompleteRead(body, response.length)
-                charset = response.headers.get_content_charset()
-        except urllib.error.HTTPError as exc:
-            raise DocumentLoadError(f"{url}: HTTP {exc.code} {exc.reason}") from exc
-        except urllib.error.URLError as exc:
-            raise DocumentLoadError(f"{url}: cannot fetch: {exc.reason}") from exc
-        except TimeoutError as exc:
-            raise DocumentLoadError(f"{url}: timed out after {timeout} s") from exc
-        except ResponseTooLargeError as exc:
-            raise DocumentLoadError(f"{url}: {exc}") from exc
-        except (http.client.HTTPException, OSError) as exc:  # cut off, reset mid-body
-            raise DocumentLoadError(f"{url}: cannot fetch: {exc!r}") from exc
-        document = parse_source(parser or default_document_parser(charset), body, url)
+            with HttpClient(
+                egress=policy, max_redirects=max_redirects, max_bytes=max_bytes
+            ) as client:
+                reply = client.request(
+                    "GET",
+                    url,
+                    timeout=timeout,
+                    headers={"User-Agent": USER_AGENT, **(headers or {})},
+                )
+        except (HttpCallError, EgressRefusedError) as exc:
+            raise DocumentLoadError(f"{url}: {exc}" if url not in str(exc) else str(exc)) from exc
+        if not 200 <= reply.status < 300:
+            raise DocumentLoadError(f"{url}: HTTP {reply.status} {_reason(reply.status)}".rstrip())
+        document = parse_source(parser or default_document_parser(reply.charset), reply.body, url)
         document.metadata[URL] = url
         return document

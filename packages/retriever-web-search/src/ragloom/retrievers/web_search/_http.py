@@ -1,55 +1,45 @@
-"""What the engines share: one HTTP call bounded as a whole by its timeout and in size
-(a dripping or huge answer is cut off), transport errors as WebSearchError, and the
-error and malformed-answer messages, each naming the engine and the URL."""
+"""What the engines share: one call through core's bounded HTTP call (whole-call deadline
+over connect, headers, redirects and body; byte cap), its failures as WebSearchError, and
+the error and malformed-answer messages, each naming the engine and the URL.
+
+An engine's endpoint comes from the user's configuration, so it is trusted
+(``ALLOW_ALL``: an intranet SearXNG is fine); the deadline and the byte cap still hold.
+"""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Collection, Mapping
 from typing import Any, TypeVar
 
 import httpx
 
-from ragloom.core.bounded_read import DEFAULT_MAX_RESPONSE_BYTES, ResponseTooLargeError, read_within
+from ragloom.core.errors import EgressRefusedError
+from ragloom.core.kit.egress import ALLOW_ALL
+from ragloom.core.kit.http import HttpCallError, HttpClient, HttpErrorKind, HttpReply
 from ragloom.core.web_search import WebSearchError
 
-__all__ = ["call", "extras", "fetch_json", "malformed", "refused"]
+__all__ = ["endpoint_client", "extras", "fetch_json", "malformed", "refused"]
 
 T = TypeVar("T")
 
-
-def call(
-    client: httpx.Client, engine: str, method: str, url: str, *, timeout: float, **kwargs: Any
-) -> httpx.Response:
-    """``client.request(method, url, ...)`` read whole within ``timeout`` seconds and
-    ``DEFAULT_MAX_RESPONSE_BYTES``; a timeout, a too large answer or an unreachable server
-    raises WebSearchError (``url`` is shown without its query string, which may hold a key)."""
-    deadline = time.monotonic() + timeout
-    try:
-        with client.stream(method, url, **kwargs) as streamed:
-            content = read_within(
-                streamed.iter_bytes(), deadline=deadline, max_bytes=DEFAULT_MAX_RESPONSE_BYTES
-            )
-        return httpx.Response(streamed.status_code, headers=streamed.headers, content=content)
-    except (httpx.TimeoutException, TimeoutError) as exc:
-        raise WebSearchError(f"{engine} at {url} timed out: {exc!r}") from exc
-    except ResponseTooLargeError as exc:
-        raise WebSearchError(f"{engine} at {url}: {exc}") from exc
-    except httpx.HTTPError as exc:
-        raise WebSearchError(f"{engine} at {url} is unreachable: {exc!r}") from exc
+_FAILURE = {HttpErrorKind.TIMEOUT: " timed out", HttpErrorKind.CONNECTION: " is unreachable"}
 
 
-def refused(
-    engine: str, url: str, response: httpx.Response, what: str, message: str
-) -> WebSearchError:
+def endpoint_client(client: httpx.Client | None) -> HttpClient:
+    """The bounded client for an engine's own (configured, trusted) endpoint; ``client``
+    is an ``httpx.Client`` of the caller's to send through instead."""
+    return HttpClient(egress=ALLOW_ALL, client=client)
+
+
+def refused(engine: str, url: str, reply: HttpReply, what: str, message: str) -> WebSearchError:
     """The error for a non-200 answer: status, its meaning, the API's own message."""
-    return WebSearchError(f"{engine} at {url} answered {response.status_code} ({what}): {message}")
+    return WebSearchError(f"{engine} at {url} answered {reply.status} ({what}): {message}")
 
 
-def malformed(engine: str, url: str, response: httpx.Response, exc: Exception) -> WebSearchError:
+def malformed(engine: str, url: str, reply: HttpReply, exc: Exception) -> WebSearchError:
     """The error for a 200 answer that is not the documented JSON."""
     return WebSearchError(
-        f"{engine} at {url} sent a malformed answer ({exc!r}): {response.text[:200]!r}"
+        f"{engine} at {url} sent a malformed answer ({exc!r}): {reply.text[:200]!r}"
     )
 
 
@@ -63,25 +53,33 @@ def extras(item: Mapping[str, Any], skip: Collection[str]) -> dict[str, Any]:
 
 
 def fetch_json(
-    client: httpx.Client,
+    http: HttpClient,
     engine: str,
     method: str,
     url: str,
     *,
-    explain: Callable[[httpx.Response], tuple[str, str]],
+    explain: Callable[[HttpReply], tuple[str, str]],
     parse: Callable[[Any], T],
     timeout: float,
     **kwargs: Any,
 ) -> T:
-    """``parse`` of the JSON answer of one call. A non-200 raises with
-    ``explain(response)`` (what the status means, the API's message); a body that is not
+    """``parse`` of the JSON answer of one call within ``timeout`` seconds as a whole.
+
+    A timeout, a too large answer or an unreachable server raises WebSearchError (``url``
+    is shown without its query string, which may hold a key). A non-200 raises with
+    ``explain(reply)`` (what the status means, the API's message); a body that is not
     JSON (or nested past the parser's depth), or that ``parse`` rejects (ValueError,
     KeyError, TypeError, AttributeError), is reported as malformed."""
-    response = call(client, engine, method, url, timeout=timeout, **kwargs)
-    if response.status_code != 200:
-        what, message = explain(response)
-        raise refused(engine, url, response, what, message)
     try:
-        return parse(response.json())
+        reply = http.request(method, url, timeout=timeout, **kwargs)
+    except HttpCallError as exc:
+        raise WebSearchError(f"{engine} at {url}{_FAILURE.get(exc.kind, '')}: {exc}") from exc
+    except EgressRefusedError as exc:
+        raise WebSearchError(f"{engine} at {url}: {exc}") from exc
+    if reply.status != 200:
+        what, message = explain(reply)
+        raise refused(engine, url, reply, what, message)
+    try:
+        return parse(reply.json())
     except (ValueError, KeyError, TypeError, AttributeError, RecursionError) as exc:
-        raise malformed(engine, url, response, exc) from exc
+        raise malformed(engine, url, reply, exc) from exc

@@ -17,13 +17,14 @@ from typing import Any
 import httpx
 
 from ragloom.core.errors import InvalidArgumentError
+from ragloom.core.kit.http import HttpReply
 from ragloom.core.web_search import (
     WebSearchInformationResult,
     WebSearchOrganicResult,
     WebSearchRequest,
     WebSearchResults,
 )
-from ragloom.retrievers.web_search._http import extras, fetch_json
+from ragloom.retrievers.web_search._http import endpoint_client, extras, fetch_json
 
 __all__ = ["GoogleCustomSearchEngine"]
 
@@ -33,7 +34,7 @@ MAX_RESULTS = 100  # the API's maximum `start + num - 1`
 _SKIP = ("kind", "title", "htmlTitle", "link", "snippet", "htmlSnippet", "htmlFormattedUrl")
 
 
-def _google_error(response: httpx.Response) -> tuple[str, str]:
+def _google_error(response: HttpReply) -> tuple[str, str]:
     """The reason and message of Google's ``{"error": {...}}`` envelope (or the body)."""
     try:
         error = response.json()["error"]
@@ -74,11 +75,11 @@ class GoogleCustomSearchEngine:
         self._key = key
         self.search_engine_id = cx
         self.timeout_seconds = float(timeout_seconds)
-        self._client = client or httpx.Client(timeout=timeout_seconds)
+        self._http = endpoint_client(client)
 
     def close(self) -> None:
-        """Close the HTTP connections."""
-        self._client.close()
+        """Close the HTTP connections (not those of a ``client`` passed in)."""
+        self._http.close()
 
     def search(self, request: WebSearchRequest) -> WebSearchResults:
         """Google's results for ``request``, fetched 10 a page (at most 100, Google's limit)."""
@@ -117,7 +118,7 @@ class GoogleCustomSearchEngine:
     ) -> tuple[dict[str, Any], list[WebSearchOrganicResult]]:
         """One page: the Search object and its results."""
         return fetch_json(
-            self._client,
+            self._http,
             "Google Custom Search",
             "GET",
             f"{self.base_url}/customsearch/v1",

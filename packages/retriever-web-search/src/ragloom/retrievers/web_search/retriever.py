@@ -9,7 +9,9 @@ With ``fetch_pages=True`` each result's page is fetched with core's
 :class:`~ragloom.core.loaders.url.UrlDocumentLoader` (``page_parser``), passed through
 ``page_transformer`` (e.g. the HTML-to-text transformer of ``ragloom-transformer-html``)
 and becomes the result's content; a page that cannot be fetched keeps the engine's
-text and says why under ``page_error``.
+text and says why under ``page_error``. A result's URL is chosen by the search engine
+(and by whoever wrote the page it indexed), so pages are fetched under core's egress
+policy: public addresses only, unless ``allow_private_addresses=True`` or ``egress``.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from typing import Any
 from ragloom.core.content import SCORE, Content
 from ragloom.core.document import Document, TextSegment
 from ragloom.core.errors import InvalidArgumentError, RagloomError
+from ragloom.core.kit.egress import ALLOW_ALL, DEFAULT_EGRESS_POLICY, EgressPolicy
 from ragloom.core.loaders.url import UrlDocumentLoader
 from ragloom.core.metadata import ALLOWED_TYPES
 from ragloom.core.parsers.base import DocumentParser
@@ -62,6 +65,9 @@ class WebSearchContentRetriever(ContentRetriever):
     ``fetch_pages``: fetch every result's page (at most 8 at a time, each within
     ``page_timeout_seconds``) with ``page_parser`` (default: the discovered parser), then
     ``page_transformer`` when given, and use its text as the result's content.
+    Pages are fetched under the egress policy (public addresses only, checked after DNS
+    and on every redirect); ``allow_private_addresses=True`` reaches every address
+    (intranet search), ``egress`` passes a policy of your own.
     """
 
     def __init__(
@@ -73,6 +79,8 @@ class WebSearchContentRetriever(ContentRetriever):
         page_parser: DocumentParser | None = None,
         page_transformer: DocumentTransformer | None = None,
         page_timeout_seconds: float = 10.0,
+        allow_private_addresses: bool = False,
+        egress: EgressPolicy | None = None,
     ) -> None:
         if not isinstance(engine, WebSearchEngine):
             raise InvalidArgumentError(
@@ -94,6 +102,7 @@ class WebSearchContentRetriever(ContentRetriever):
         self.page_parser = page_parser
         self.page_transformer = page_transformer
         self.page_timeout_seconds = page_timeout_seconds
+        self.egress = egress or (ALLOW_ALL if allow_private_addresses else DEFAULT_EGRESS_POLICY)
 
     def retrieve(self, query: Query) -> list[Content]:
         """The engine's results for the query text, at most ``max_results``, in its order."""
@@ -112,7 +121,7 @@ class WebSearchContentRetriever(ContentRetriever):
         """``result`` with its fetched page as content, or with the reason it has none."""
         try:
             document: Document | None = UrlDocumentLoader.load(
-                result.url, self.page_parser, timeout=self.page_timeout_seconds
+                result.url, self.page_parser, timeout=self.page_timeout_seconds, egress=self.egress
             )
             if self.page_transformer is not None and document is not None:
                 document = self.page_transformer.transform(document)

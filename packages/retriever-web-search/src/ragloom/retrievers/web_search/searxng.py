@@ -24,7 +24,7 @@ from ragloom.core.web_search import (
     WebSearchRequest,
     WebSearchResults,
 )
-from ragloom.retrievers.web_search._http import extras, fetch_json
+from ragloom.retrievers.web_search._http import endpoint_client, extras, fetch_json
 
 __all__ = ["SearxngWebSearchEngine"]
 
@@ -70,11 +70,11 @@ class SearxngWebSearchEngine:
         self.max_pages = max_pages
         self._headers = dict(headers or {})
         self.timeout_seconds = float(timeout_seconds)
-        self._client = client or httpx.Client(timeout=timeout_seconds)
+        self._http = endpoint_client(client)
 
     def close(self) -> None:
-        """Close the HTTP connections."""
-        self._client.close()
+        """Close the HTTP connections (not those of a ``client`` passed in)."""
+        self._http.close()
 
     def search(self, request: WebSearchRequest) -> WebSearchResults:
         """SearXNG's results for ``request``, page after page up to ``max_results``."""
@@ -125,11 +125,11 @@ class SearxngWebSearchEngine:
     ) -> tuple[dict[str, Any], list[WebSearchOrganicResult]]:
         """One page: the JSON output and its results."""
         return fetch_json(
-            self._client,
+            self._http,
             "SearXNG",
             "GET",
             f"{self.base_url}/search",
-            explain=lambda r: (_STATUS.get(r.status_code, "error"), r.text[:200]),
+            explain=lambda r: (_STATUS.get(r.status, "error"), r.text[:200]),
             parse=self._parse,
             timeout=self.timeout_seconds,
             params=params,

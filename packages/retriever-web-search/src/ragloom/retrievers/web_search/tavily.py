@@ -16,13 +16,14 @@ from typing import Any
 import httpx
 
 from ragloom.core.errors import InvalidArgumentError
+from ragloom.core.kit.http import HttpReply
 from ragloom.core.web_search import (
     WebSearchInformationResult,
     WebSearchOrganicResult,
     WebSearchRequest,
     WebSearchResults,
 )
-from ragloom.retrievers.web_search._http import extras, fetch_json
+from ragloom.retrievers.web_search._http import endpoint_client, extras, fetch_json
 
 __all__ = ["DEFAULT_BASE_URL", "TavilyWebSearchEngine"]
 
@@ -38,7 +39,7 @@ _STATUS = {
 }
 
 
-def _error_text(response: httpx.Response) -> str:
+def _error_text(response: HttpReply) -> str:
     """Tavily's message: ``{"detail": {"error": ...}}`` (or the body's start)."""
     try:
         body = response.json()
@@ -79,12 +80,12 @@ class TavilyWebSearchEngine:
         self.topic = topic
         self.include_raw_content = include_raw_content
         self.timeout_seconds = float(timeout_seconds)
-        self._client = client or httpx.Client(timeout=timeout_seconds)
+        self._http = endpoint_client(client)
         self._headers = {"Authorization": f"Bearer {key}", "Content-Type": "application/json"}
 
     def close(self) -> None:
-        """Close the HTTP connections."""
-        self._client.close()
+        """Close the HTTP connections (not those of a ``client`` passed in)."""
+        self._http.close()
 
     def search(self, request: WebSearchRequest) -> WebSearchResults:
         """Tavily's results for ``request`` (at most 20, Tavily's limit)."""
@@ -100,11 +101,11 @@ class TavilyWebSearchEngine:
         body.update(request.additional_params)
         url = f"{self.base_url}/search"
         return fetch_json(
-            self._client,
+            self._http,
             "Tavily",
             "POST",
             url,
-            explain=lambda r: (_STATUS.get(r.status_code, "error"), _error_text(r)),
+            explain=lambda r: (_STATUS.get(r.status, "error"), _error_text(r)),
             parse=self._results,
             timeout=self.timeout_seconds,
             json=body,
