@@ -30,7 +30,7 @@ from ragloom.core import (
     metadata_key,
 )
 from ragloom.core.filters import Filter
-from ragloom.core.stores.persistence import DataFiles, DirectoryFormat, write_records
+from ragloom.core.stores.persistence import HEAD_BYTES, DataFiles, DirectoryFormat, write_records
 from ragloom.testkit import (
     AsyncEmbeddingStoreSuite,
     Deviation,
@@ -249,6 +249,7 @@ def _drop_an_id_and_fix_the_checksum(path: Path) -> None:
     offsets[1] = offsets[0]  # the first id becomes empty
     data.tofile(rows)
     manifest["files"]["rows"]["crc32"] = f"{zlib.crc32(data.tobytes()):08x}"
+    manifest["files"]["rows"]["head"] = f"{zlib.crc32(data[:HEAD_BYTES].tobytes()):08x}"
     (path / "manifest.json").write_text(json.dumps(manifest))
 
 

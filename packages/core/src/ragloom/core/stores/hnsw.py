@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from ragloom.core.errors import EmbeddingStoreError
 from ragloom.core.stores._usearch import HnswGraph, require_usearch
 from ragloom.core.stores.quantized import (
     STATE_VERSION,
@@ -189,19 +190,25 @@ class HnswIndex:
         removed = header.get("removed")
         if type(removed) is not int or removed < 0:
             raise ValueError(f"invalid removed count {removed!r}")
-        if row_keys.dtype != np.uint64 or row_keys.ndim != 1:
-            raise ValueError("the row keys are not a uint64 vector")
-        graph = HnswGraph.restore(graph_path, view=mmap)
         count = int(row_keys.size)
-        if graph.dimension != dimension or len(graph) != count:
-            raise ValueError(
-                f"the graph holds {len(graph)} vectors of dimension {graph.dimension}, "
-                f"expected {count} of dimension {dimension}"
+        # Keys are handed out in order, and each is kept by a row or counted as removed.
+        if row_keys.dtype != np.uint64 or row_keys.ndim != 1 or removed > count:
+            raise ValueError(f"the row keys are not a uint64 vector or {removed} removed")
+        if count and int(row_keys.max()) >= count + removed:
+            raise EmbeddingStoreError(
+                f"{files['codes']}: corrupt graph keys, out of range for {count} rows"
             )
-        key_rows = np.full(int(row_keys.max()) + 1 if count else 0, _NO_ROW, dtype=np.intp)
+        key_rows = np.full(count + removed, _NO_ROW, dtype=np.intp)
         key_rows[row_keys.astype(np.intp)] = np.arange(count)
-        if count and (key_rows != _NO_ROW).sum() != count:
-            raise ValueError("two rows share a graph key")
+        if (key_rows != _NO_ROW).sum() != count:
+            raise EmbeddingStoreError(f"{files['codes']}: corrupt graph keys, two rows share one")
+        graph, graph_keys = HnswGraph.restore(graph_path, view=mmap, dimension=dimension)
+        if len(graph) != count or graph_keys.size != count:
+            raise ValueError(f"the graph holds {len(graph)} vectors, expected {count}")
+        if (graph_keys >= key_rows.size).any() or not _is_permutation(
+            key_rows[graph_keys.astype(np.intp)], count
+        ):
+            raise ValueError("the graph's keys are not the rows' keys")
         self._graph, self._view = graph, graph_path if mmap else None
         self._row_keys, self._key_rows = np.array(row_keys), key_rows
         self._synced, self._removed = count, removed
@@ -211,7 +218,9 @@ class HnswIndex:
         """The graph, read into memory first if it is a view of a saved file."""
         assert self._graph is not None
         if self._view is not None:
-            self._graph = HnswGraph.restore(self._view, view=False)
+            self._graph, _ = HnswGraph.restore(
+                self._view, view=False, dimension=self._graph.dimension
+            )
             self._view = None
         return self._graph
 
@@ -248,3 +257,12 @@ class HnswIndex:
             if rows.size < wanted:
                 return None
         return rows
+
+
+def _is_permutation(rows: Positions, count: int) -> bool:
+    """Whether ``rows`` holds each of ``0..count - 1`` exactly once."""
+    if rows.size != count or (rows < 0).any():
+        return False
+    seen = np.zeros(count, dtype=bool)
+    seen[rows] = True
+    return bool(seen.all())

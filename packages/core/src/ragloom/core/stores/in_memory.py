@@ -48,13 +48,16 @@ as JSON lines) still load. ``load(path, mmap=True)`` memory-maps both files inst
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import math
 import os
 import threading
-from collections.abc import Callable, Mapping, Sequence
+import tokenize
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from functools import partial
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -179,6 +182,7 @@ class InMemoryEmbeddingStore(TombstonedRows, EmbeddingStore):
         self._texts: list[str | None] = []
         # Ids and texts of a memory-mapped load, decoded row by row until the first change.
         self._lazy: tuple[Sequence[str], Sequence[str | None]] | None = None
+        self._mapped_rows: Path | None = None  # the rows file they are decoded from
         self._metadata = MetadataTable()
         # id -> row of the live rows, built on first need (a lookup by id) and then kept up
         # to date; bulk loads into an empty store and adds with generated ids skip it.
@@ -385,9 +389,20 @@ class InMemoryEmbeddingStore(TombstonedRows, EmbeddingStore):
         """Decode the ids and texts of a memory-mapped load into lists (before a change)."""
         if self._lazy is not None:
             ids, texts = self._lazy
-            with gc_paused():
+            with gc_paused(), self._decoding():
                 self._ids, self._texts = list(ids), list(texts)
             self._lazy = None
+
+    @contextlib.contextmanager
+    def _decoding(self) -> Iterator[None]:
+        """Report a string of a memory-mapped rows file that is not UTF-8 as a defect of
+        that file (its checksum was not verified: ``load(mmap=True)`` decodes lazily)."""
+        try:
+            yield
+        except UnicodeDecodeError as exc:
+            raise EmbeddingStoreError(
+                f"{self._mapped_rows}: corrupt saved in-memory embedding store ({exc})"
+            ) from exc
 
     # ------------------------------------------------------------------ searching
 
@@ -422,13 +437,16 @@ class InMemoryEmbeddingStore(TombstonedRows, EmbeddingStore):
         ids, texts = self._lazy or (self._ids, self._texts)
         rows = positions.tolist()
         segment = TextSegment._trusted
+        with self._decoding():
+            found_ids = [ids[row] for row in rows]
+            found_texts = [texts[row] for row in rows]
         return EmbeddingMatch._trusted_list(
             scores.tolist(),
-            [ids[row] for row in rows],
+            found_ids,
             Embedding._trusted_rows(self._matrix.take(positions, axis=0)),
             [
-                None if (text := texts[row]) is None else segment(text, metadata)
-                for row, metadata in zip(rows, self._metadata._take(positions), strict=True)
+                None if text is None else segment(text, metadata)
+                for text, metadata in zip(found_texts, self._metadata._take(positions), strict=True)
             ],
         )
 
@@ -570,7 +588,7 @@ class InMemoryEmbeddingStore(TombstonedRows, EmbeddingStore):
                 raise EmbeddingStoreError(f"{saved.manifest_path}: names no valid {kind} file")
         codes_path = saved.files["codes"]
         with _FORMAT.reading(codes_path):
-            codes = np.load(codes_path, mmap_mode="c" if mmap else None, allow_pickle=False)
+            codes = _load_npy(codes_path, mmap=mmap)
             if codes.shape[:1] != (self._size,):
                 raise ValueError(f"{codes.shape[:1]} rows of codes for {self._size} rows")
         with _FORMAT.reading(saved.files[kinds[-1]]):
@@ -588,28 +606,37 @@ class InMemoryEmbeddingStore(TombstonedRows, EmbeddingStore):
         return write_arrays(file, arrays)
 
     @classmethod
-    def load(cls, path: str | os.PathLike[str], *, mmap: bool = False) -> InMemoryEmbeddingStore:
+    def load(
+        cls, path: str | os.PathLike[str], *, mmap: bool = False, verify: bool = False
+    ) -> InMemoryEmbeddingStore:
         """Read a store written by :meth:`save`; any defect raises naming the file at fault.
 
         ``mmap=True`` memory-maps the saved files instead of reading them: the store opens
-        in milliseconds whatever its size (nothing is read but the manifest and what a
-        search touches), and the operating system pages vectors in as searches need them
-        and out again under memory pressure. What it gives up: checksums are not verified
-        (that would read everything; the structure of every array still is), nor are the
-        vectors checked for NaN or infinity, nor ids for duplicates. Writes work and never
-        touch the saved files: changed pages become private copies (copy-on-write), and
-        the first ``add`` copies the whole matrix into memory, as a plain ``load`` would.
-        Saving to the same directory again is safe (the mapped files stay readable
-        until the store is dropped).
+        in milliseconds whatever its size (nothing is read but the manifest, each file's
+        first 4 KiB and what a search touches), and the operating system pages vectors in
+        as searches need them and out again under memory pressure. What it still checks:
+        each file's size and header checksum (recorded by the save), the structure of every
+        array and of the HNSW graph (so a damaged file raises instead of crashing). What
+        it gives up, unless ``verify=True``: the checksums of the data itself (that reads
+        every file once, about 40 ms for 100k x 384), so damage inside the vectors, ids,
+        texts or codes can go unnoticed; nor are the vectors checked for NaN or infinity,
+        nor ids for duplicates. Writes work and never touch the saved files: changed pages
+        become private copies (copy-on-write), and the first ``add`` copies the whole
+        matrix into memory, as a plain ``load`` would. Saving to the same directory again
+        is safe (the mapped files stay readable until the store is dropped). A plain load
+        always verifies every checksum (``verify`` changes nothing).
         """
-        mapped = ("codes", "graph") if mmap else ()
-        saved = _FORMAT.open(path, unverified=("vectors", "rows", *mapped))
+        if not mmap:
+            unverified: tuple[str, ...] = ("vectors", "rows")  # verified as they are read
+        else:
+            unverified = () if verify else ("vectors", "rows", "codes", "graph")
+        saved = _FORMAT.open(path, unverified=unverified)
         dimension, count = _dimension_and_count(saved.manifest, saved.manifest_path)
         if saved.version == 1:
             return cls._load_v1(saved, dimension, count)
         with _FORMAT.reading(saved.files["vectors"]):
             if mmap and count:
-                vectors = np.load(saved.files["vectors"], mmap_mode="c", allow_pickle=False)
+                vectors = _load_npy(saved.files["vectors"], mmap=True)
                 inv_norms = None
                 _check_vectors(vectors, count, dimension, saved.files["vectors"])
                 vectors = np.asarray(vectors)
@@ -625,6 +652,7 @@ class InMemoryEmbeddingStore(TombstonedRows, EmbeddingStore):
             arrays = read_arrays(buffer, saved.manifest.get("arrays"))
             store = cls(dimension, index=_saved_index_options(saved))
             store._adopt(vectors, inv_norms, arrays, saved.manifest.get("metadata_keys"), mmap)
+            store._mapped_rows = rows_path if mmap and count else None
         store._restore_index(saved, mmap)
         return store
 
@@ -894,6 +922,50 @@ def _write_npy(matrix: Matrix, file: ByteSink) -> None:
     """``np.save`` of a C-contiguous matrix, its bytes written as they are (no copy)."""
     np.lib.format.write_array_header_1_0(file, np.lib.format.header_data_from_array_1_0(matrix))
     file.write(raw_bytes(matrix))
+
+
+_NPY_HEADER_ERRORS = (
+    ValueError,
+    TypeError,
+    KeyError,
+    SyntaxError,
+    tokenize.TokenError,
+    RecursionError,
+    MemoryError,
+)
+# What numpy's .npy header parser (ast.literal_eval on the header text) raises on damage.
+
+
+def _load_npy(path: Path, *, mmap: bool) -> npt.NDArray[Any]:
+    """A ``.npy`` file, read or memory-mapped (copy-on-write), once its header parses and
+    the shape it declares is exactly what the file holds: a damaged header never makes
+    numpy allocate or map beyond the file (raises ``ValueError``, ``OSError``)."""
+    with open(path, "rb") as file:
+        size = os.fstat(file.fileno()).st_size
+        try:
+            major, _ = np.lib.format.read_magic(file)
+            if major == 1:
+                shape, fortran_order, dtype = np.lib.format.read_array_header_1_0(file)
+            elif major == 2:
+                shape, fortran_order, dtype = np.lib.format.read_array_header_2_0(file)
+            else:
+                raise ValueError(f".npy version {major} is not supported")
+        except _NPY_HEADER_ERRORS as exc:
+            raise ValueError(f"unreadable .npy header ({exc!r})") from exc
+        offset = file.tell()
+    if fortran_order or dtype.hasobject:
+        raise ValueError(f"unsupported array layout ({dtype}, fortran_order={fortran_order})")
+    nbytes = dtype.itemsize * math.prod(shape)  # Python ints: no overflow
+    if offset + nbytes != size:
+        raise ValueError(
+            f"the header declares {dtype} {shape} ({nbytes} bytes), the file holds "
+            f"{size - offset} bytes of data"
+        )
+    if not nbytes:
+        return np.empty(shape, dtype=dtype)
+    if mmap:
+        return np.asarray(np.memmap(path, dtype=dtype, mode="c", offset=offset, shape=shape))
+    return np.fromfile(path, dtype=dtype, offset=offset).reshape(shape)
 
 
 def _write_bytes(data: npt.NDArray[np.uint8]) -> Callable[[ByteSink], None]:

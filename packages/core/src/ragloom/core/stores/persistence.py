@@ -16,9 +16,12 @@ What the layout guarantees:
   of crashed saves older than an hour.
 - Versioned manifest. ``load`` refuses another format's directory and any version it
   does not know, instead of guessing.
-- Checksums. The manifest records each data file's SHA-256; :meth:`DirectoryFormat.open`
-  verifies every file before anything is parsed, so a corrupt or edited directory yields
-  nothing.
+- Checksums. The manifest records each data file's SHA-256 (or CRC-32);
+  :meth:`DirectoryFormat.open` verifies every file before anything is parsed, so a
+  corrupt or edited directory yields nothing. Files a caller memory-maps instead are
+  still checked for their recorded size and the CRC-32 of their first ``HEAD_BYTES``
+  (where headers live): a truncated, grown or header-damaged file is refused in
+  microseconds, without reading the file.
 - Clear errors. Every defect raises the format's ragloom error (e.g.
   :class:`~ragloom.core.errors.EmbeddingStoreError`) naming the file at fault.
 
@@ -54,6 +57,7 @@ from ragloom.core.stores._columnar import Buffer, ByteSink
 from ragloom.core.stores.metadata_table import MetadataTable
 
 __all__ = [
+    "HEAD_BYTES",
     "MANIFEST_NAME",
     "ByteSink",
     "DataFiles",
@@ -67,6 +71,8 @@ __all__ = [
 ]
 
 MANIFEST_NAME = "manifest.json"
+HEAD_BYTES = 4096
+"""Bytes at the start of every data file whose CRC-32 the manifest records (``head``)."""
 ORPHAN_AGE = 3600.0
 """Seconds after which a data file no manifest names counts as a crashed save's leftover."""
 
@@ -240,7 +246,7 @@ class DirectoryFormat:
         except OSError as exc:
             at = exc.filename or directory
             raise self.error(f"{at}: cannot save {self.noun} ({exc.strerror or exc})") from exc
-        self._clean(directory, superseded, {entry["name"] for entry in files.entries.values()})
+        self._clean(directory, superseded, {str(entry["name"]) for entry in files.entries.values()})
 
     def _named_by(self, manifest_path: Path) -> set[str]:
         """The data files the manifest at ``manifest_path`` names (none if unreadable)."""
@@ -310,7 +316,29 @@ class DirectoryFormat:
             checksums[kind] = (algorithm, entry.get(algorithm))
             if kind not in unverified:
                 self._verify(files[kind], *checksums[kind])
+            else:
+                self._check_size_and_head(files[kind], entry)
         return SavedDirectory(manifest_path, manifest, files, version, checksums, self)
+
+    def _check_size_and_head(self, path: Path, entry: Mapping[str, Any]) -> None:
+        """Raise unless ``path`` has the size and head checksum ``entry`` records (saves
+        from before these were recorded are not checked): one ``stat`` and one small read."""
+        size, head = entry.get("size"), entry.get("head")
+        try:
+            with open(path, "rb") as file:
+                actual = os.fstat(file.fileno()).st_size
+                data = file.read(HEAD_BYTES) if head is not None else b""
+        except OSError as exc:
+            raise self.error(
+                f"{path}: corrupt saved {self.noun}, a file is missing or unreadable ({exc})"
+            ) from exc
+        if size is not None and size != actual:
+            raise self.error(
+                f"{path}: corrupt saved {self.noun}, {actual} bytes where the manifest "
+                f"records {size!r}"
+            )
+        if head is not None:
+            self.compare(path, f"{crc32(data):08x}", head)
 
     def _verify(self, path: Path, algorithm: str, expected: object) -> None:
         """Raise unless ``path`` can be read and its checksum is ``expected``."""
@@ -375,7 +403,8 @@ class DirectoryFormat:
 class DataFiles:
     """The data files of one save in progress, each under a fresh name.
 
-    ``entries`` is the manifest's ``files`` object: kind -> ``{"name", "sha256"}``.
+    ``entries`` is the manifest's ``files`` object: kind -> ``{"name", <checksum>,
+    "size", "head"}`` (``head``: the CRC-32 of the first :data:`HEAD_BYTES`).
     """
 
     def __init__(
@@ -383,7 +412,7 @@ class DataFiles:
     ) -> None:
         self.directory = directory
         self.token = uuid.uuid4().hex
-        self.entries: dict[str, dict[str, str]] = {}
+        self.entries: dict[str, dict[str, str | int]] = {}
         self._suffixes = suffixes
         self._checksum = checksum
         self._created: list[Path] = []
@@ -391,13 +420,22 @@ class DataFiles:
     def write(self, kind: str, fill: Callable[[ByteSink], object]) -> None:
         """Create the ``kind`` data file and fill it with ``fill(sink)``, hashing the bytes."""
         name = f"{kind}-{self.token}{self._suffixes[kind]}"
-        self.entries[kind] = {"name": name, self._checksum: self.create(name, fill)}
+        sink = self._fill(name, fill)
+        self.entries[kind] = {
+            "name": name,
+            self._checksum: sink.hexdigest(),
+            "size": sink.size,
+            "head": f"{sink.head:08x}",
+        }
 
     def create(self, name: str, fill: Callable[[ByteSink], object]) -> str:
         """Create ``name`` exclusively, fill it, fsync it and return its checksum.
 
         The file is deleted again by :meth:`discard` if the save fails.
         """
+        return self._fill(name, fill).hexdigest()
+
+    def _fill(self, name: str, fill: Callable[[ByteSink], object]) -> _HashingSink:
         path = self.directory / name
         self._created.append(path)
         with open(path, "xb") as raw:
@@ -405,7 +443,7 @@ class DataFiles:
             fill(sink)
             raw.flush()
             os.fsync(raw.fileno())
-        return sink.hexdigest()
+        return sink
 
     def discard(self) -> None:
         """Delete every file this save created (the save failed before its manifest)."""
@@ -433,14 +471,20 @@ class _Checksum:
 
 
 class _HashingSink:
-    """A write-only binary file wrapper that checksums what passes through it."""
+    """A write-only binary file wrapper that checksums what passes through it, counts it
+    and keeps the CRC-32 of its first :data:`HEAD_BYTES` (``head``)."""
 
     def __init__(self, raw: ByteSink, algorithm: str) -> None:
         self._raw = raw
         self._checksum = _Checksum(algorithm)
+        self.size = 0
+        self.head = 0
 
     def write(self, data: Buffer, /) -> int:
         self._checksum.update(data)
+        if self.size < HEAD_BYTES:
+            self.head = crc32(memoryview(data).cast("B")[: HEAD_BYTES - self.size], self.head)
+        self.size += memoryview(data).nbytes
         return self._raw.write(data)
 
     def hexdigest(self) -> str:

@@ -1,0 +1,156 @@
+"""Damaged index files: every bit flip, truncation and size change of a saved store's
+data files (vectors, rows, index codes, HNSW graph) gives a clear error naming the
+file, or (memory-mapped without ``verify``, for damage inside the data) a store that
+works; never a crash, a huge allocation or a raw ``MemoryError``/``RuntimeError``.
+
+One runner process builds the stores once; each damaged load runs in a fork of it with
+an address-space limit, so a segfault or a runaway allocation is one failed case, not a
+crash of pytest.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+pytest.importorskip("usearch")
+
+RUNNER = r"""
+import json, os, resource, shutil, signal, struct, sys, tempfile
+from pathlib import Path
+import numpy as np
+from ragloom.core import Embedding, RagloomError
+from ragloom.core.stores import InMemoryEmbeddingStore
+from ragloom.core.stores.base import EmbeddingSearchRequest
+from ragloom.core.stores.quantized import IndexOptions
+
+LIMIT = 1 << 30  # address space a damaged load may add to the runner's
+
+def build(root, kind):
+    rng = np.random.default_rng(7)
+    vectors = rng.standard_normal((2000, 8)).astype(np.float32)
+    store = InMemoryEmbeddingStore(index=IndexOptions(kind, exact_below=0))
+    store.add_all(vectors, ids=[f"id{i}" for i in range(2000)])
+    query = vectors[:3] + 0.01
+    top(store, query)  # builds the index, which the save then keeps
+    store.save(root / kind)
+    return query
+
+def top(store, queries):
+    out = []
+    for q in queries:
+        r = store.search(EmbeddingSearchRequest(Embedding(q.tolist()), max_results=5))
+        out.append([(m.embedding_id, round(m.score, 6)) for m in r.matches])
+    return out
+
+def positions(kind, data):
+    # Byte positions to flip: the headers densely, the rest every Nth byte.
+    size = len(data)
+    if kind == "graph":
+        rows, cols = struct.unpack_from("<II", data, 0)
+        head = 8 + rows * cols
+        nodes = head + 64 + 40 + 2 * rows
+        dense = [*range(0, 8), *range(head, head + 64, 2), *range(head + 64, nodes - 2 * rows)]
+        spread = [*range(nodes - 2 * rows, nodes, max(1, 2 * rows // 8))]
+        spread += range(nodes, size, max(1, (size - nodes) // 40))
+        spread += range(8, head, max(1, head // 6))
+        return dense + spread
+    header = 128 if data[:6] == b"\x93NUMPY" else 0
+    return [*range(0, header, 3), *range(header, size, max(1, (size - header) // 24))]
+
+def damages(directory):
+    manifest = json.loads((directory / "manifest.json").read_text())
+    for kind, entry in manifest["files"].items():
+        data = (directory / entry["name"]).read_bytes()
+        for n, at in enumerate(positions(kind, data)):
+            changed = bytearray(data)
+            changed[at] ^= 1 << ((n * 3 + 7) % 8)
+            yield kind, entry["name"], f"flip@{at}", bytes(changed)
+        for cut in (0, 7, len(data) // 2, len(data) - 1):
+            yield kind, entry["name"], f"cut@{cut}", data[:cut]
+        yield kind, entry["name"], "grown", data + bytes(64)
+
+def attempt(directory, name, damaged, queries, expected, verify):
+    work = Path(tempfile.mkdtemp(dir=directory.parent))
+    try:
+        for path in directory.iterdir():
+            shutil.copyfile(path, work / path.name)
+        (work / name).write_bytes(damaged)
+        reader, writer = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            os.close(reader)
+            soft = resource.getrusage(resource.RUSAGE_SELF)  # noqa: F841
+            with open("/proc/self/statm") as f:
+                vm = int(f.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+            resource.setrlimit(resource.RLIMIT_AS, (vm + LIMIT, vm + LIMIT))
+            try:
+                store = InMemoryEmbeddingStore.load(work, mmap=True, verify=verify)
+                result = "same" if top(store, queries) == expected else "different"
+                store.add_all(queries, ids=["new0", "new1", "new2"])  # reads a mapped graph
+                top(store, queries)
+            except RagloomError as exc:
+                result = "error:" + ("names" if name in str(exc) else "unnamed:" + str(exc))
+            except BaseException as exc:
+                result = f"raw:{type(exc).__name__}:{exc}"[:300]
+            os.write(writer, result.encode())
+            os._exit(0)
+        os.close(writer)
+        _, status = os.waitpid(pid, 0)
+        with os.fdopen(reader, "rb") as f:
+            said = f.read().decode()
+        if os.WIFSIGNALED(status):
+            return f"signal:{signal.Signals(os.WTERMSIG(status)).name}"
+        return said or f"exit:{os.waitstatus_to_exitcode(status)}"
+    finally:
+        shutil.rmtree(work)
+
+root = Path(sys.argv[1])
+verify = sys.argv[2] == "verify"
+outcomes = []
+for index in ("hnsw", "int8"):
+    queries = build(root, index)
+    clean = InMemoryEmbeddingStore.load(root / index, mmap=True)
+    expected = top(clean, queries)
+    del clean
+    for kind, name, damage, data in damages(root / index):
+        outcome = attempt(root / index, name, data, queries, expected, verify)
+        outcomes.append([index, kind, damage, outcome])
+print(json.dumps(outcomes))
+"""
+
+
+def run_cases(tmp_path: object, mode: str) -> list[list[str]]:
+    env = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "PATH": "/usr/bin:/bin"}
+    result = subprocess.run(
+        [sys.executable, "-c", RUNNER, str(tmp_path), mode],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    cases: list[list[str]] = json.loads(result.stdout.strip().splitlines()[-1])
+    return cases
+
+
+def test_every_damage_fails_clearly_or_loads_when_memory_mapped(tmp_path: object) -> None:
+    cases = run_cases(tmp_path, "quick")
+    assert len(cases) > 300
+    bad = [case for case in cases if case[3] not in ("error:names", "same", "different")]
+    assert not bad, bad
+    # Only damage inside the data itself can go unnoticed without verify=True: the
+    # headers, sizes and the graph's structure are always checked.
+    unnoticed = [c for c in cases if not c[3].startswith("error") and not c[2].startswith("flip")]
+    assert not unnoticed, unnoticed
+    print({outcome: sum(c[3] == outcome for c in cases) for outcome in {c[3] for c in cases}})
+
+
+def test_every_damage_fails_clearly_with_verify(tmp_path: object) -> None:
+    cases = run_cases(tmp_path, "verify")
+    bad = [case for case in cases if case[3] != "error:names"]
+    assert not bad, bad
