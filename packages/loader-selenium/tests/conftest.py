@@ -114,7 +114,9 @@ def session(chromedriver_url: str) -> Callable[[], WebDriver]:
 @pytest.fixture(scope="module")
 def loader(chromedriver_url: str) -> Iterator[SeleniumDocumentLoader]:
     """One browser for a test module (load_all-style reuse); quit at the end."""
-    with SeleniumDocumentLoader(new_session(chromedriver_url), timeout=10) as loader:
+    with SeleniumDocumentLoader(
+        new_session(chromedriver_url), timeout=10, allow_private_addresses=True
+    ) as loader:
         yield loader
 
 

@@ -59,7 +59,7 @@ def test_wait_that_never_succeeds_names_url_and_selector(
     session: Callable[[], WebDriver], site: str
 ) -> None:
     with (
-        SeleniumDocumentLoader(session(), timeout=1.5) as loader,
+        SeleniumDocumentLoader(session(), timeout=1.5, allow_private_addresses=True) as loader,
         pytest.raises(DocumentLoadError, match=r"static.html: no element matched '#never'"),
     ):
         loader.load(f"{site}/static.html", wait_for="#never")
@@ -85,7 +85,7 @@ def test_own_chromium_times_out_on_a_hanging_page_and_is_cleaned_up(
 ) -> None:
     """driver=None: the loader starts its own Chromium; a page that never finishes
     loading fails with the URL, the browser stays usable, and close() quits it."""
-    loader = SeleniumDocumentLoader(timeout=3)
+    loader = SeleniumDocumentLoader(timeout=3, allow_private_addresses=True)
     with loader:
         started = time.monotonic()
         with pytest.raises(

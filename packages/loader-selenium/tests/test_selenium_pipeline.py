@@ -42,7 +42,9 @@ def test_parser_turns_the_rendered_page_into_text(
     session,
     site: str,  # type: ignore[no-untyped-def]
 ) -> None:
-    with SeleniumDocumentLoader(session(), wait_for="#late", parser=HtmlDocumentParser()) as html:
+    with SeleniumDocumentLoader(
+        session(), wait_for="#late", parser=HtmlDocumentParser(), allow_private_addresses=True
+    ) as html:
         document = html.load(f"{site}/delayed.html")
     assert document.text == "Quokkas are rendered by JavaScript."
     assert document.metadata["title"] == "Delayed"
