@@ -1,153 +1,162 @@
-"""ragloom core: the RAG domain model, interfaces and in-memory implementations."""
+"""ragloom core: the RAG domain model, interfaces and in-memory implementations.
 
-from ragloom.core import document_splitters, plugins
-from ragloom.core.assistant import AsyncTokenStream, RagAssistant, Result, TokenStream
-from ragloom.core.bm25 import Analyzer, BM25Index, BM25Match, StandardAnalyzer
-from ragloom.core.chat import (
-    AiMessage,
-    AsyncChatStream,
-    ChatMemory,
-    ChatMemoryProvider,
-    ChatMemoryStore,
-    ChatMessage,
-    ChatModel,
-    ChatResponse,
-    ChatStream,
-    FinishReason,
-    InMemoryChatMemoryStore,
-    MessageWindowChatMemory,
-    SystemMessage,
-    UserMessage,
-)
-from ragloom.core.content import RERANKED_SCORE, Content
-from ragloom.core.content_aggregators import (
-    ContentAggregator,
-    DefaultContentAggregator,
-    ReRankingContentAggregator,
-)
-from ragloom.core.content_injectors import ContentInjector, DefaultContentInjector
-from ragloom.core.document import Document, TextSegment
-from ragloom.core.embedding import (
-    Embedding,
-    EmbeddingModel,
-    EmbeddingResult,
-    TokenUsage,
-)
-from ragloom.core.errors import (
-    BM25IndexError,
-    BucketNotFoundError,
-    ChatModelError,
-    DocumentLoadError,
-    DocumentParseError,
-    DocumentSplitError,
-    EgressRefusedError,
-    EmbeddingModelError,
-    EmbeddingStoreError,
-    EmptyDocumentError,
-    EncryptedDocumentError,
-    EvaluationDataError,
-    InvalidArgumentError,
-    InvalidArgumentTypeError,
-    InvalidFilterError,
-    InvalidMetadataError,
-    MetadataTypeError,
-    ObjectNotFoundError,
-    ObjectStoreAccessError,
-    ObjectStoreUnavailableError,
-    ObjectTooLargeError,
-    PluginError,
-    PromptTemplateError,
-    RagIndexError,
-    RagloomError,
-    RetrievalError,
-    ScoringAuthenticationError,
-    ScoringConnectionError,
-    ScoringModelError,
-    ScoringRateLimitError,
-    ScoringResponseError,
-    ScoringServerError,
-    ScoringStatusError,
-    ScoringTimeoutError,
-    UnsupportedDocumentError,
-    UnsupportedFilterError,
-)
-from ragloom.core.filter_parser import parse_filter
-from ragloom.core.filters import (
-    And,
-    ContainsString,
-    Filter,
-    IsEqualTo,
-    IsGreaterThan,
-    IsGreaterThanOrEqualTo,
-    IsIn,
-    IsLessThan,
-    IsLessThanOrEqualTo,
-    IsNotEqualTo,
-    IsNotIn,
-    Not,
-    Or,
-    and_,
-    metadata_key,
-    not_,
-    or_,
-)
-from ragloom.core.fusion import reciprocal_rank_fusion
-from ragloom.core.ingestor import DocumentOutcome, EmbeddingStoreIngestor, IngestionResult
-from ragloom.core.loaders.file_system import FileSystemDocumentLoader
-from ragloom.core.loaders.package_resource import (
-    ClassPathDocumentLoader,
-    PackageResourceDocumentLoader,
-)
-from ragloom.core.loaders.result import LoadedDocuments, LoadFailure
-from ragloom.core.loaders.url import UrlDocumentLoader
-from ragloom.core.metadata import Metadata, MetadataValue
-from ragloom.core.parsers.base import DocumentParser
-from ragloom.core.parsers.dispatch import DispatchingDocumentParser
-from ragloom.core.parsers.text import TextDocumentParser
-from ragloom.core.prompt_template import PromptTemplate
-from ragloom.core.query import Query, QueryMetadata
-from ragloom.core.query_routers import (
-    DefaultQueryRouter,
-    FallbackStrategy,
-    LanguageModelQueryRouter,
-    QueryRouter,
-)
-from ragloom.core.query_transformers import (
-    CompressingQueryTransformer,
-    DefaultQueryTransformer,
-    ExpandingQueryTransformer,
-    QueryTransformer,
-)
-from ragloom.core.retrieval_augmentor import (
-    AsyncContentRetriever,
-    AugmentationResult,
-    DefaultRetrievalAugmentor,
-    RetrievalAugmentor,
-)
-from ragloom.core.retrievers.base import ContentRetriever
-from ragloom.core.retrievers.bm25 import BM25ContentRetriever
-from ragloom.core.retrievers.embedding_store import EmbeddingStoreContentRetriever
-from ragloom.core.retrievers.hybrid import HybridContentRetriever
-from ragloom.core.scoring import ScoringModel, ScoringResult
-from ragloom.core.splitters import (
-    DocumentByCharacterSplitter,
-    DocumentByLineSplitter,
-    DocumentByParagraphSplitter,
-    DocumentByRegexSplitter,
-    DocumentBySentenceSplitter,
-    DocumentByWordSplitter,
-    DocumentSplitter,
-    RecursiveDocumentSplitter,
-)
-from ragloom.core.stores.base import (
-    EmbeddingMatch,
-    EmbeddingSearchRequest,
-    EmbeddingSearchResult,
-    EmbeddingStore,
-)
-from ragloom.core.stores.in_memory import InMemoryEmbeddingStore
-from ragloom.core.tokenizer import HuggingFaceTokenizer, Tokenizer
-from ragloom.core.transformers import DocumentTransformer, TextSegmentTransformer
+The names below load lazily (PEP 562): ``import ragloom.core`` imports none of their
+modules, and ``ragloom.core.X`` imports the one module that defines ``X`` on first use.
+"""
+
+from typing import TYPE_CHECKING
+
+from ragloom.core._lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from ragloom.core import document_splitters, plugins
+    from ragloom.core.assistant import AsyncTokenStream, RagAssistant, Result, TokenStream
+    from ragloom.core.bm25 import Analyzer, BM25Index, BM25Match, StandardAnalyzer
+    from ragloom.core.chat import (
+        AiMessage,
+        AsyncChatStream,
+        ChatMemory,
+        ChatMemoryProvider,
+        ChatMemoryStore,
+        ChatMessage,
+        ChatModel,
+        ChatResponse,
+        ChatStream,
+        FinishReason,
+        InMemoryChatMemoryStore,
+        MessageWindowChatMemory,
+        SystemMessage,
+        UserMessage,
+    )
+    from ragloom.core.content import RERANKED_SCORE, Content
+    from ragloom.core.content_aggregators import (
+        ContentAggregator,
+        DefaultContentAggregator,
+        ReRankingContentAggregator,
+    )
+    from ragloom.core.content_injectors import ContentInjector, DefaultContentInjector
+    from ragloom.core.document import Document, TextSegment
+    from ragloom.core.embedding import (
+        Embedding,
+        EmbeddingModel,
+        EmbeddingResult,
+        TokenUsage,
+    )
+    from ragloom.core.errors import (
+        BM25IndexError,
+        BucketNotFoundError,
+        ChatModelError,
+        DocumentLoadError,
+        DocumentParseError,
+        DocumentSplitError,
+        EgressRefusedError,
+        EmbeddingModelError,
+        EmbeddingStoreError,
+        EmptyDocumentError,
+        EncryptedDocumentError,
+        EvaluationDataError,
+        InvalidArgumentError,
+        InvalidArgumentTypeError,
+        InvalidFilterError,
+        InvalidMetadataError,
+        MetadataTypeError,
+        ObjectNotFoundError,
+        ObjectStoreAccessError,
+        ObjectStoreUnavailableError,
+        ObjectTooLargeError,
+        PluginError,
+        PromptTemplateError,
+        RagIndexError,
+        RagloomError,
+        RetrievalError,
+        ScoringAuthenticationError,
+        ScoringConnectionError,
+        ScoringModelError,
+        ScoringRateLimitError,
+        ScoringResponseError,
+        ScoringServerError,
+        ScoringStatusError,
+        ScoringTimeoutError,
+        UnsupportedDocumentError,
+        UnsupportedFilterError,
+    )
+    from ragloom.core.filter_parser import parse_filter
+    from ragloom.core.filters import (
+        And,
+        ContainsString,
+        Filter,
+        IsEqualTo,
+        IsGreaterThan,
+        IsGreaterThanOrEqualTo,
+        IsIn,
+        IsLessThan,
+        IsLessThanOrEqualTo,
+        IsNotEqualTo,
+        IsNotIn,
+        Not,
+        Or,
+        and_,
+        metadata_key,
+        not_,
+        or_,
+    )
+    from ragloom.core.fusion import reciprocal_rank_fusion
+    from ragloom.core.ingestor import DocumentOutcome, EmbeddingStoreIngestor, IngestionResult
+    from ragloom.core.loaders.file_system import FileSystemDocumentLoader
+    from ragloom.core.loaders.package_resource import (
+        ClassPathDocumentLoader,
+        PackageResourceDocumentLoader,
+    )
+    from ragloom.core.loaders.result import LoadedDocuments, LoadFailure
+    from ragloom.core.loaders.url import UrlDocumentLoader
+    from ragloom.core.metadata import Metadata, MetadataValue
+    from ragloom.core.parsers.base import DocumentParser
+    from ragloom.core.parsers.dispatch import DispatchingDocumentParser
+    from ragloom.core.parsers.text import TextDocumentParser
+    from ragloom.core.prompt_template import PromptTemplate
+    from ragloom.core.query import Query, QueryMetadata
+    from ragloom.core.query_routers import (
+        DefaultQueryRouter,
+        FallbackStrategy,
+        LanguageModelQueryRouter,
+        QueryRouter,
+    )
+    from ragloom.core.query_transformers import (
+        CompressingQueryTransformer,
+        DefaultQueryTransformer,
+        ExpandingQueryTransformer,
+        QueryTransformer,
+    )
+    from ragloom.core.retrieval_augmentor import (
+        AsyncContentRetriever,
+        AugmentationResult,
+        DefaultRetrievalAugmentor,
+        RetrievalAugmentor,
+    )
+    from ragloom.core.retrievers.base import ContentRetriever
+    from ragloom.core.retrievers.bm25 import BM25ContentRetriever
+    from ragloom.core.retrievers.embedding_store import EmbeddingStoreContentRetriever
+    from ragloom.core.retrievers.hybrid import HybridContentRetriever
+    from ragloom.core.scoring import ScoringModel, ScoringResult
+    from ragloom.core.splitters import (
+        DocumentByCharacterSplitter,
+        DocumentByLineSplitter,
+        DocumentByParagraphSplitter,
+        DocumentByRegexSplitter,
+        DocumentBySentenceSplitter,
+        DocumentByWordSplitter,
+        DocumentSplitter,
+        RecursiveDocumentSplitter,
+    )
+    from ragloom.core.stores.base import (
+        EmbeddingMatch,
+        EmbeddingSearchRequest,
+        EmbeddingSearchResult,
+        EmbeddingStore,
+    )
+    from ragloom.core.stores.in_memory import InMemoryEmbeddingStore
+    from ragloom.core.tokenizer import HuggingFaceTokenizer, Tokenizer
+    from ragloom.core.transformers import DocumentTransformer, TextSegmentTransformer
 
 __all__ = [
     "BucketNotFoundError",
@@ -295,3 +304,150 @@ __all__ = [
     "plugins",
     "reciprocal_rank_fusion",
 ]
+
+_EXPORTS = {
+    "AsyncTokenStream": "assistant",
+    "RagAssistant": "assistant",
+    "Result": "assistant",
+    "TokenStream": "assistant",
+    "Analyzer": "bm25.analyzer",
+    "BM25Index": "bm25.index",
+    "BM25Match": "bm25.index",
+    "StandardAnalyzer": "bm25.analyzer",
+    "AiMessage": "chat.messages",
+    "AsyncChatStream": "chat.model",
+    "ChatMemory": "chat.memory",
+    "ChatMemoryProvider": "chat.memory",
+    "ChatMemoryStore": "chat.memory",
+    "ChatMessage": "chat.messages",
+    "ChatModel": "chat.model",
+    "ChatResponse": "chat.model",
+    "ChatStream": "chat.model",
+    "FinishReason": "chat.model",
+    "InMemoryChatMemoryStore": "chat.memory",
+    "MessageWindowChatMemory": "chat.memory",
+    "SystemMessage": "chat.messages",
+    "UserMessage": "chat.messages",
+    "RERANKED_SCORE": "content",
+    "Content": "content",
+    "ContentAggregator": "content_aggregators",
+    "DefaultContentAggregator": "content_aggregators",
+    "ReRankingContentAggregator": "content_aggregators",
+    "ContentInjector": "content_injectors",
+    "DefaultContentInjector": "content_injectors",
+    "Document": "document",
+    "TextSegment": "document",
+    "Embedding": "embedding",
+    "EmbeddingModel": "embedding",
+    "EmbeddingResult": "embedding",
+    "TokenUsage": "embedding",
+    "BM25IndexError": "errors",
+    "BucketNotFoundError": "errors",
+    "ChatModelError": "errors",
+    "DocumentLoadError": "errors",
+    "DocumentParseError": "errors",
+    "DocumentSplitError": "errors",
+    "EgressRefusedError": "errors",
+    "EmbeddingModelError": "errors",
+    "EmbeddingStoreError": "errors",
+    "EmptyDocumentError": "errors",
+    "EncryptedDocumentError": "errors",
+    "EvaluationDataError": "errors",
+    "InvalidArgumentError": "errors",
+    "InvalidArgumentTypeError": "errors",
+    "InvalidFilterError": "errors",
+    "InvalidMetadataError": "errors",
+    "MetadataTypeError": "errors",
+    "ObjectNotFoundError": "errors",
+    "ObjectStoreAccessError": "errors",
+    "ObjectStoreUnavailableError": "errors",
+    "ObjectTooLargeError": "errors",
+    "PluginError": "errors",
+    "PromptTemplateError": "errors",
+    "RagIndexError": "errors",
+    "RagloomError": "errors",
+    "RetrievalError": "errors",
+    "ScoringAuthenticationError": "errors",
+    "ScoringConnectionError": "errors",
+    "ScoringModelError": "errors",
+    "ScoringRateLimitError": "errors",
+    "ScoringResponseError": "errors",
+    "ScoringServerError": "errors",
+    "ScoringStatusError": "errors",
+    "ScoringTimeoutError": "errors",
+    "UnsupportedDocumentError": "errors",
+    "UnsupportedFilterError": "errors",
+    "parse_filter": "filter_parser",
+    "And": "filters",
+    "ContainsString": "filters",
+    "Filter": "filters",
+    "IsEqualTo": "filters",
+    "IsGreaterThan": "filters",
+    "IsGreaterThanOrEqualTo": "filters",
+    "IsIn": "filters",
+    "IsLessThan": "filters",
+    "IsLessThanOrEqualTo": "filters",
+    "IsNotEqualTo": "filters",
+    "IsNotIn": "filters",
+    "Not": "filters",
+    "Or": "filters",
+    "and_": "filters",
+    "metadata_key": "filters",
+    "not_": "filters",
+    "or_": "filters",
+    "reciprocal_rank_fusion": "fusion",
+    "DocumentOutcome": "ingestor",
+    "EmbeddingStoreIngestor": "ingestor",
+    "IngestionResult": "ingestor",
+    "FileSystemDocumentLoader": "loaders.file_system",
+    "ClassPathDocumentLoader": "loaders.package_resource",
+    "PackageResourceDocumentLoader": "loaders.package_resource",
+    "LoadedDocuments": "loaders.result",
+    "LoadFailure": "loaders.result",
+    "UrlDocumentLoader": "loaders.url",
+    "Metadata": "metadata",
+    "MetadataValue": "metadata",
+    "DocumentParser": "parsers.base",
+    "DispatchingDocumentParser": "parsers.dispatch",
+    "TextDocumentParser": "parsers.text",
+    "PromptTemplate": "prompt_template",
+    "Query": "query",
+    "QueryMetadata": "query",
+    "DefaultQueryRouter": "query_routers",
+    "FallbackStrategy": "query_routers",
+    "LanguageModelQueryRouter": "query_routers",
+    "QueryRouter": "query_routers",
+    "CompressingQueryTransformer": "query_transformers",
+    "DefaultQueryTransformer": "query_transformers",
+    "ExpandingQueryTransformer": "query_transformers",
+    "QueryTransformer": "query_transformers",
+    "AsyncContentRetriever": "retrieval_augmentor",
+    "AugmentationResult": "retrieval_augmentor",
+    "DefaultRetrievalAugmentor": "retrieval_augmentor",
+    "RetrievalAugmentor": "retrieval_augmentor",
+    "ContentRetriever": "retrievers.base",
+    "BM25ContentRetriever": "retrievers.bm25",
+    "EmbeddingStoreContentRetriever": "retrievers.embedding_store",
+    "HybridContentRetriever": "retrievers.hybrid",
+    "ScoringModel": "scoring",
+    "ScoringResult": "scoring",
+    "DocumentByCharacterSplitter": "splitters.character",
+    "DocumentByLineSplitter": "splitters.line",
+    "DocumentByParagraphSplitter": "splitters.paragraph",
+    "DocumentByRegexSplitter": "splitters.regex",
+    "DocumentBySentenceSplitter": "splitters.sentence",
+    "DocumentByWordSplitter": "splitters.word",
+    "DocumentSplitter": "splitters.base",
+    "RecursiveDocumentSplitter": "splitters.recursive",
+    "EmbeddingMatch": "stores.base",
+    "EmbeddingSearchRequest": "stores.base",
+    "EmbeddingSearchResult": "stores.base",
+    "EmbeddingStore": "stores.base",
+    "InMemoryEmbeddingStore": "stores.in_memory",
+    "HuggingFaceTokenizer": "tokenizer",
+    "Tokenizer": "tokenizer",
+    "DocumentTransformer": "transformers",
+    "TextSegmentTransformer": "transformers",
+}
+_SUBMODULES = ("document_splitters", "plugins")
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, _SUBMODULES)

@@ -1,21 +1,26 @@
 """Chat: messages, the ChatModel protocol with its streams, and chat memory."""
 
-from ragloom.core.chat.memory import (
-    DEFAULT_MEMORY_ID,
-    ChatMemory,
-    ChatMemoryProvider,
-    ChatMemoryStore,
-    InMemoryChatMemoryStore,
-    MessageWindowChatMemory,
-)
-from ragloom.core.chat.messages import AiMessage, ChatMessage, Role, SystemMessage, UserMessage
-from ragloom.core.chat.model import (
-    AsyncChatStream,
-    ChatModel,
-    ChatResponse,
-    ChatStream,
-    FinishReason,
-)
+from typing import TYPE_CHECKING
+
+from ragloom.core._lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from ragloom.core.chat.memory import (
+        DEFAULT_MEMORY_ID,
+        ChatMemory,
+        ChatMemoryProvider,
+        ChatMemoryStore,
+        InMemoryChatMemoryStore,
+        MessageWindowChatMemory,
+    )
+    from ragloom.core.chat.messages import AiMessage, ChatMessage, Role, SystemMessage, UserMessage
+    from ragloom.core.chat.model import (
+        AsyncChatStream,
+        ChatModel,
+        ChatResponse,
+        ChatStream,
+        FinishReason,
+    )
 
 __all__ = [
     "DEFAULT_MEMORY_ID",
@@ -35,3 +40,23 @@ __all__ = [
     "SystemMessage",
     "UserMessage",
 ]
+
+_EXPORTS = {
+    "DEFAULT_MEMORY_ID": "memory",
+    "ChatMemory": "memory",
+    "ChatMemoryProvider": "memory",
+    "ChatMemoryStore": "memory",
+    "InMemoryChatMemoryStore": "memory",
+    "MessageWindowChatMemory": "memory",
+    "AiMessage": "messages",
+    "ChatMessage": "messages",
+    "Role": "messages",
+    "SystemMessage": "messages",
+    "UserMessage": "messages",
+    "AsyncChatStream": "model",
+    "ChatModel": "model",
+    "ChatResponse": "model",
+    "ChatStream": "model",
+    "FinishReason": "model",
+}
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -8,15 +8,20 @@
 from the command line.
 """
 
-from ragloom.core.evaluation.beir import (
-    DOC_ID,
-    BeirDataset,
-    CorpusEntry,
-    EvaluationDataError,
-    load_beir,
-)
-from ragloom.core.evaluation.metrics import mrr_at_k, ndcg_at_k, recall_at_k
-from ragloom.core.evaluation.runner import EvaluationReport, QueryResult, evaluate
+from typing import TYPE_CHECKING
+
+from ragloom.core._lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from ragloom.core.evaluation.beir import (
+        DOC_ID,
+        BeirDataset,
+        CorpusEntry,
+        EvaluationDataError,
+        load_beir,
+    )
+    from ragloom.core.evaluation.metrics import mrr_at_k, ndcg_at_k, recall_at_k
+    from ragloom.core.evaluation.runner import EvaluationReport, QueryResult, evaluate
 
 __all__ = [
     "DOC_ID",
@@ -31,3 +36,18 @@ __all__ = [
     "ndcg_at_k",
     "recall_at_k",
 ]
+
+_EXPORTS = {
+    "DOC_ID": "beir",
+    "BeirDataset": "beir",
+    "CorpusEntry": "beir",
+    "EvaluationDataError": "beir",
+    "load_beir": "beir",
+    "mrr_at_k": "metrics",
+    "ndcg_at_k": "metrics",
+    "recall_at_k": "metrics",
+    "EvaluationReport": "runner",
+    "QueryResult": "runner",
+    "evaluate": "runner",
+}
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

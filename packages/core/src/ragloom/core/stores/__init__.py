@@ -5,13 +5,18 @@ checks, id generation), :mod:`~ragloom.core.stores.scores` (relevance scores, ex
 cosines) and :class:`~ragloom.core.filter_compiler.FilterCompiler` (filter translation).
 """
 
-from ragloom.core.stores.base import (
-    EmbeddingMatch,
-    EmbeddingSearchRequest,
-    EmbeddingSearchResult,
-    EmbeddingStore,
-)
-from ragloom.core.stores.in_memory import InMemoryEmbeddingStore
+from typing import TYPE_CHECKING
+
+from ragloom.core._lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from ragloom.core.stores.base import (
+        EmbeddingMatch,
+        EmbeddingSearchRequest,
+        EmbeddingSearchResult,
+        EmbeddingStore,
+    )
+    from ragloom.core.stores.in_memory import InMemoryEmbeddingStore
 
 __all__ = [
     "EmbeddingMatch",
@@ -20,3 +25,12 @@ __all__ = [
     "EmbeddingStore",
     "InMemoryEmbeddingStore",
 ]
+
+_EXPORTS = {
+    "EmbeddingMatch": "base",
+    "EmbeddingSearchRequest": "base",
+    "EmbeddingSearchResult": "base",
+    "EmbeddingStore": "base",
+    "InMemoryEmbeddingStore": "in_memory",
+}
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
