@@ -23,7 +23,7 @@ from ragloom.core.document import TextSegment
 from ragloom.core.embedding import Embedding
 from ragloom.core.errors import EmbeddingStoreError
 from ragloom.core.filters import Filter
-from ragloom.core.stores.validation import (
+from ragloom.core.stores.arguments import (
     check_filter,
     check_max_results,
     check_min_score,

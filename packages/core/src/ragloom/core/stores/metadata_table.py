@@ -16,7 +16,6 @@ import operator
 import struct
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -36,6 +35,7 @@ from ragloom.core.filter_values import (
 )
 from ragloom.core.metadata import Metadata, MetadataValue, validate_key, validate_value
 from ragloom.core.stores._columnar import Arrays, StringColumn, encode_strings
+from ragloom.core.stores.metadata_columns import CodedColumn, MetadataColumn
 
 __all__ = ["CodedColumn", "MetadataColumn", "MetadataTable"]
 
@@ -65,45 +65,6 @@ _DOUBLE, _BITS = struct.Struct("<d"), struct.Struct("<q")
 # the rows that may refer to it.
 _STR_KIND, _UUID_KIND, _BIGINT_KIND = range(3)
 _SAVED_KIND_OF_CODE = np.array([-1, -1, -1, -1, _STR_KIND, _UUID_KIND, _BIGINT_KIND], dtype=np.int8)
-
-
-@dataclass(frozen=True, slots=True)
-class CodedColumn:
-    """A metadata column of a batch as codes into its distinct values: row ``i`` holds
-    ``values[codes[i]]``, or lacks the key where ``codes[i]`` is -1 (dictionary encoding,
-    done once a batch, so that each later step works on the few distinct values)."""
-
-    codes: NDArray[np.int64]
-    values: list[MetadataValue]
-
-    @classmethod
-    def of(cls, column: Sequence[Any], values: list[MetadataValue]) -> CodedColumn:
-        """The coded form of ``column`` (``None`` where a row lacks the key), whose distinct
-        values other than ``None`` are ``values``."""
-        index: dict[Any, int] = dict(zip(values, range(len(values)), strict=True))
-        index[None] = -1
-        codes = np.fromiter(map(index.__getitem__, column), dtype=np.int64, count=len(column))
-        return cls(codes, values)
-
-    def __len__(self) -> int:
-        return len(self.codes)
-
-    def __getitem__(self, row: int) -> Any:
-        code = int(self.codes[row])
-        return None if code < 0 else self.values[code]
-
-    def take(self, rows: Sequence[int]) -> CodedColumn:
-        """The column of ``rows`` only."""
-        return CodedColumn(self.codes[np.asarray(rows, dtype=np.intp)], self.values)
-
-    def tolist(self) -> list[Any]:
-        """The values of the rows, ``None`` where a row lacks the key."""
-        return [self.values[code] if code >= 0 else None for code in self.codes.tolist()]
-
-
-MetadataColumn = list[Any] | NDArray[Any] | CodedColumn
-"""The values of one metadata key over a batch, ``None`` where a row lacks the key: a list,
-a numpy array of bools or numbers, or a :class:`CodedColumn`."""
 
 
 class _Absent:

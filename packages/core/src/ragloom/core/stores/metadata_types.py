@@ -27,7 +27,7 @@ import numpy as np
 from ragloom.core.errors import InvalidArgumentError, MetadataTypeError
 from ragloom.core.filter_values import ALL_KINDS, BOOL, NUMBER, STR, UUID
 from ragloom.core.metadata import MetadataValue
-from ragloom.core.stores.metadata_table import CodedColumn, MetadataColumn
+from ragloom.core.stores.metadata_columns import CodedColumn, MetadataColumn
 
 __all__ = [
     "KIND_NAMES",

@@ -12,7 +12,6 @@ import itertools
 import operator
 import os
 import uuid
-from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, cast
 
@@ -22,9 +21,14 @@ import numpy.typing as npt
 from ragloom.core.document import TextSegment
 from ragloom.core.embedding import Embedding
 from ragloom.core.errors import EmbeddingStoreError, InvalidMetadataError, RagloomError
-from ragloom.core.filters import Filter
 from ragloom.core.metadata import MetadataValue, validate_key, validate_value
-from ragloom.core.stores.metadata_table import CodedColumn, MetadataColumn
+from ragloom.core.stores.arguments import (
+    check_filter,
+    check_max_results,
+    check_min_score,
+    validate_ids,
+)
+from ragloom.core.stores.metadata_columns import CodedColumn, MetadataColumn
 
 __all__ = [
     "check_columns",
@@ -43,35 +47,6 @@ __all__ = [
 ]
 
 Matrix = npt.NDArray[np.float32]
-
-
-def validate_ids(
-    ids: Iterable[str],
-    count: int | None = None,
-    *,
-    error: type[RagloomError] = EmbeddingStoreError,
-    noun: str = "embedding",
-    unique: bool = True,
-) -> list[str]:
-    """``ids`` as a list of exact ``str``, checked: non-empty, ``count`` of them (when given),
-    distinct if ``unique``. ``noun`` names what the ids identify in messages."""
-    if isinstance(ids, str):
-        raise error("ids must be a sequence of str, not one str")
-    id_list = list(ids)
-    if count is not None and len(id_list) != count:
-        raise error(f"got {len(id_list)} ids for {count} {noun}s")
-    if set(map(type, id_list)) != {str}:  # the usual case stays at C speed
-        for item in id_list:
-            if not isinstance(item, str):
-                raise error(f"{noun} id must be a non-empty str, got {item!r}")
-        id_list = [str.__str__(item) for item in id_list]
-    distinct = set(id_list) if unique else None
-    if "" in (id_list if distinct is None else distinct):  # a set answers in O(1)
-        raise error(f"{noun} id must be a non-empty str, got ''")
-    if distinct is not None and len(distinct) != len(id_list):
-        duplicate = next(i for i, n in Counter(id_list).items() if n > 1)
-        raise error(f"id {duplicate!r} appears more than once in one call")
-    return id_list
 
 
 def check_segment_text(
@@ -341,27 +316,6 @@ def validate_embeddings(
             "infinity (or exceeds the float32 range)"
         )
     return matrix
-
-
-def check_max_results(value: object, *, error: type[RagloomError] = EmbeddingStoreError) -> int:
-    """``value`` if it is an int >= 1 (bool is not an int here)."""
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise error(f"max_results must be an int >= 1, got {value!r}")
-    return value
-
-
-def check_min_score(value: object, *, error: type[RagloomError] = EmbeddingStoreError) -> float:
-    """``value`` as a float if it is a number in [0, 1] (the relevance score's range)."""
-    if isinstance(value, bool) or not isinstance(value, int | float) or not 0.0 <= value <= 1.0:
-        raise error(f"min_score must be a number in [0, 1], got {value!r}")
-    return float(value)
-
-
-def check_filter(value: object, *, error: type[RagloomError] = EmbeddingStoreError) -> Filter:
-    """``value`` if it is a ragloom :class:`~ragloom.core.Filter`."""
-    if not isinstance(value, Filter):
-        raise error(f"filter must be a ragloom Filter, got {type(value).__name__}")
-    return value
 
 
 # (digit offset in the 32 hex digits, offset in "8-4-4-4-12", width) of each group.
