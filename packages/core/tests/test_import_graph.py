@@ -308,3 +308,32 @@ def test_the_engine_check_sees_an_eager_facade(runtime_graph: grimp.ImportGraph)
     )
     reached = _runtime_imports(runtime_graph, "ragloom.core.stores.base") & ENGINE
     assert "ragloom.core.stores.in_memory" in reached
+
+
+@pytest.mark.parametrize(
+    "package",
+    [
+        "ragloom.loaders.amazon_s3",
+        "ragloom.loaders.github",
+        "ragloom.stores.qdrant",
+        "ragloom.stores.milvus",
+        "ragloom.stores.pgvector",
+        "ragloom.retrievers.web_search",
+        "ragloom.chat_models.openai",
+    ],
+)
+def test_importing_an_integration_loads_no_engine_module(
+    runtime_graph: grimp.ImportGraph, package: str
+) -> None:
+    """The same rule, seen in a fresh interpreter's ``sys.modules`` (imports the graph does
+    not see, such as ``importlib`` calls, count too)."""
+    pytest.importorskip(package)
+    code = f"import sys, {package}\nprint('\\n'.join(sys.modules))\n"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    excused = {
+        module
+        for importer, imported in KNOWN_VIOLATIONS
+        if importer.startswith(package + ".")
+        for module in {imported} | _runtime_imports(runtime_graph, imported)
+    }
+    assert sorted((set(out.stdout.split()) & ENGINE) - excused) == []
