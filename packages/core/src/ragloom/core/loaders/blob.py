@@ -8,6 +8,12 @@ means); :class:`ObjectStoreDocumentLoader` does the rest once for all of them:
   the key, as the file-system loader does: ``"*.md"`` matches at any depth);
 - fetch the bytes with a size cap (:class:`ObjectTooLargeError` naming the object),
   objects fetched in parallel by a bounded thread pool (remote latency dominates);
+- a deadline: ``timeout`` bounds one object's fetch as a whole (open, every chunk,
+  the client's retries) and each listing page; past it :class:`ObjectStoreUnavailableError`
+  names the object or bucket. Client calls run in a watchdog thread (a socket timeout
+  bounds one read, not a dripping body or a chain of retries); the loaders also give
+  their clients ``timeout / CLIENT_ATTEMPTS`` per socket operation and
+  ``CLIENT_ATTEMPTS`` attempts, so a given-up call's thread ends soon after;
 - parse with the given parser, else core's default (the parser dispatcher, which picks
   by extension and magic bytes); the ``charset`` of the object's content type is given
   to the plain-text fallback;
@@ -28,13 +34,17 @@ from __future__ import annotations
 import asyncio
 import enum
 import logging
+import math
+import queue
+import threading
+import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from email.message import Message
 from pathlib import PurePosixPath
-from typing import Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from ragloom.core.document import URL, Document
 from ragloom.core.errors import (
@@ -72,6 +82,75 @@ DEFAULT_CONCURRENCY = 16
 16, not 8: with 20 ms added per request, 2,000 small S3 objects loaded 5.3x faster than a
 sequential loop at 16 and 3.3x at 8 (scripts/bench/bench_object_store_loaders.py); with
 no latency at all the two were alike. Remote stores' latency is larger still."""
+DEFAULT_TIMEOUT = 30.0
+"""The default deadline of one object's fetch as a whole, and of one listing page (30 s)."""
+CLIENT_ATTEMPTS = 3
+"""Attempts a loader's client makes per request (the first and 2 retries); each socket
+operation waits at most :func:`attempt_timeout`, so the retries fit in the deadline."""
+
+
+def attempt_timeout(timeout: float) -> float:
+    """The socket timeout a loader gives its client: ``timeout / CLIENT_ATTEMPTS``."""
+    return timeout / CLIENT_ATTEMPTS
+
+
+class _Overdue(TimeoutError):
+    """A client call given up at its deadline (raised by the watchdog, not the client)."""
+
+
+def _call_within(action: Callable[[], _T], seconds: float) -> _T:
+    """``action()`` run in a daemon thread, waited for at most ``seconds``.
+
+    :class:`_Overdue` when it has not finished by then (the thread is left to end on its
+    client's socket timeout); its own result or exception otherwise. Why a thread: a
+    client blocked in a read cannot be interrupted from outside, and a socket timeout
+    bounds one read, not a dripping body or a chain of retries.
+    """
+    future: Future[_T] = Future()
+
+    def run() -> None:
+        try:
+            future.set_result(action())
+        except BaseException as exc:  # handed to the caller, whatever it is
+            future.set_exception(exc)
+
+    threading.Thread(target=run, name="ragloom-object-store-call", daemon=True).start()
+    if not wait([future], timeout=max(0.0, seconds)).done:
+        raise _Overdue(f"no answer within {seconds:g} s")
+    return future.result()
+
+
+def _drain_within(items: Callable[[], Iterable[_T]], seconds: float) -> list[_T]:
+    """Every item of ``items()`` (iterated in a daemon thread), each within ``seconds``
+    of the one before (:class:`_Overdue` otherwise): a listing whose every page comes in
+    time completes however long it is, one thread for all of it."""
+    arrivals: queue.Queue[tuple[bool, Any]] = queue.Queue()
+    given_up = threading.Event()
+
+    def produce() -> None:
+        try:
+            for item in items():
+                if given_up.is_set():
+                    return
+                arrivals.put((True, item))
+            arrivals.put((False, None))
+        except BaseException as exc:  # handed to the caller, whatever it is
+            arrivals.put((False, exc))
+
+    threading.Thread(target=produce, name="ragloom-object-store-list", daemon=True).start()
+    found: list[_T] = []
+    while True:
+        try:
+            more, value = arrivals.get(timeout=seconds)
+        except queue.Empty:
+            given_up.set()
+            raise _Overdue(f"no answer within {seconds:g} s") from None
+        if more:
+            found.append(value)
+        elif value is None:
+            return found
+        else:
+            raise value
 
 
 class ObjectStoreErrorKind(enum.Enum):
@@ -176,6 +255,14 @@ def glob_matches(key: str, glob: str) -> bool:
     return PurePosixPath(key).match(glob)
 
 
+def check_timeout(timeout: float) -> None:
+    """Refuse a ``timeout`` that is not a positive, finite number of seconds."""
+    if isinstance(timeout, bool) or not isinstance(timeout, int | float):
+        raise InvalidArgumentError(f"timeout must be a number of seconds, got {timeout!r}")
+    if not math.isfinite(timeout) or timeout <= 0:
+        raise InvalidArgumentError(f"timeout must be a positive number of seconds, got {timeout!r}")
+
+
 def _charset(content_type: str | None) -> str | None:
     if not content_type:
         return None
@@ -189,7 +276,8 @@ class ObjectStoreDocumentLoader:
     """Loads objects of a bucket through an :class:`ObjectStore` adapter.
 
     ``max_object_size`` caps one object in bytes; ``concurrency`` bounds the parallel
-    fetches of a bulk load. Cloud loaders subclass it and build their adapter.
+    fetches of a bulk load; ``timeout`` (seconds) bounds one object's fetch as a whole
+    and each listing page. Cloud loaders subclass it and build their adapter.
     """
 
     def __init__(
@@ -199,7 +287,9 @@ class ObjectStoreDocumentLoader:
         service: str,
         max_object_size: int = DEFAULT_MAX_OBJECT_SIZE,
         concurrency: int = DEFAULT_CONCURRENCY,
+        timeout: float = DEFAULT_TIMEOUT,
     ) -> None:
+        check_timeout(timeout)
         if isinstance(max_object_size, bool) or not isinstance(max_object_size, int):
             raise InvalidArgumentError(f"max_object_size must be an int, got {max_object_size!r}")
         if max_object_size < 1:
@@ -210,6 +300,7 @@ class ObjectStoreDocumentLoader:
         self.service = service
         self.max_object_size = max_object_size
         self.concurrency = concurrency
+        self.timeout = float(timeout)
 
     def uri(self, bucket: str, key: str) -> str:
         """The URI of the object ``key`` in ``bucket``."""
@@ -225,18 +316,38 @@ class ObjectStoreDocumentLoader:
             where = f"{self.service} bucket {bucket!r}"
         return _ERRORS[kind](f"{where}: {kind.value} ({exc})")
 
-    def _call(self, action: Callable[[], _T], bucket: str, key: str | None) -> _T:
+    def _call(
+        self,
+        action: Callable[[], _T],
+        bucket: str,
+        key: str | None,
+        deadline: float | None = None,
+    ) -> _T:
+        """``action()`` with client errors translated; given up at ``deadline``
+        (a ``time.monotonic()`` instant) with :class:`ObjectStoreUnavailableError`."""
         try:
-            return action()
+            if deadline is None:
+                return action()
+            return _call_within(action, deadline - time.monotonic())
         except RagloomError:
             raise
+        except _Overdue as exc:
+            raise self._overdue(bucket, key) from exc
         except Exception as exc:  # a client library's error: translated, chained
             raise self._error(exc, bucket, key) from exc
 
+    def _overdue(self, bucket: str, key: str | None) -> ObjectStoreUnavailableError:
+        where = self.uri(bucket, key) if key is not None else f"{self.service} bucket {bucket!r}"
+        return ObjectStoreUnavailableError(
+            f"{where}: no complete answer from {self.service} within timeout={self.timeout:g} s"
+        )
+
     def _read(self, bucket: str, key: str) -> tuple[ObjectInfo, bytes]:
-        """The object's info and bytes, read in chunks up to the size cap."""
+        """The object's info and bytes, read in chunks up to the size cap, within
+        ``timeout`` of the start."""
         uri = self.uri(bucket, key)
-        body = self._call(lambda: self.store.open_object(bucket, key), bucket, key)
+        deadline = time.monotonic() + self.timeout
+        body = self._call(lambda: self.store.open_object(bucket, key), bucket, key, deadline)
         try:
             size = body.info.size
             if size is not None and size > self.max_object_size:
@@ -245,7 +356,7 @@ class ObjectStoreDocumentLoader:
             total = 0
             chunks = iter(body.chunks)
             while True:
-                chunk = self._call(lambda: next(chunks, None), bucket, key)
+                chunk = self._call(lambda: next(chunks, None), bucket, key, deadline)
                 if chunk is None:
                     break
                 total += len(chunk)
@@ -280,9 +391,16 @@ class ObjectStoreDocumentLoader:
     def list_objects(
         self, bucket: str, prefix: str | None = None, *, glob: str | None = None
     ) -> list[ObjectInfo]:
-        """The objects a bulk load would consider (folder markers ``.../`` left out)."""
+        """The objects a bulk load would consider (folder markers ``.../`` left out).
+
+        Each page of the listing must come within ``timeout``.
+        """
         found = self._call(
-            lambda: list(self.store.list_objects(bucket, prefix or "")), bucket, None
+            lambda: _drain_within(
+                lambda: self.store.list_objects(bucket, prefix or ""), self.timeout
+            ),
+            bucket,
+            None,
         )
         return [
             info

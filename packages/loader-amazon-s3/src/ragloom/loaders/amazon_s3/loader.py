@@ -5,6 +5,12 @@ error codes -> kinds) over core's shared object-store loading
 (:mod:`ragloom.core.loaders.blob`), which does the filtering, size cap, parallel fetches,
 parser dispatch, metadata and failure reporting. Works with any S3-compatible endpoint
 (``endpoint_url``).
+
+Without credentials from the environment, the config files or the arguments, boto3's
+chain ends by asking the instance metadata service (``169.254.169.254``, the address
+every EC2 instance answers on; ``169.254.170.2`` in a container). Off a cloud machine
+that is a connection to an address nobody meant to reach: ``instance_metadata=False``
+(or the ``AWS_EC2_METADATA_DISABLED=true`` environment variable) leaves those steps out.
 """
 
 from __future__ import annotations
@@ -13,6 +19,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import boto3
+import botocore.session
 from botocore.config import Config
 from botocore.exceptions import (
     ClientError,
@@ -23,12 +30,16 @@ from botocore.exceptions import (
 
 from ragloom.core.errors import InvalidArgumentError
 from ragloom.core.loaders.blob import (
+    CLIENT_ATTEMPTS,
     DEFAULT_CONCURRENCY,
     DEFAULT_MAX_OBJECT_SIZE,
+    DEFAULT_TIMEOUT,
     ObjectBody,
     ObjectInfo,
     ObjectStoreDocumentLoader,
     ObjectStoreErrorKind,
+    attempt_timeout,
+    check_timeout,
 )
 
 CHUNK_SIZE = 1024 * 1024
@@ -119,9 +130,13 @@ class AmazonS3DocumentLoader(ObjectStoreDocumentLoader):
     ``client`` is a boto3 S3 client; without one, a client is built from boto3's usual
     credential chain (environment, shared config and credentials files, ``profile_name``,
     instance roles), with ``endpoint_url`` (an S3-compatible server or an emulator),
-    ``region_name`` and explicit keys when given. ``page_size`` is the number of keys per
-    listing request (at most 1000). Documents get core's object metadata
-    (:mod:`ragloom.core.loaders.blob`) with ``url`` = ``s3://bucket/key``.
+    ``region_name`` and explicit keys when given. ``instance_metadata=False`` leaves the
+    instance and container metadata services out of that chain (see the module
+    docstring). ``page_size`` is the number of keys per listing request (at most 1000).
+    ``timeout`` (seconds) bounds one object's fetch as a whole, retries included, and
+    each listing page (:class:`~ragloom.core.errors.ObjectStoreUnavailableError` after).
+    Documents get core's object metadata (:mod:`ragloom.core.loaders.blob`) with
+    ``url`` = ``s3://bucket/key``.
     """
 
     def __init__(
@@ -137,9 +152,14 @@ class AmazonS3DocumentLoader(ObjectStoreDocumentLoader):
         page_size: int = MAX_PAGE_SIZE,
         max_object_size: int = DEFAULT_MAX_OBJECT_SIZE,
         concurrency: int = DEFAULT_CONCURRENCY,
+        timeout: float = DEFAULT_TIMEOUT,
+        instance_metadata: bool = True,
     ) -> None:
         if client is None:
-            session = boto3.session.Session(profile_name=profile_name)
+            check_timeout(timeout)
+            session = boto3.session.Session(
+                botocore_session=_botocore_session(profile_name, instance_metadata)
+            )
             client = session.client(
                 "s3",
                 endpoint_url=endpoint_url,
@@ -147,8 +167,12 @@ class AmazonS3DocumentLoader(ObjectStoreDocumentLoader):
                 aws_access_key_id=aws_access_key_id,
                 aws_secret_access_key=aws_secret_access_key,
                 aws_session_token=aws_session_token,
-                # one pooled connection per parallel fetch
-                config=Config(max_pool_connections=max(10, concurrency)),
+                config=Config(
+                    max_pool_connections=max(10, concurrency),  # one per parallel fetch
+                    connect_timeout=attempt_timeout(timeout),
+                    read_timeout=attempt_timeout(timeout),
+                    retries={"mode": "standard", "total_max_attempts": CLIENT_ATTEMPTS},
+                ),
             )
         if not 1 <= page_size <= MAX_PAGE_SIZE:
             raise InvalidArgumentError(f"page_size must be in 1..{MAX_PAGE_SIZE}, got {page_size}")
@@ -157,5 +181,17 @@ class AmazonS3DocumentLoader(ObjectStoreDocumentLoader):
             service="Amazon S3",
             max_object_size=max_object_size,
             concurrency=concurrency,
+            timeout=timeout,
         )
         self.client = client
+
+
+def _botocore_session(profile_name: str | None, instance_metadata: bool) -> Any:
+    """A botocore session for ``profile_name``; without the metadata-service credential
+    providers (EC2 instance role, container role) unless ``instance_metadata``."""
+    session = botocore.session.Session(profile=profile_name)
+    if not instance_metadata:
+        resolver = session.get_component("credential_provider")
+        for provider in ("iam-role", "container-role"):
+            resolver.remove(provider)
+    return session

@@ -4,6 +4,11 @@ A thin adapter over azure-storage-blob (``list_blobs`` page by page, ``download_
 streamed in chunks, error codes -> kinds) over core's shared object-store loading
 (:mod:`ragloom.core.loaders.blob`), which does the filtering, size cap, parallel fetches,
 parser dispatch, metadata and failure reporting. "Bucket" is the container here.
+
+With ``account_url`` and no ``credential``, azure-identity's ``DefaultAzureCredential``
+(when installed) tries a managed identity, which asks the instance metadata service
+(``169.254.169.254``); pass a ``credential`` (an account key, a SAS token) or a
+connection string to leave it out.
 """
 
 from __future__ import annotations
@@ -27,12 +32,16 @@ from urllib3.util.retry import Retry
 
 from ragloom.core.errors import DocumentLoadError, InvalidArgumentError
 from ragloom.core.loaders.blob import (
+    CLIENT_ATTEMPTS,
     DEFAULT_CONCURRENCY,
     DEFAULT_MAX_OBJECT_SIZE,
+    DEFAULT_TIMEOUT,
     ObjectBody,
     ObjectInfo,
     ObjectStoreDocumentLoader,
     ObjectStoreErrorKind,
+    attempt_timeout,
+    check_timeout,
 )
 
 CONNECTION_STRING_VARIABLE = "AZURE_STORAGE_CONNECTION_STRING"
@@ -162,8 +171,12 @@ class AzureBlobStorageDocumentLoader(ObjectStoreDocumentLoader):
     ``account_url`` (also an emulator's, e.g. Azurite's) with ``credential`` (an account
     key, a SAS token, a token credential; when omitted, azure-identity's
     ``DefaultAzureCredential`` if that package is installed, else anonymous access).
-    ``page_size`` is the number of blobs per listing request (at most 5000). Documents
-    get core's object metadata (:mod:`ragloom.core.loaders.blob`) with ``url`` the
+    ``page_size`` is the number of blobs per listing request (at most 5000). ``timeout``
+    (seconds) bounds one blob's fetch as a whole, retries included, and each listing
+    page (:class:`~ragloom.core.errors.ObjectStoreUnavailableError` after); a client
+    built here gets its share per attempt as ``connection_timeout``/``read_timeout``
+    and ``retry_total``, unless ``client_options`` set them. Documents get core's
+    object metadata (:mod:`ragloom.core.loaders.blob`) with ``url`` the
     blob's URL; ``bucket`` is the container.
     """
 
@@ -177,17 +190,23 @@ class AzureBlobStorageDocumentLoader(ObjectStoreDocumentLoader):
         page_size: int = MAX_PAGE_SIZE,
         max_object_size: int = DEFAULT_MAX_OBJECT_SIZE,
         concurrency: int = DEFAULT_CONCURRENCY,
+        timeout: float = DEFAULT_TIMEOUT,
         **client_options: Any,
     ) -> None:
         if not 1 <= page_size <= MAX_PAGE_SIZE:
             raise InvalidArgumentError(f"page_size must be in 1..{MAX_PAGE_SIZE}, got {page_size}")
         if client is None:
+            check_timeout(timeout)
             client_options.setdefault("session", _pooled_session(concurrency))
+            client_options.setdefault("connection_timeout", attempt_timeout(timeout))
+            client_options.setdefault("read_timeout", attempt_timeout(timeout))
+            client_options.setdefault("retry_total", CLIENT_ATTEMPTS - 1)
             client = _default_client(connection_string, account_url, credential, **client_options)
         super().__init__(
             AzureBlobObjectStore(client, page_size=page_size),
             service="Azure Blob Storage",
             max_object_size=max_object_size,
             concurrency=concurrency,
+            timeout=timeout,
         )
         self.client = client

@@ -20,12 +20,16 @@ from qcloud_cos.cos_exception import CosClientError, CosServiceError
 
 from ragloom.core.errors import InvalidArgumentError
 from ragloom.core.loaders.blob import (
+    CLIENT_ATTEMPTS,
     DEFAULT_CONCURRENCY,
     DEFAULT_MAX_OBJECT_SIZE,
+    DEFAULT_TIMEOUT,
     ObjectBody,
     ObjectInfo,
     ObjectStoreDocumentLoader,
     ObjectStoreErrorKind,
+    attempt_timeout,
+    check_timeout,
 )
 
 CHUNK_SIZE = 1024 * 1024
@@ -154,7 +158,9 @@ class TencentCosDocumentLoader(ObjectStoreDocumentLoader):
     ``secret_id``/``secret_key`` (default: the ``TENCENTCLOUD_SECRET_ID`` and
     ``TENCENTCLOUD_SECRET_KEY`` variables; none: anonymous access) and ``token``.
     ``endpoint_url`` (``scheme://host:port``) sends every request to that address (the
-    SDK's direct IP access), e.g. a private endpoint or a test server. Bucket names are
+    SDK's direct IP access), e.g. a private endpoint or a test server. ``timeout``
+    (seconds) bounds one object's fetch as a whole, retries included, and each listing
+    page (:class:`~ragloom.core.errors.ObjectStoreUnavailableError` after). Bucket names are
     COS's ``<name>-<appid>``. Documents get core's object metadata
     (:mod:`ragloom.core.loaders.blob`) with ``url`` = ``cos://bucket/key``.
     """
@@ -171,16 +177,21 @@ class TencentCosDocumentLoader(ObjectStoreDocumentLoader):
         page_size: int = MAX_PAGE_SIZE,
         max_object_size: int = DEFAULT_MAX_OBJECT_SIZE,
         concurrency: int = DEFAULT_CONCURRENCY,
+        timeout: float = DEFAULT_TIMEOUT,
     ) -> None:
         if not 1 <= page_size <= MAX_PAGE_SIZE:
             raise InvalidArgumentError(f"page_size must be in 1..{MAX_PAGE_SIZE}, got {page_size}")
+        check_timeout(timeout)
         if client is None:
-            client = _client(region, secret_id, secret_key, token, endpoint_url, concurrency)
+            client = _client(
+                region, secret_id, secret_key, token, endpoint_url, concurrency, timeout
+            )
         super().__init__(
             CosObjectStore(client, page_size=page_size),
             service="Tencent COS",
             max_object_size=max_object_size,
             concurrency=concurrency,
+            timeout=timeout,
         )
         self.client = client
 
@@ -192,6 +203,7 @@ def _client(
     token: str | None,
     endpoint_url: str | None,
     concurrency: int,
+    timeout: float,
 ) -> CosS3Client:
     secret_id = secret_id or os.environ.get(SECRET_ID_VARIABLE)
     secret_key = secret_key or os.environ.get(SECRET_KEY_VARIABLE)
@@ -211,7 +223,8 @@ def _client(
         Anonymous=not (secret_id and secret_key),
         PoolConnections=max(10, concurrency),
         PoolMaxSize=max(10, concurrency),
+        Timeout=attempt_timeout(timeout),  # per socket operation; the SDK retries network errors
     )
     if address is not None:
         config.set_ip_port(address.hostname, address.port)
-    return CosS3Client(config, retry=1)
+    return CosS3Client(config, retry=CLIENT_ATTEMPTS - 1)
