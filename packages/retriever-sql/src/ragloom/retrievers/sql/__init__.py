@@ -1,7 +1,12 @@
 """Text-to-SQL ContentRetriever over a SQL database, read-only enforced by the database."""
 
 from ragloom.retrievers.sql._guard import SqlSyntaxError, UnsafeSqlError, check_select, extract_sql
-from ragloom.retrievers.sql.executor import QueryResult, ReadOnlyExecutor, SqlExecutionError
+from ragloom.retrievers.sql.executor import (
+    QueryResult,
+    ReadOnlyExecutor,
+    SqlConnectionError,
+    SqlExecutionError,
+)
 from ragloom.retrievers.sql.retriever import DEFAULT_SYSTEM_PROMPT, SqlDatabaseContentRetriever
 from ragloom.retrievers.sql.schema import describe_schema
 
@@ -10,6 +15,7 @@ __all__ = [
     "QueryResult",
     "ReadOnlyExecutor",
     "SqlDatabaseContentRetriever",
+    "SqlConnectionError",
     "SqlExecutionError",
     "SqlSyntaxError",
     "UnsafeSqlError",

@@ -41,6 +41,13 @@ _FORBIDDEN: tuple[type[exp.Expression], ...] = (
     exp.Grant,
     exp.Revoke,
 )
+# Functions that read nothing yet act beyond the query: session-level locks that outlive
+# it (held by a pooled connection), session settings, signals to other sessions, server
+# files, notifications and connections to other servers.
+_FORBIDDEN_FUNCTIONS = re.compile(
+    r"pg_(try_)?advisory_.*|set_config|pg_cancel_backend|pg_terminate_backend|pg_notify"
+    r"|pg_reload_conf|pg_(read|read_binary|stat)_file|pg_ls_.*|lo_.*|dblink.*|load_extension"
+)
 _FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_-]*)[ \t]*\n(.*?)```", re.DOTALL)
 
 
@@ -92,4 +99,11 @@ def check_select(sql: str, dialect: str | None) -> exp.Expression:
     forbidden = tree.find(*_FORBIDDEN)
     if forbidden is not None:
         raise UnsafeSqlError(f"{_name(forbidden)} is not allowed in a read-only query: {sql!r}")
+    for func in tree.find_all(exp.Func):
+        name = func.name if isinstance(func, exp.Anonymous) else func.sql_name()
+        if _FORBIDDEN_FUNCTIONS.fullmatch(name.lower()):
+            raise UnsafeSqlError(
+                f"function {name}() is not allowed in a read-only query (it takes locks, "
+                f"changes the session, or reaches beyond the database): {sql!r}"
+            )
     return tree

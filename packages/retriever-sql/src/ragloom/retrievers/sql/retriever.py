@@ -27,7 +27,12 @@ from ragloom.core.prompt_template import PromptTemplate
 from ragloom.core.query import Query
 from ragloom.core.retrievers.base import ContentRetriever
 from ragloom.retrievers.sql._guard import SqlSyntaxError, check_select, extract_sql
-from ragloom.retrievers.sql.executor import QueryResult, ReadOnlyExecutor, SqlExecutionError
+from ragloom.retrievers.sql.executor import (
+    QueryResult,
+    ReadOnlyExecutor,
+    SqlConnectionError,
+    SqlExecutionError,
+)
 from ragloom.retrievers.sql.schema import describe_schema
 from ragloom.retrievers.sql.table import cell_text, format_table, metadata_value
 
@@ -37,6 +42,7 @@ __all__ = ["DEFAULT_SYSTEM_PROMPT", "SqlDatabaseContentRetriever"]
 SQL = "sql"
 ROW_COUNT = "row_count"
 TRUNCATED = "truncated"
+CUT_CELLS = "cut_cells"
 
 DEFAULT_SYSTEM_PROMPT = PromptTemplate(
     "You write one read-only SQL query for a {dialect} database to answer the user's "
@@ -79,6 +85,8 @@ class SqlDatabaseContentRetriever(ContentRetriever):
         sample_rows: int = 3,
         max_rows: int = 100,
         timeout_seconds: float = 10.0,
+        max_cell_chars: int = 65_536,
+        max_result_bytes: int = 4 * 1024 * 1024,
         max_retries: int = 2,
         content_per_row: bool = False,
         allow_superuser: bool = False,
@@ -103,6 +111,8 @@ class SqlDatabaseContentRetriever(ContentRetriever):
             engine,
             max_rows=max_rows,
             timeout_seconds=timeout_seconds,
+            max_cell_chars=max_cell_chars,
+            max_result_bytes=max_result_bytes,
             schema=schema,
             allow_superuser=allow_superuser,
         )
@@ -153,6 +163,8 @@ class SqlDatabaseContentRetriever(ContentRetriever):
             try:
                 check_select(sql, dialect)  # UnsafeSqlError is raised, never retried
                 result = self.executor.run(sql)
+            except SqlConnectionError:
+                raise  # no SQL can fix an unreachable database: not fed back
             except (SqlSyntaxError, SqlExecutionError) as exc:
                 if attempt == self.max_retries:
                     raise SqlExecutionError(
@@ -167,7 +179,12 @@ class SqlDatabaseContentRetriever(ContentRetriever):
     def _contents(self, sql: str, result: QueryResult) -> list[Content]:
         if not result.rows:
             return []
-        info = {SQL: sql, ROW_COUNT: len(result.rows), TRUNCATED: result.truncated}
+        info = {
+            SQL: sql,
+            ROW_COUNT: len(result.rows),
+            TRUNCATED: result.truncated,
+            CUT_CELLS: result.cut_cells,
+        }
         if not self.content_per_row:
             return [Content(TextSegment(format_table(result)), info)]
         contents = []

@@ -50,7 +50,18 @@ def _describe(
     include_tables: Sequence[str] | None,
     sample_rows: int,
 ) -> str:
-    inspector = sa.inspect(executor.engine)
+    with executor.connect() as conn:  # connecting is bounded by the executor's timeout
+        inspector = sa.inspect(conn)
+        return _describe_tables(executor, inspector, schema, include_tables, sample_rows)
+
+
+def _describe_tables(
+    executor: ReadOnlyExecutor,
+    inspector: sa.Inspector,
+    schema: str | None,
+    include_tables: Sequence[str] | None,
+    sample_rows: int,
+) -> str:
     names = sorted(inspector.get_table_names(schema=schema))
     if include_tables is not None:
         missing = sorted(set(include_tables) - set(names))

@@ -29,7 +29,9 @@ def format_table(result: QueryResult) -> str:
     """The header and the rows, ``|``-separated; a last line says when rows were cut off."""
     lines = [" | ".join(result.columns)]
     lines += [" | ".join(cell_text(v) for v in row) for row in result.rows]
-    if result.truncated:
+    if result.byte_limited:
+        lines.append(f"(only the first {len(result.rows)} rows: the result's byte limit)")
+    elif result.truncated:
         lines.append(f"(only the first {len(result.rows)} rows)")
     return "\n".join(lines)
 
