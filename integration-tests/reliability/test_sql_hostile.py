@@ -160,7 +160,7 @@ def test_pg_server_that_never_answers_fails_within_the_timeout() -> None:
         def call() -> None:
             try:
                 retriever.retrieve(Query("anything"))
-            except BaseException as exc:  # noqa: BLE001 - handed to the test thread
+            except BaseException as exc:  # handed to the test thread
                 outcome.append(exc)
             else:
                 outcome.append(None)
@@ -173,7 +173,8 @@ def test_pg_server_that_never_answers_fails_within_the_timeout() -> None:
     assert not worker.is_alive(), "retrieve() still waiting for a silent server after 6 s"
     [error] = outcome
     assert isinstance(error, SqlExecutionError)
-    assert "timeout_seconds=2" in str(error) and f":{port}/" in str(error)
+    assert "timeout_seconds=2" in str(error)
+    assert f":{port}/" in str(error)
     assert elapsed < 3.0, elapsed
 
 
