@@ -70,6 +70,7 @@ from ragloom.core.stores.validation import (
     validate_embeddings,
     validate_ids,
 )
+from ragloom.stores.milvus import _lite
 from ragloom.stores.milvus._columns import Columns
 from ragloom.stores.milvus._expr import (
     Expr,
@@ -255,6 +256,7 @@ class MilvusEmbeddingStore(EmbeddingStore, AsyncAddMixin):
         self._owns_async = False
         self._async_concurrency = _positive_int(async_concurrency, "async_concurrency")
         self._async_slots: asyncio.Semaphore | None = None
+        self._lite_lease: str | None = None  # see _lite: the Milvus Lite server's lease
         if async_client is not None:
             if client is None:
                 raise EmbeddingStoreError("async_client goes with client, not with uri")
@@ -283,14 +285,19 @@ class MilvusEmbeddingStore(EmbeddingStore, AsyncAddMixin):
                 kwargs["db_name"] = db_name
             lite = self._uri.endswith(".db")
             templates = (not lite) if expression_templates is None else expression_templates
-            # Its own connection alias: pymilvus shares one connection per URI otherwise,
-            # and closing this store would close it under every other client of the URI.
-            self._client = self._call(
-                f"connecting to Milvus at {self._uri}",
-                MilvusClient,
-                alias=f"ragloom-{uuid.uuid4().hex}",
-                **kwargs,
-            )
+            self._lite_lease = _lite.acquire(self._uri) if lite else None
+            try:
+                # Its own connection alias: pymilvus shares one connection per URI otherwise,
+                # and closing this store would close it under every other client of the URI.
+                self._client = self._call(
+                    f"connecting to Milvus at {self._uri}",
+                    MilvusClient,
+                    alias=f"ragloom-{uuid.uuid4().hex}",
+                    **kwargs,
+                )
+            except BaseException:
+                self._release_lite()
+                raise
             self._owns_client = True
             self._connect_kwargs = kwargs
         self._templates = templates
@@ -354,11 +361,18 @@ class MilvusEmbeddingStore(EmbeddingStore, AsyncAddMixin):
         return int(rows[0]["count(*)"])
 
     def close(self) -> None:
-        """Close the client, if the store created it (see :meth:`aclose`)."""
+        """Close the client, if the store created it (see :meth:`aclose`), and stop the
+        Milvus Lite server it started once no other open store uses it."""
         if self._owns_client:
             self._owns_client = False
             with contextlib.suppress(MilvusException):  # a broken connection: nothing to release
                 self._client.close()
+            self._release_lite()
+
+    def _release_lite(self) -> None:
+        if self._lite_lease is not None:
+            lease, self._lite_lease = self._lite_lease, None
+            _lite.release(lease)
 
     async def aclose(self) -> None:
         """Close the async client the store opened in the running event loop, then the
