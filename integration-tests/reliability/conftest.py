@@ -10,6 +10,9 @@ A hostile HTTP server for client tests: each path misbehaves one way.
 ``/cut/...``      an SSE stream cut off mid-event
 ``/short/...``    a JSON body shorter than its Content-Length, then the connection closes
 ``/redirect/...`` a redirect to itself, forever
+``/headerdrip/...``  the status line and headers, one byte every 0.3 s
+``/slowredirect/N``  after 1.5 s, a redirect to ``/slowredirect/N+1``; from N=9, a page
+``/redirectto/?to=URL``  a 302 to ``URL``
 GET and POST behave alike (loaders GET, API clients POST).
 Runs on 127.0.0.1 in a daemon thread; every handler stops when the client goes away.
 """
@@ -112,6 +115,32 @@ class Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Length", "0")
         self.end_headers()
 
+    def mode_headerdrip(self) -> None:
+        head = b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nX-Pad: " + b"x" * 200
+        for byte in head + b"\r\nContent-Length: 2\r\n\r\nok":
+            self.wfile.write(bytes([byte]))
+            self.wfile.flush()
+            time.sleep(0.3)
+        self.close_connection = True
+
+    def mode_slowredirect(self) -> None:
+        hop = int(self.path.strip("/").split("/")[1])
+        time.sleep(1.5)
+        if hop >= 9:
+            self.head("text/plain", 2)
+            self.wfile.write(b"ok")
+            return
+        self.send_response(302)
+        self.send_header("Location", f"/slowredirect/{hop + 1}")
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def mode_redirectto(self) -> None:
+        self.send_response(302)
+        self.send_header("Location", self.path.split("?to=", 1)[1])
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
     def mode_cut(self) -> None:
         self.head("text/event-stream")
         chunk = {"choices": [{"index": 0, "delta": {"content": "partial"}}]}
@@ -121,14 +150,14 @@ class Handler(BaseHTTPRequestHandler):
 
 
 @contextmanager
-def hostile_server() -> Iterator[str]:
+def hostile_server(host: str = "127.0.0.1") -> Iterator[str]:
     """The base URL of a running hostile server (``.../<mode>/v1``: append a mode)."""
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server = ThreadingHTTPServer((host, 0), Handler)
     server.daemon_threads = True
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
+        yield f"http://{host}:{server.server_address[1]}"
     finally:
         server.shutdown()
         server.server_close()
@@ -144,4 +173,12 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 @pytest.fixture(scope="module")
 def hostile() -> Iterator[str]:
     with hostile_server() as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def hostile_elsewhere() -> Iterator[str]:
+    """The hostile server on 127.0.0.2: a loopback address egress tests can allow
+    (``allowed_networks``) while 127.0.0.1 stays refused."""
+    with hostile_server("127.0.0.2") as url:
         yield url

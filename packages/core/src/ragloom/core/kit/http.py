@@ -412,13 +412,8 @@ class HttpClient:
                         kind=HttpErrorKind.TOO_MANY_REDIRECTS,
                         url=url,
                     )
-                try:
-                    self.egress.check_redirect(str(request.url), str(following.url))
-                except EgressRefusedError as exc:
-                    raise EgressRefusedError(
-                        f"{url}: redirect from {_shown(request.url)} refused: {exc}"
-                    ) from exc
-                request, redirects = following, redirects + 1
+                source, request, redirects = request, following, redirects + 1
+                self.egress.check_redirect(str(source.url), str(request.url))
         except (httpx.TimeoutException, TimeoutError) as exc:
             hops = f", {redirects} redirect(s) followed" if redirects else ""
             raise HttpCallError(
@@ -427,6 +422,12 @@ class HttpClient:
                 kind=HttpErrorKind.TIMEOUT,
                 url=url,
             ) from exc
+        except EgressRefusedError as exc:
+            if not redirects:
+                raise
+            raise EgressRefusedError(
+                f"{url}: redirect {redirects} to {_shown(request.url)} refused: {exc}"
+            ) from exc
         except ResponseTooLargeError as exc:
             raise HttpCallError(f"{url}: {exc}", kind=HttpErrorKind.TOO_LARGE, url=url) from exc
         except (httpx.ProtocolError, httpx.DecodingError, httpx.UnsupportedProtocol) as exc:
@@ -434,8 +435,6 @@ class HttpClient:
                 f"{url}: broken answer: {exc!r}", kind=HttpErrorKind.PROTOCOL, url=url
             ) from exc
         except (httpx.TransportError, OSError) as exc:
-            if isinstance(exc, EgressRefusedError):
-                raise
             raise HttpCallError(
                 f"{url}: cannot fetch: {exc!r}", kind=HttpErrorKind.CONNECTION, url=url
             ) from exc
