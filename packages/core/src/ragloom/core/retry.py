@@ -18,7 +18,7 @@ from datetime import UTC, datetime
 
 from ragloom.core.errors import InvalidArgumentError
 
-__all__ = ["RetryPolicy", "retry_after"]
+__all__ = ["RetryPolicy", "retry_after", "retry_delay"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,3 +85,37 @@ def retry_after(headers: Mapping[str, str]) -> float | None:
             when = when.replace(tzinfo=UTC)
         return max(0.0, (when - datetime.now(UTC)).total_seconds())
     return max(0.0, value) if math.isfinite(value) else None
+
+
+def _retryable(status: int) -> bool:
+    """408, 429 and 5xx: statuses worth another attempt."""
+    return status in (408, 429) or status >= 500
+
+
+def retry_delay(
+    policy: RetryPolicy,
+    status: int,
+    headers: Mapping[str, str],
+    retries: int,
+    *,
+    retryable: bool | None = None,
+) -> tuple[float | None, str]:
+    """The wait before retrying an answer of ``status`` after ``retries`` retries, or
+    ``None`` with a note for the error message when it is not retried (not a retryable
+    status, retries used up, or a ``Retry-After`` longer than ``max_retry_after``).
+
+    ``retryable`` overrides the status rule (408, 429, 5xx) for APIs that say more, e.g.
+    OpenAI's ``x-should-retry`` header."""
+    if retryable is None:
+        retryable = _retryable(status)
+    if not retryable or retries >= policy.max_retries:
+        return None, ""
+    wait = retry_after(headers)
+    if wait is None:
+        return policy.backoff(retries), ""
+    if wait > policy.max_retry_after:
+        return None, (
+            f" (the server asked to retry after {wait:g} s, more than "
+            f"max_retry_after={policy.max_retry_after:g} s)"
+        )
+    return wait, ""

@@ -43,7 +43,7 @@ from ragloom.core.errors import (
     ScoringStatusError,
     ScoringTimeoutError,
 )
-from ragloom.core.retry import RetryPolicy, retry_after
+from ragloom.core.retry import RetryPolicy, retry_after, retry_delay
 from ragloom.core.scoring import ScoringResult
 
 __all__ = [
@@ -202,25 +202,11 @@ class RerankEndpoint:
                 raise self._transport_error(exc, retries + 1) from exc
             if 200 <= reply.status < 300:
                 return self.decode(reply)
-            delay, note = self._retry_delay(reply, retries)
+            delay, note = retry_delay(self.retry, reply.status, reply.headers, retries)
             if delay is None:
                 raise self.status_error(reply, retries + 1, note)
             self.retry.sleep(delay)
             retries += 1
-
-    def _retry_delay(self, reply: Reply, retries: int) -> tuple[float | None, str]:
-        retryable = reply.status in (408, 429) or reply.status >= 500
-        if not retryable or retries >= self.retry.max_retries:
-            return None, ""
-        wait = retry_after(reply.headers)
-        if wait is None:
-            return self.retry.backoff(retries), ""
-        if wait > self.retry.max_retry_after:
-            return None, (
-                f" (the server asked to retry after {wait:g} s, more than "
-                f"max_retry_after={self.retry.max_retry_after:g} s)"
-            )
-        return wait, ""
 
     def decode(self, reply: Reply) -> Any:
         """The JSON body of a successful answer; ScoringResponseError when it is not JSON."""

@@ -37,7 +37,7 @@ from ragloom.chat_models.openai.errors import (
     chat_variant,
 )
 from ragloom.core.errors import InvalidArgumentError, InvalidArgumentTypeError
-from ragloom.core.retry import RetryPolicy, retry_after
+from ragloom.core.retry import RetryPolicy, retry_delay
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 DEFAULT_TIMEOUT = 120.0
@@ -412,17 +412,7 @@ class ApiClient:
         retryable = status in (408, 409, 429) or status >= 500
         if should in ("true", "false"):
             retryable = should == "true"
-        if not retryable or retries >= self.retry.max_retries:
-            return None, ""
-        wait = retry_after(response.headers)
-        if wait is None:
-            return self.retry.backoff(retries), ""
-        if wait > self.retry.max_retry_after:
-            return None, (
-                f" (the server asked to retry after {wait:g} s, more than "
-                f"max_retry_after={self.retry.max_retry_after:g} s)"
-            )
-        return wait, ""
+        return retry_delay(self.retry, status, response.headers, retries, retryable=retryable)
 
     # -- decoding and errors -----------------------------------------------------------
 

@@ -17,7 +17,8 @@ likes. :class:`HttpClient` bounds a call as a whole and checks where it goes:
 - **byte caps**: the body is refused past ``max_bytes`` while it arrives; the status
   line and headers are capped at 100 KiB by httpcore's parser;
 - **retries** (optional): 408/429/5xx and lost connections by a
-  :class:`~ragloom.core.retry.RetryPolicy`, honouring ``Retry-After``;
+  :class:`~ragloom.core.retry.RetryPolicy`, honouring ``Retry-After``
+  (:func:`~ragloom.core.retry.retry_delay`);
 - **error kinds**: :func:`status_kind` maps an HTTP status to an :class:`HttpErrorKind`,
   the failures of the call itself raise :class:`HttpCallError` with its kind, and
   refusals raise :class:`~ragloom.core.errors.EgressRefusedError`.
@@ -55,7 +56,7 @@ from ragloom.core.bounded_read import (
 )
 from ragloom.core.errors import EgressRefusedError, InvalidArgumentError, RagloomError
 from ragloom.core.kit.egress import DEFAULT_EGRESS_POLICY, EgressPolicy
-from ragloom.core.retry import RetryPolicy, retry_after
+from ragloom.core.retry import RetryPolicy, retry_delay
 
 __all__ = [
     "DEFAULT_MAX_REDIRECTS",
@@ -64,7 +65,6 @@ __all__ = [
     "HttpClient",
     "HttpErrorKind",
     "HttpReply",
-    "retry_delay",
     "status_kind",
 ]
 
@@ -100,29 +100,6 @@ def status_kind(status: int) -> HttpErrorKind:
     if status >= 500:
         return HttpErrorKind.SERVER
     return HttpErrorKind.STATUS
-
-
-def _retryable(status: int) -> bool:
-    return status in (408, 429) or status >= 500
-
-
-def retry_delay(
-    policy: RetryPolicy, status: int, headers: Mapping[str, str], retries: int
-) -> tuple[float | None, str]:
-    """The wait before retrying an answer of ``status`` after ``retries`` retries, or
-    ``None`` with a note for the error message when it is not retried (not a retryable
-    status, retries used up, or a ``Retry-After`` longer than ``max_retry_after``)."""
-    if not _retryable(status) or retries >= policy.max_retries:
-        return None, ""
-    wait = retry_after(headers)
-    if wait is None:
-        return policy.backoff(retries), ""
-    if wait > policy.max_retry_after:
-        return None, (
-            f" (the server asked to retry after {wait:g} s, more than "
-            f"max_retry_after={policy.max_retry_after:g} s)"
-        )
-    return wait, ""
 
 
 class HttpCallError(RagloomError):
