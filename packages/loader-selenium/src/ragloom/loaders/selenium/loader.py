@@ -162,7 +162,7 @@ class _Browser:
         self.group = group
         self.reaper = reaper
         self.proxy = proxy
-        self.main_window = driver.current_window_handle
+        self.main_window: str | None = None  # the tab pages load in; known at the first reset
 
     @classmethod
     def start(cls, policy: EgressPolicy, timeout: float) -> _Browser:
@@ -442,11 +442,14 @@ class SeleniumDocumentLoader:
         scripts, timers and pending requests) so the next URL starts clean."""
         driver = browser.driver
         try:
+            if browser.main_window is None:
+                browser.main_window = driver.current_window_handle
+            main = browser.main_window
             for handle in driver.window_handles:
-                if handle != browser.main_window:
+                if handle != main:
                     driver.switch_to.window(handle)
                     driver.close()
-            driver.switch_to.window(browser.main_window)
+            driver.switch_to.window(main)
             if failed:
                 driver.set_page_load_timeout(GRACE)
                 driver.get("about:blank")
