@@ -5,7 +5,10 @@ content comes from the git blobs API (base64). Every document carries the blob s
 re-ingestion passes the shas it already holds (``known_shas``) and unchanged files are
 not fetched again. Rate limits are read from the response headers: an exhausted limit
 is waited for when the reset comes within ``max_rate_limit_wait`` seconds, otherwise
-:class:`GitHubRateLimitError` says when to retry. Nothing loops unbounded.
+:class:`GitHubRateLimitError` says when to retry. Nothing loops unbounded: a tree too
+large for one answer (``truncated``) is listed folder by folder within
+``max_tree_requests`` and ``max_tree_depth``, and a folder that contains itself (a
+cycle, which only a broken or hostile server can send) is refused.
 
 ``timeout`` bounds each HTTP request as a whole, body included, and ``max_bytes`` caps
 each answer: PyGithub's own timeout is per socket read (a dripping server would hold a
@@ -79,6 +82,8 @@ DEFAULT_MAX_RATE_LIMIT_WAIT = 60.0
 SECONDARY_LIMIT_WAIT = 60.0
 MAX_RATE_LIMIT_RETRIES = 5
 SYMLINK_MODE = "120000"
+DEFAULT_MAX_TREE_REQUESTS = 5000  # an hour of GitHub's rate limit for a token
+DEFAULT_MAX_TREE_DEPTH = 256
 
 
 class GitHubRateLimitError(DocumentLoadError):
@@ -138,8 +143,11 @@ class GitHubDocumentLoader:
     ``timeout`` bounds each HTTP request as a whole (connecting, waiting for the answer,
     reading its body as it arrives: a dripping server is cut off) and ``max_bytes`` caps
     each answer's body (a blob's JSON is its file in base64, 4/3 of its size).
-    ``seconds_between_requests`` is PyGithub's politeness delay. Use it as a context
-    manager (or call :meth:`close`) to release the HTTP connections.
+    ``seconds_between_requests`` is PyGithub's politeness delay. When GitHub truncates
+    a recursive tree, the folders are listed one request each: at most
+    ``max_tree_requests`` requests and ``max_tree_depth`` nested folders per load
+    (:class:`DocumentLoadError` beyond, naming the repository and the folder). Use it
+    as a context manager (or call :meth:`close`) to release the HTTP connections.
     """
 
     def __init__(
@@ -151,6 +159,8 @@ class GitHubDocumentLoader:
         max_rate_limit_wait: float = DEFAULT_MAX_RATE_LIMIT_WAIT,
         seconds_between_requests: float | None = 0.25,
         max_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+        max_tree_requests: int = DEFAULT_MAX_TREE_REQUESTS,
+        max_tree_depth: int = DEFAULT_MAX_TREE_DEPTH,
     ) -> None:
         if token is None:
             token = os.environ.get("GITHUB_TOKEN") or None
@@ -169,6 +179,14 @@ class GitHubDocumentLoader:
             raise InvalidArgumentError(
                 f"max_bytes must be a positive number of bytes, got {max_bytes!r}"
             )
+        for name, count in (
+            ("max_tree_requests", max_tree_requests),
+            ("max_tree_depth", max_tree_depth),
+        ):
+            if isinstance(count, bool) or not isinstance(count, int) or count <= 0:
+                raise InvalidArgumentError(f"{name} must be a positive int, got {count!r}")
+        self.max_tree_requests = max_tree_requests
+        self.max_tree_depth = max_tree_depth
         self.timeout = float(timeout)
         self.max_bytes = max_bytes
         self.max_rate_limit_wait = float(max_rate_limit_wait)
@@ -336,26 +354,57 @@ class GitHubDocumentLoader:
     def _walk(
         self, repository: Repository, root_sha: str, prefix: str, recursive: bool, where: str
     ) -> list[_Entry]:
-        """The entries under ``prefix`` listed one folder per call (truncated trees only)."""
+        """The entries under ``prefix`` listed one folder per call (truncated trees only).
+
+        Bounded whatever the server sends: at most ``max_tree_requests`` listings and
+        ``max_tree_depth`` nested folders, and a folder whose tree sha is one of the
+        folders above it (a cycle) is refused. Equal shas elsewhere are not cycles: git
+        shares one tree between folders of equal content, each is listed.
+        """
+        full = repository.full_name
+        requests_made = 0
+
+        def listing(sha: str, folder: str) -> list[_Entry]:
+            nonlocal requests_made
+            requests_made += 1
+            if requests_made > self.max_tree_requests:
+                raise DocumentLoadError(
+                    f"{full}: the truncated tree needs more than max_tree_requests="
+                    f"{self.max_tree_requests} folder listings (stopped at {folder or '/'!r}); "
+                    "raise max_tree_requests or load a sub-path"
+                )
+            tree = self._call(lambda: repository.get_git_tree(sha), where, where)
+            return _entries(tree, folder)
+
         sha, base = root_sha, ""
         for part in prefix.split("/") if prefix else []:
-            listing = self._call(lambda s=sha: repository.get_git_tree(s), where, where)  # type: ignore[misc]
             wanted = f"{base}/{part}" if base else part
-            match = next((e for e in _entries(listing, base) if e.path == wanted), None)
+            match = next((e for e in listing(sha, base) if e.path == wanted), None)
             if match is None:
                 return []
             if match.type != "tree":
                 return [match]
             sha, base = match.sha, match.path
         found: list[_Entry] = []
-        pending = [(sha, base)]
+        pending = [(sha, base, frozenset({sha}))]  # a folder, and its tree and those above
         while pending:
-            sha, base = pending.pop()
-            listing = self._call(lambda s=sha: repository.get_git_tree(s), where, where)  # type: ignore[misc]
-            for entry in _entries(listing, base):
+            sha, base, above = pending.pop()
+            for entry in listing(sha, base):
                 found.append(entry)
-                if entry.type == "tree" and recursive:
-                    pending.append((entry.sha, entry.path))
+                if entry.type != "tree" or not recursive:
+                    continue
+                if entry.sha in above:
+                    raise DocumentLoadError(
+                        f"{full}: folder {entry.path!r} is tree {entry.sha}, a folder that "
+                        "contains it: a cycle no git repository can hold (a broken or "
+                        f"hostile server at {self.base_url})"
+                    )
+                if entry.path.count("/") + 1 > self.max_tree_depth:
+                    raise DocumentLoadError(
+                        f"{full}: folder {entry.path!r} is nested deeper than "
+                        f"max_tree_depth={self.max_tree_depth}; raise max_tree_depth to load it"
+                    )
+                pending.append((entry.sha, entry.path, above | {entry.sha}))
         return found
 
     def _content_bytes(self, repository: Repository, content: ContentFile, where: str) -> bytes:

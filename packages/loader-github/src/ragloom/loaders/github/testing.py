@@ -25,7 +25,9 @@ tests validate every answer against it). Object ids are real git ids: a blob's s
 ``basic-error`` bodies: 404 ``Not Found`` (or ``No commit found for the ref ...``), 401
 ``Bad credentials`` for a wrong token. Every answer carries the ``x-ratelimit-*``
 headers; when ``remaining`` reaches 0, requests get GitHub's 403 ``API rate limit
-exceeded`` until the reset time, then the window starts again. ``script(...)`` queues
+exceeded`` until the reset time, then the window starts again. ``loop_tree(...)``
+makes a folder list itself as a subfolder (a cycle no git repository can hold: a
+broken or hostile server). ``script(...)`` queues
 answers (status, headers, message) that the next requests get instead. ``drip(...)``
 makes the answers to some paths arrive slowly, a few bytes at a time (a server or proxy
 dribbling a body). Every request is recorded in ``requests``.
@@ -174,6 +176,7 @@ class GitHubWireServer:
         self.requests: list[Recorded] = []
         self._script: deque[ScriptedAnswer] = deque()
         self._drips: dict[str, Drip] = {}
+        self._loops: dict[tuple[str, str], list[tuple[str, str]]] = {}
         self._stopping = threading.Event()
         self._lock = threading.RLock()
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
@@ -245,6 +248,13 @@ class GitHubWireServer:
         with self._lock:
             self.remaining = 0
             self.reset_at = int(time.time() + reset_in)
+
+    def loop_tree(self, owner: str, name: str, path: str, *, entry: str = "loop") -> None:
+        """Make the folder ``path`` of the default branch list itself as its subfolder
+        ``entry`` (the same tree sha): walking it folder by folder never ends."""
+        with self._lock:
+            key = (owner.lower(), name.lower())
+            self._loops.setdefault(key, []).append((path.strip("/"), entry))
 
     def script(self, *answers: ScriptedAnswer) -> None:
         """Queue answers that the next requests get instead of the normal ones."""
@@ -337,6 +347,12 @@ class GitHubWireServer:
     def _objects(self, repository: FixtureRepository) -> tuple[_Objects, dict[str, str]]:
         objects = _Objects()
         roots = {branch: objects.tree_of(files) for branch, files in repository.branches.items()}
+        key = (repository.owner.lower(), repository.name.lower())
+        for path, entry in self._loops.get(key, []):
+            sha = roots[repository.default_branch]
+            for part in path.split("/") if path else []:
+                sha = next(e.sha for e in objects.trees[sha] if e.name == part)
+            objects.trees[sha].append(_TreeEntry(entry, "040000", "tree", sha, None))
         return objects, roots
 
     def _tree(self, repository: FixtureRepository, ref: str, recursive: str) -> tuple[int, Any]:
@@ -346,7 +362,7 @@ class GitHubWireServer:
             return 404, _error("Not Found", 404, f"{DOCS}/git/trees#get-a-tree")
         listed: list[dict[str, Any]] = []
         pending = [(sha, "")]
-        while pending:
+        while pending and len(listed) <= self.tree_limit:  # a looped tree never ends
             tree_sha, base = pending.pop(0)
             for entry in objects.trees[tree_sha]:
                 full = f"{base}{entry.name}"
