@@ -51,6 +51,7 @@ def _pages(secret: str) -> dict[str, str]:
         f"<img src='{secret}/img'><script src='{secret}/script.js'></script>"
         f"<iframe src='{secret}/frame'></iframe><link rel='stylesheet' href='{secret}/css'>"
         f"<img src='/to?{secret}/redirected-img'><img src='/pixel'>"
+        f"<img src='{secret.replace('http', 'https')}/tls-img'>"
         "<script>addEventListener('load', () => {"
         f" const xhr = new Promise(done => {{ const r = new XMLHttpRequest();"
         f" r.onloadend = done; r.open('GET', '{secret}/xhr'); r.send(); }});"
@@ -109,11 +110,21 @@ class _Handler(BaseHTTPRequestHandler):
         pass
 
 
+class _RecordingServer(ThreadingHTTPServer):
+    """Records every connection, also those that never become an HTTP request (TLS)."""
+
+    site: Site
+
+    def verify_request(self, request: Any, client_address: Any) -> bool:
+        self.site.hits.append(f"connection from {client_address[0]}")
+        return True
+
+
 def _serve(host: str, port: int, pages: dict[str, str]) -> Site:
-    server = ThreadingHTTPServer((host, port), _Handler)
+    server = _RecordingServer((host, port), _Handler)
     server.daemon_threads = True
     site = Site(server)
-    server.site = site  # type: ignore[attr-defined]
+    server.site = site
     server.pages = pages  # type: ignore[attr-defined]
     threading.Thread(
         target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
@@ -207,10 +218,11 @@ def test_internal_urls_are_refused_before_a_browser_starts(sites: Sites, url: st
     url = url.format(port=sites.port)
     hits = len(sites.secret.hits)
     loader = SeleniumDocumentLoader(egress=EgressPolicy(resolver=Resolver()))
-    with loader, pytest.raises(EgressRefusedError, match="refused by the egress policy") as error:
+    with pytest.raises(EgressRefusedError, match="refused by the egress policy") as error:
         loader.load(url)
     assert url in str(error.value)
-    assert loader._driver is None
+    assert loader._driver is None  # refused before a browser was started
+    loader.close()
     assert len(sites.secret.hits) == hits
 
 

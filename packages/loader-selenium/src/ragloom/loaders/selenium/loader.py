@@ -292,6 +292,7 @@ class SeleniumDocumentLoader:
         self.egress = egress
         self._browser = None if driver is None else _Browser(driver)
         self._own = driver is None
+        self._lock = threading.Lock()
         self._broken = False
         self._closed = False
 
@@ -324,6 +325,12 @@ class SeleniumDocumentLoader:
         return self._session().driver
 
     def _session(self) -> _Browser:
+        self._check_open()
+        if self._browser is None:
+            self._browser = _Browser.start(self.egress, self.timeout)
+        return self._browser
+
+    def _check_open(self) -> None:
         if self._closed:
             raise DocumentLoadError("this SeleniumDocumentLoader is closed; create a new one")
         if self._broken:
@@ -331,9 +338,6 @@ class SeleniumDocumentLoader:
                 "the WebDriver passed to this loader stopped answering during an earlier "
                 "load and was quit; create a new loader"
             )
-        if self._browser is None:
-            self._browser = _Browser.start(self.egress, self.timeout)
-        return self._browser
 
     def load(self, url: str, *, wait_for: WaitCondition | None = None) -> Document:
         """Render ``url`` (http or https) and return the page, all within ``timeout``
@@ -343,15 +347,17 @@ class SeleniumDocumentLoader:
             raise DocumentLoadError(f"{url!r}: only http and https URLs are supported")
         _check_wait(wait_for)
         deadline = time.monotonic() + self.timeout
-        self._session()  # closed or broken: say so before any network work
+        self._check_open()  # closed or broken: say so before any network work
         self._check_egress(url, url, deadline)
         condition = wait_for if wait_for is not None else self.wait_for
+        browser = self._session()
         try:
             return _within(
-                lambda: self._load(url, condition, deadline), self._left(deadline) + GRACE
+                lambda: self._load(browser, url, condition, deadline),
+                self._left(deadline) + GRACE,
             )
         except TimeoutError as exc:
-            self._abandon()
+            self._abandon(browser)
             raise DocumentLoadError(
                 f"{url}: the page did not finish within {self.timeout:g} s and the browser "
                 "stopped answering; it was shut down (the next load starts a new one)"
@@ -391,9 +397,10 @@ class SeleniumDocumentLoader:
         except OSError as exc:  # TimeoutError included
             raise DocumentLoadError(f"{target}: cannot load: {exc}") from exc
 
-    def _load(self, url: str, condition: WaitCondition | None, deadline: float) -> Document:
+    def _load(
+        self, browser: _Browser, url: str, condition: WaitCondition | None, deadline: float
+    ) -> Document:
         """The page, or its error after resetting the tab (runs under the watchdog)."""
-        browser = self._session()
         try:
             document = self._read_page(browser.driver, url, condition, deadline)
         except BaseException:
@@ -455,14 +462,17 @@ class SeleniumDocumentLoader:
                 driver.get("about:blank")
         except WebDriverException as exc:
             logger.warning("resetting the browser failed (%s); starting a new one", exc)
-            self._abandon()
+            self._abandon(browser)
 
-    def _abandon(self) -> None:
+    def _abandon(self, browser: _Browser) -> None:
         """Drop a browser that does not answer: kill the loader's own one (the next
-        load starts another), quit a passed one in the background and refuse to go on."""
-        browser, self._browser = self._browser, None
-        if browser is None:
-            return
+        load starts another), quit a passed one in the background and refuse to go on.
+        Only while it is still the current one: a late watchdog worker must not end
+        the browser that the next load started."""
+        with self._lock:
+            if self._browser is not browser:
+                return
+            self._browser = None
         if self._own:
             browser.kill()
         else:
