@@ -40,6 +40,17 @@ from ragloom.core.retrieval_augmentor import (
 )
 from ragloom.core.retrievers.base import ContentRetriever
 
+__all__ = [
+    "Result",
+    "OnRetrieved",
+    "OnPartialResponse",
+    "OnComplete",
+    "OnError",
+    "RagAssistant",
+    "TokenStream",
+    "AsyncTokenStream",
+]
+
 
 @dataclass(frozen=True, slots=True)
 class Result:

@@ -8,6 +8,14 @@ from typing import Any
 
 from ragloom.core.document import TextSegment
 
+__all__ = [
+    "SCORE",
+    "EMBEDDING_ID",
+    "SEGMENT_ID",
+    "RERANKED_SCORE",
+    "Content",
+]
+
 # Keys of Content.metadata, as in the spec's ContentMetadata.
 SCORE = "score"
 EMBEDDING_ID = "embedding_id"

@@ -19,6 +19,14 @@ from ragloom.core.fusion import reciprocal_rank_fusion
 from ragloom.core.query import Query
 from ragloom.core.scoring import ScoringModel
 
+__all__ = [
+    "QueryToContents",
+    "QuerySelector",
+    "ContentAggregator",
+    "DefaultContentAggregator",
+    "ReRankingContentAggregator",
+]
+
 QueryToContents: TypeAlias = Mapping[Query, Sequence[Sequence[Content]]]
 """Each query with the ranked list of every retriever it was routed to."""
 QuerySelector: TypeAlias = Callable[[QueryToContents], Query]

@@ -10,6 +10,12 @@ from ragloom.core.content import Content
 from ragloom.core.errors import InvalidArgumentTypeError
 from ragloom.core.prompt_template import PromptTemplate
 
+__all__ = [
+    "ContentInjector",
+    "DEFAULT_INJECTION_TEMPLATE",
+    "DefaultContentInjector",
+]
+
 
 @runtime_checkable
 class ContentInjector(Protocol):

@@ -8,6 +8,17 @@ from typing import Any
 from ragloom.core.errors import InvalidArgumentTypeError
 from ragloom.core.metadata import Metadata, MetadataValue, as_metadata, validated_dict
 
+__all__ = [
+    "FILE_NAME",
+    "ABSOLUTE_DIRECTORY_PATH",
+    "URL",
+    "INDEX",
+    "START",
+    "END",
+    "Document",
+    "TextSegment",
+]
+
 # Metadata keys that loaders and splitters write, named once here.
 FILE_NAME = "file_name"
 ABSOLUTE_DIRECTORY_PATH = "absolute_directory_path"

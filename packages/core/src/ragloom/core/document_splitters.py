@@ -5,6 +5,10 @@ from __future__ import annotations
 from ragloom.core.splitters import DocumentSplitter, RecursiveDocumentSplitter
 from ragloom.core.tokenizer import Tokenizer
 
+__all__ = [
+    "recursive",
+]
+
 
 def recursive(
     max_segment_size: int, max_overlap: int = 0, tokenizer: Tokenizer | None = None

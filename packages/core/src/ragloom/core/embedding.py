@@ -22,6 +22,16 @@ from ragloom.core.errors import (
     InvalidArgumentTypeError,
 )
 
+__all__ = [
+    "FloatVector",
+    "Embedding",
+    "relevance_score",
+    "TokenUsage",
+    "EmbeddingResult",
+    "EmbeddingModel",
+    "text_of",
+]
+
 FloatVector = npt.NDArray[np.float32]
 
 

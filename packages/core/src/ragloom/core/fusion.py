@@ -17,6 +17,15 @@ from ragloom.core.document import END, INDEX, START
 from ragloom.core.errors import InvalidArgumentError
 from ragloom.core.ingestor import DOCUMENT_ID, DOCUMENT_VERSION
 
+__all__ = [
+    "RRF_K",
+    "content_key",
+    "Key",
+    "fuse_reciprocal_ranks",
+    "fuse_weighted_scores",
+    "reciprocal_rank_fusion",
+]
+
 RRF_K = 60
 _BOOKKEEPING = frozenset({DOCUMENT_ID, DOCUMENT_VERSION, INDEX, START, END})
 

@@ -39,6 +39,17 @@ from ragloom.core.splitters.base import DocumentSplitter
 from ragloom.core.stores.base import EmbeddingStore
 from ragloom.core.transformers import DocumentTransformer, TextSegmentTransformer
 
+__all__ = [
+    "DOCUMENT_ID",
+    "DOCUMENT_VERSION",
+    "document_identity",
+    "document_version",
+    "segment_id",
+    "DocumentOutcome",
+    "IngestionResult",
+    "EmbeddingStoreIngestor",
+]
+
 DOCUMENT_ID = "document_id"
 DOCUMENT_VERSION = "document_version"
 _ID_NAMESPACE = uuid.UUID("5b0c6e0e-3f1a-4d8e-9c43-6f0e2a7d9a11")

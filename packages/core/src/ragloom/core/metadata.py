@@ -12,6 +12,16 @@ from typing import Any, TypeVar, overload
 
 from ragloom.core.errors import InvalidMetadataError
 
+__all__ = [
+    "MetadataValue",
+    "ALLOWED_TYPES",
+    "validate_key",
+    "validate_value",
+    "validated_dict",
+    "Metadata",
+    "as_metadata",
+]
+
 MetadataValue = str | int | float | bool | uuid.UUID
 ALLOWED_TYPES: tuple[type, ...] = (str, bool, int, float, uuid.UUID)
 _EXACT_TYPES = frozenset(ALLOWED_TYPES)

@@ -24,6 +24,32 @@ from typing import Any, TypeVar, cast
 
 from ragloom.core.errors import PluginError
 
+__all__ = [
+    "DOCUMENT_PARSERS",
+    "DOCUMENT_SPLITTERS",
+    "EMBEDDING_MODELS",
+    "CHAT_MODELS",
+    "SCORING_MODELS",
+    "EMBEDDING_STORES",
+    "DOCUMENT_LOADERS",
+    "DOCUMENT_TRANSFORMERS",
+    "CONTENT_RETRIEVERS",
+    "WEB_SEARCH_ENGINES",
+    "EMBEDDING_STORE_INGESTORS",
+    "DEFAULT_GROUPS",
+    "COMPONENT_GROUPS",
+    "GROUPS",
+    "PROVIDERS",
+    "install_hint",
+    "env_var",
+    "providers",
+    "refresh",
+    "load",
+    "component",
+    "create",
+    "load_default",
+]
+
 T = TypeVar("T")
 
 DOCUMENT_PARSERS = "ragloom.document_parsers"

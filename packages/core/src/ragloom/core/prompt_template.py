@@ -14,6 +14,10 @@ from collections.abc import Iterable
 
 from ragloom.core.errors import InvalidArgumentTypeError, PromptTemplateError
 
+__all__ = [
+    "PromptTemplate",
+]
+
 _FORMATTER = string.Formatter()
 
 

@@ -8,6 +8,11 @@ from dataclasses import dataclass, field
 from ragloom.core.chat.messages import ChatMessage, UserMessage
 from ragloom.core.errors import InvalidArgumentTypeError
 
+__all__ = [
+    "QueryMetadata",
+    "Query",
+]
+
 
 @dataclass(frozen=True, slots=True)
 class QueryMetadata:

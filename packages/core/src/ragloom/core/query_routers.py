@@ -20,6 +20,14 @@ from ragloom.core.prompt_template import PromptTemplate
 from ragloom.core.query import Query
 from ragloom.core.retrievers.base import ContentRetriever
 
+__all__ = [
+    "QueryRouter",
+    "DefaultQueryRouter",
+    "FallbackStrategy",
+    "ROUTING_PROMPT_TEMPLATE",
+    "LanguageModelQueryRouter",
+]
+
 _log = logging.getLogger(__name__)
 
 R = TypeVar("R", bound=ContentRetriever)

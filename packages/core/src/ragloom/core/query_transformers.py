@@ -18,6 +18,16 @@ from ragloom.core.errors import InvalidArgumentError
 from ragloom.core.prompt_template import PromptTemplate
 from ragloom.core.query import Query
 
+__all__ = [
+    "QueryTransformer",
+    "DefaultQueryTransformer",
+    "COMPRESSING_PROMPT_TEMPLATE",
+    "CompressingQueryTransformer",
+    "format_conversation",
+    "EXPANDING_PROMPT_TEMPLATE",
+    "ExpandingQueryTransformer",
+]
+
 
 @runtime_checkable
 class QueryTransformer(Protocol):

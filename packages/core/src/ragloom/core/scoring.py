@@ -14,6 +14,11 @@ from ragloom.core.document import TextSegment
 from ragloom.core.embedding import TokenUsage
 from ragloom.core.errors import RetrievalError
 
+__all__ = [
+    "ScoringResult",
+    "ScoringModel",
+]
+
 
 @dataclass(frozen=True, slots=True)
 class ScoringResult:

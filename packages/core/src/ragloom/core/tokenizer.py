@@ -20,6 +20,12 @@ import re
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, Protocol, runtime_checkable
 
+__all__ = [
+    "Tokenizer",
+    "count_tokens_batch",
+    "HuggingFaceTokenizer",
+]
+
 
 @runtime_checkable
 class Tokenizer(Protocol):

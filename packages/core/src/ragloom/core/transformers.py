@@ -11,6 +11,11 @@ from typing import Protocol, runtime_checkable
 
 from ragloom.core.document import Document, TextSegment
 
+__all__ = [
+    "DocumentTransformer",
+    "TextSegmentTransformer",
+]
+
 
 @runtime_checkable
 class DocumentTransformer(Protocol):

@@ -18,6 +18,14 @@ from ragloom.core import (
 )
 from ragloom.easy_rag.extractive import ExtractiveAssistant
 
+__all__ = [
+    "CHAT_ENV_VARS",
+    "MEMORY_WINDOW",
+    "load_documents",
+    "chat_model_from_env",
+    "create_assistant",
+]
+
 CHAT_ENV_VARS = (
     "RAGLOOM_CHAT_BASE_URL",
     "RAGLOOM_CHAT_MODEL_NAME",

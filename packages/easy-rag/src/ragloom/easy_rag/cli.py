@@ -44,6 +44,21 @@ from ragloom.easy_rag.index import DEFAULT_LOCK_WAIT, IngestReport, RagIndex
 from ragloom.easy_rag.plugin_status import format_status, plugin_status
 from ragloom.easy_rag.progress import BarProgress, terminal_progress
 
+__all__ = [
+    "DEFAULT_INDEX",
+    "UsageError",
+    "SHOWN_WARNINGS",
+    "cmd_ingest",
+    "SCALES",
+    "MinScoreRetriever",
+    "cmd_query",
+    "cmd_ask",
+    "cmd_plugins",
+    "build_parser",
+    "EVAL_DEFAULTS",
+    "main",
+]
+
 EXIT_PARTIAL, EXIT_USAGE, EXIT_INDEX, EXIT_EMPTY, EXIT_IO = 1, 2, 3, 4, 5
 EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_BROKEN_PIPE = 70, 130, 141
 DEFAULT_INDEX = ".ragloom-index"

@@ -20,6 +20,17 @@ from ragloom.core.retrievers.hybrid import HybridContentRetriever
 from ragloom.core.splitters.base import DocumentSplitter
 from ragloom.embeddings.onnx import AllMiniLmL6V2Tokenizer
 
+__all__ = [
+    "MODEL_WINDOW_TOKENS",
+    "SPECIAL_TOKENS",
+    "MAX_SEGMENT_TOKENS",
+    "MAX_OVERLAP_TOKENS",
+    "HYBRID_CANDIDATES",
+    "default_document_splitter",
+    "hybrid_candidates",
+    "default_hybrid_retriever",
+]
+
 MODEL_WINDOW_TOKENS = 256
 SPECIAL_TOKENS = 2  # [CLS] and [SEP]
 MAX_SEGMENT_TOKENS = MODEL_WINDOW_TOKENS - SPECIAL_TOKENS

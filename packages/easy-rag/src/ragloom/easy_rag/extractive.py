@@ -9,6 +9,12 @@ from ragloom.core.assistant import Result
 from ragloom.core.chat.messages import UserMessage
 from ragloom.core.errors import InvalidArgumentError
 
+__all__ = [
+    "NO_CHAT_MODEL",
+    "describe_source",
+    "ExtractiveAssistant",
+]
+
 NO_CHAT_MODEL = (
     "No chat model is configured (set RAGLOOM_CHAT_BASE_URL and RAGLOOM_CHAT_MODEL_NAME, or "
     "OPENAI_API_KEY), so here are the most relevant passages from your documents:"

@@ -44,6 +44,20 @@ from ragloom.core.progress import ProgressCallback
 from ragloom.easy_rag.progress import captured_warnings
 from ragloom.easy_rag.selection import select_files
 
+__all__ = [
+    "FORMAT",
+    "VERSION",
+    "MANIFEST",
+    "STORE",
+    "KEYWORDS",
+    "LOCK",
+    "DEFAULT_LOCK_WAIT",
+    "READER_PACKAGES",
+    "IngestReport",
+    "KeywordMirroredStore",
+    "RagIndex",
+]
+
 FORMAT = "ragloom-easy-rag-index"
 VERSION = 1
 MANIFEST = "files.json"

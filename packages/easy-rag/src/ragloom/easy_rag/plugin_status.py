@@ -28,6 +28,15 @@ from ragloom.core import PluginError, plugins
 from ragloom.core.parsers.dispatch import DispatchingDocumentParser
 from ragloom.easy_rag.assistant import CHAT_ENV_VARS
 
+__all__ = [
+    "GROUPS",
+    "OPTIONAL",
+    "Provider",
+    "Group",
+    "plugin_status",
+    "format_status",
+]
+
 GROUPS = plugins.GROUPS
 OPTIONAL = frozenset({plugins.CHAT_MODELS, plugins.SCORING_MODELS})
 OK, BROKEN, NOT_CONFIGURED = "ok", "broken", "not configured"

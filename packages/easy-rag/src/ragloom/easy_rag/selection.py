@@ -17,6 +17,12 @@ from pathlib import Path
 
 from pathspec import GitIgnoreSpec
 
+__all__ = [
+    "SKIPPED_DIRECTORIES",
+    "GITIGNORE",
+    "select_files",
+]
+
 SKIPPED_DIRECTORIES = frozenset({"node_modules", "__pycache__"})
 GITIGNORE = ".gitignore"
 

@@ -13,6 +13,18 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+__all__ = [
+    "Ints",
+    "Rows",
+    "Freqs",
+    "Mask",
+    "Postings",
+    "build",
+    "merge",
+    "compact",
+    "empty",
+]
+
 Ints = npt.NDArray[np.int64]
 Rows = npt.NDArray[np.int32]
 Freqs = npt.NDArray[np.float32]

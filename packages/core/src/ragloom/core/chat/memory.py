@@ -15,6 +15,15 @@ from typing import Protocol, runtime_checkable
 from ragloom.core.chat.messages import ChatMessage, SystemMessage
 from ragloom.core.errors import InvalidArgumentError, InvalidArgumentTypeError
 
+__all__ = [
+    "DEFAULT_MEMORY_ID",
+    "ChatMemoryStore",
+    "InMemoryChatMemoryStore",
+    "ChatMemory",
+    "ChatMemoryProvider",
+    "MessageWindowChatMemory",
+]
+
 DEFAULT_MEMORY_ID = "default"
 """The memory id used when the caller gives none (as in the spec)."""
 

@@ -15,6 +15,14 @@ from typing import Any, ClassVar, Literal
 
 from ragloom.core.errors import InvalidArgumentError, InvalidArgumentTypeError
 
+__all__ = [
+    "Role",
+    "ChatMessage",
+    "SystemMessage",
+    "UserMessage",
+    "AiMessage",
+]
+
 Role = Literal["system", "user", "assistant"]
 
 

@@ -31,6 +31,14 @@ from ragloom.core.chat.messages import AiMessage, ChatMessage
 from ragloom.core.embedding import TokenUsage
 from ragloom.core.errors import ChatModelError, InvalidArgumentTypeError, RagloomError
 
+__all__ = [
+    "FinishReason",
+    "ChatResponse",
+    "ChatStream",
+    "AsyncChatStream",
+    "ChatModel",
+]
+
 
 class FinishReason(enum.StrEnum):
     """Why the model stopped generating (the spec's ``FinishReason``)."""

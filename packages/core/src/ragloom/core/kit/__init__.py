@@ -2,3 +2,5 @@
 
 Import the modules themselves (``ragloom.core.kit.egress``); this package imports nothing.
 """
+
+__all__: list[str] = []

@@ -62,6 +62,31 @@ from ragloom.core.loaders.default_parser import default_document_parser
 from ragloom.core.loaders.result import LoadedDocuments, LoadFailure
 from ragloom.core.parsers.base import DocumentParser
 
+__all__ = [
+    "BUCKET",
+    "KEY",
+    "SIZE",
+    "ETAG",
+    "VERSION",
+    "CONTENT_TYPE",
+    "LAST_MODIFIED",
+    "DEFAULT_MAX_OBJECT_SIZE",
+    "DEFAULT_CONCURRENCY",
+    "DEFAULT_TIMEOUT",
+    "CLIENT_ATTEMPTS",
+    "attempt_timeout",
+    "ObjectStoreErrorKind",
+    "ObjectInfo",
+    "ObjectBody",
+    "ObjectStore",
+    "LoadedObjects",
+    "normalize_etag",
+    "object_metadata",
+    "glob_matches",
+    "check_timeout",
+    "ObjectStoreDocumentLoader",
+]
+
 logger = logging.getLogger(__name__)
 
 BUCKET = "bucket"

@@ -10,6 +10,10 @@ from ragloom.core.parsers.base import DocumentParser
 from ragloom.core.parsers.dispatch import DispatchingDocumentParser
 from ragloom.core.parsers.text import TextDocumentParser
 
+__all__ = [
+    "default_document_parser",
+]
+
 # (environment choice, charset) -> (the discovery it was built from, the dispatcher).
 # Reusing the dispatcher keeps its parsers (and the auto parser's worker process) across
 # loader calls; a new discovery (plugins.refresh()) or environment builds a new one.

@@ -13,6 +13,10 @@ from ragloom.core.loaders.guard import parse_source
 from ragloom.core.loaders.result import LoadedDocuments, LoadFailure
 from ragloom.core.parsers.base import DocumentParser
 
+__all__ = [
+    "FileSystemDocumentLoader",
+]
+
 logger = logging.getLogger(__name__)
 
 

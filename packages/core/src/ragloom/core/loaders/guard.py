@@ -8,6 +8,10 @@ from ragloom.core.document import Document
 from ragloom.core.errors import DocumentParseError, RagloomError
 from ragloom.core.parsers.base import DocumentParser
 
+__all__ = [
+    "parse_source",
+]
+
 
 def parse_source(parser: DocumentParser, data: bytes | BinaryIO, source: str) -> Document:
     """``parser.parse(data, source=source)``; any non-ragloom exception (a parser bug,

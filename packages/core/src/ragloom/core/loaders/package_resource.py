@@ -18,6 +18,13 @@ from ragloom.core.loaders.guard import parse_source
 from ragloom.core.loaders.result import LoadedDocuments, LoadFailure
 from ragloom.core.parsers.base import DocumentParser
 
+__all__ = [
+    "PACKAGE",
+    "RESOURCE",
+    "PackageResourceDocumentLoader",
+    "ClassPathDocumentLoader",
+]
+
 logger = logging.getLogger(__name__)
 
 PACKAGE = "package"

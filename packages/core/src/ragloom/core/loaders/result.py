@@ -7,6 +7,11 @@ from dataclasses import dataclass
 from ragloom.core.document import Document
 from ragloom.core.errors import RagloomError
 
+__all__ = [
+    "LoadFailure",
+    "LoadedDocuments",
+]
+
 
 @dataclass(frozen=True, slots=True)
 class LoadFailure:

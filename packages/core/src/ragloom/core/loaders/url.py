@@ -13,6 +13,12 @@ from ragloom.core.loaders.default_parser import default_document_parser
 from ragloom.core.loaders.guard import parse_source
 from ragloom.core.parsers.base import DocumentParser
 
+__all__ = [
+    "DEFAULT_TIMEOUT",
+    "USER_AGENT",
+    "UrlDocumentLoader",
+]
+
 DEFAULT_TIMEOUT = 30.0
 USER_AGENT = "ragloom-url-loader/0.1"
 

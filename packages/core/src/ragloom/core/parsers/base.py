@@ -6,6 +6,12 @@ from typing import BinaryIO, Protocol, runtime_checkable
 
 from ragloom.core.document import Document
 
+__all__ = [
+    "DocumentParser",
+    "read_all",
+    "source_name",
+]
+
 
 @runtime_checkable
 class DocumentParser(Protocol):

@@ -9,6 +9,12 @@ from ragloom.core.document import Document
 from ragloom.core.errors import DocumentParseError, EmptyDocumentError
 from ragloom.core.parsers.base import read_all, source_name
 
+__all__ = [
+    "TextDocumentParser",
+    "check_charset",
+    "detect_charset",
+]
+
 _BOMS: tuple[tuple[bytes, str], ...] = (
     (codecs.BOM_UTF32_LE, "utf-32"),
     (codecs.BOM_UTF32_BE, "utf-32"),

@@ -7,6 +7,10 @@ from typing import Protocol, runtime_checkable
 from ragloom.core.content import Content
 from ragloom.core.query import Query
 
+__all__ = [
+    "ContentRetriever",
+]
+
 
 @runtime_checkable
 class ContentRetriever(Protocol):

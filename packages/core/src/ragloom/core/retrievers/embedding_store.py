@@ -18,6 +18,10 @@ from ragloom.core.stores.base import (
     EmbeddingStore,
 )
 
+__all__ = [
+    "EmbeddingStoreContentRetriever",
+]
+
 
 class EmbeddingStoreContentRetriever:
     """Embeds the query with ``embedding_model`` and searches ``embedding_store``.

@@ -32,6 +32,10 @@ from ragloom.core.splitters._tokens import verify
 from ragloom.core.splitters.base import DocumentSplitter
 from ragloom.core.tokenizer import Tokenizer, count_tokens_batch
 
+__all__ = [
+    "HierarchicalSplitter",
+]
+
 
 class HierarchicalSplitter:
     """Base of ragloom's splitters: units, greedy packing, sub-splitting, overlap.

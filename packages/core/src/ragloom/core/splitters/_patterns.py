@@ -11,6 +11,20 @@ from __future__ import annotations
 
 import re
 
+__all__ = [
+    "plain_breaks",
+    "PARAGRAPH_BREAK",
+    "LINE_BREAK",
+    "SPACE_RUN",
+    "NON_SPACE",
+    "WORD_START",
+    "JOINING",
+    "NEVER_FINAL",
+    "MAYBE_FINAL",
+    "SENTENCE_BOUNDARY",
+    "BOUNDARY_FIRST",
+]
+
 _BREAKS = "\n\r\x0b\x0c\x85\u2028\u2029"
 _OTHER_BREAKS = "\x0b\x0c\x85\u2028\u2029"
 

@@ -20,6 +20,20 @@ from ragloom.core.splitters._patterns import (
 )
 from ragloom.core.tokenizer import Tokenizer
 
+__all__ = [
+    "Span",
+    "Units",
+    "Source",
+    "units",
+    "sentence_units",
+    "trimmed",
+    "next_non_space",
+    "strip_end",
+    "cut_mid_word",
+    "overlap_start",
+    "sentence_start",
+]
+
 #: ``(start, end, size, head)``: a segment's span and size (chars, or estimated tokens);
 #: ``head`` is the part of ``size`` estimated for the overlap, or -1 when the rest is
 #: not an exact sum of unit counts (see ``Source.additive``).

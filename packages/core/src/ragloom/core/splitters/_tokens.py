@@ -15,6 +15,13 @@ from ragloom.core.splitters._patterns import SPACE_RUN, WORD_START
 from ragloom.core.splitters._text import Span, next_non_space, strip_end
 from ragloom.core.tokenizer import Tokenizer, count_tokens_batch
 
+__all__ = [
+    "Counter",
+    "largest_fit",
+    "verify",
+    "exact_split",
+]
+
 Counter = Callable[[str], int]
 
 

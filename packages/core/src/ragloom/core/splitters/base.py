@@ -7,6 +7,10 @@ from typing import Protocol, runtime_checkable
 
 from ragloom.core.document import Document, TextSegment
 
+__all__ = [
+    "DocumentSplitter",
+]
+
 
 @runtime_checkable
 class DocumentSplitter(Protocol):

@@ -6,6 +6,10 @@ from ragloom.core.splitters._hierarchical import HierarchicalSplitter
 from ragloom.core.splitters._text import Source, Span, next_non_space, strip_end
 from ragloom.core.splitters._tokens import largest_fit
 
+__all__ = [
+    "DocumentByCharacterSplitter",
+]
+
 # Initial guess of characters per token, before a segment has been measured.
 _CHARS_PER_TOKEN = 4.0
 

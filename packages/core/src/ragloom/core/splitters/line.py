@@ -8,6 +8,10 @@ from ragloom.core.splitters._text import Source, units
 from ragloom.core.splitters.base import DocumentSplitter
 from ragloom.core.splitters.sentence import DocumentBySentenceSplitter
 
+__all__ = [
+    "DocumentByLineSplitter",
+]
+
 
 class DocumentByLineSplitter(HierarchicalSplitter):
     """Packs as many lines as fit into each segment (blank lines are skipped); a line too

@@ -8,6 +8,10 @@ from ragloom.core.splitters._text import Source, units
 from ragloom.core.splitters.base import DocumentSplitter
 from ragloom.core.splitters.sentence import DocumentBySentenceSplitter
 
+__all__ = [
+    "DocumentByParagraphSplitter",
+]
+
 
 class DocumentByParagraphSplitter(HierarchicalSplitter):
     """Packs as many paragraphs as fit into each segment; paragraphs are separated by two

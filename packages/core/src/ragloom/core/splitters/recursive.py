@@ -6,6 +6,10 @@ from ragloom.core.splitters.line import DocumentByLineSplitter
 from ragloom.core.splitters.paragraph import DocumentByParagraphSplitter
 from ragloom.core.tokenizer import Tokenizer
 
+__all__ = [
+    "RecursiveDocumentSplitter",
+]
+
 
 class RecursiveDocumentSplitter(DocumentByParagraphSplitter):
     """The spec's ``DocumentSplitters.recursive``: packs paragraphs; a paragraph too big

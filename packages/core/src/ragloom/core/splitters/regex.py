@@ -11,6 +11,10 @@ from ragloom.core.splitters.base import DocumentSplitter
 from ragloom.core.splitters.sentence import DocumentBySentenceSplitter
 from ragloom.core.tokenizer import Tokenizer
 
+__all__ = [
+    "DocumentByRegexSplitter",
+]
+
 
 class DocumentByRegexSplitter(HierarchicalSplitter):
     """Packs as many pieces as fit into each segment, pieces being the text between

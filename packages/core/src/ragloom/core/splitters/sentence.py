@@ -30,6 +30,10 @@ from ragloom.core.splitters._text import Source, sentence_units
 from ragloom.core.splitters.base import DocumentSplitter
 from ragloom.core.splitters.word import DocumentByWordSplitter
 
+__all__ = [
+    "DocumentBySentenceSplitter",
+]
+
 
 class DocumentBySentenceSplitter(HierarchicalSplitter):
     """Packs as many sentences as fit into each segment; a sentence too long for a

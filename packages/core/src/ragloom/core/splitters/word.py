@@ -8,6 +8,10 @@ from ragloom.core.splitters._text import Source, units
 from ragloom.core.splitters.base import DocumentSplitter
 from ragloom.core.splitters.character import DocumentByCharacterSplitter
 
+__all__ = [
+    "DocumentByWordSplitter",
+]
+
 
 class DocumentByWordSplitter(HierarchicalSplitter):
     """Packs as many words (runs of non-whitespace) as fit into each segment; a word too

@@ -18,6 +18,11 @@ from ragloom.core.stores.filter_mask import filter_mask
 from ragloom.core.stores.metadata_table import MetadataTable
 from ragloom.core.stores.validation import check_filter, validate_ids
 
+__all__ = [
+    "Positions",
+    "TombstonedRows",
+]
+
 Positions = npt.NDArray[np.intp]
 
 

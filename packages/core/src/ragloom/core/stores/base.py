@@ -30,6 +30,13 @@ from ragloom.core.stores.arguments import (
     validate_ids,
 )
 
+__all__ = [
+    "EmbeddingSearchRequest",
+    "EmbeddingMatch",
+    "EmbeddingSearchResult",
+    "EmbeddingStore",
+]
+
 
 @dataclass(frozen=True, slots=True, init=False)
 class EmbeddingSearchRequest:

@@ -35,6 +35,11 @@ if TYPE_CHECKING:
     import onnxruntime  # type: ignore[import-untyped]
     from tokenizers import Encoding, Tokenizer
 
+__all__ = [
+    "Pooling",
+    "OnnxEmbeddingModel",
+]
+
 Pooling = Literal["mean", "cls"]
 
 _SUPPORTED_INPUTS = ("input_ids", "attention_mask", "token_type_ids")

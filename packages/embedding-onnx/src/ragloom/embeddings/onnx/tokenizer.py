@@ -13,6 +13,11 @@ from ragloom.embeddings.onnx.errors import EmbeddingModelError
 if TYPE_CHECKING:
     from tokenizers import Tokenizer
 
+__all__ = [
+    "load_tokenizer",
+    "AllMiniLmL6V2Tokenizer",
+]
+
 
 def load_tokenizer(path: str | os.PathLike[str]) -> Tokenizer:
     """Load a ``tokenizer.json`` with padding and truncation switched off."""

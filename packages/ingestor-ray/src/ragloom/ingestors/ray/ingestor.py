@@ -40,6 +40,14 @@ from ragloom.core.splitters.base import DocumentSplitter
 from ragloom.core.stores.base import EmbeddingStore
 from ragloom.core.transformers import DocumentTransformer, TextSegmentTransformer
 
+__all__ = [
+    "EmbeddingModelFactory",
+    "EmbeddingStoreFactory",
+    "Plan",
+    "default_embedding_model",
+    "RayIngestor",
+]
+
 EmbeddingModelFactory = Callable[[], EmbeddingModel]
 """Builds the embedding model inside an actor (called once per actor)."""
 EmbeddingStoreFactory = Callable[[], EmbeddingStore]

@@ -42,6 +42,14 @@ from ragloom.core.loaders.blob import (
     check_timeout,
 )
 
+__all__ = [
+    "CHUNK_SIZE",
+    "MAX_PAGE_SIZE",
+    "s3_error_kind",
+    "S3ObjectStore",
+    "AmazonS3DocumentLoader",
+]
+
 CHUNK_SIZE = 1024 * 1024
 MAX_PAGE_SIZE = 1000  # S3's own maximum for one ListObjectsV2 page
 

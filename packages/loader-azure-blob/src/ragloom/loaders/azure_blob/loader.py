@@ -44,6 +44,14 @@ from ragloom.core.loaders.blob import (
     check_timeout,
 )
 
+__all__ = [
+    "CONNECTION_STRING_VARIABLE",
+    "MAX_PAGE_SIZE",
+    "azure_error_kind",
+    "AzureBlobObjectStore",
+    "AzureBlobStorageDocumentLoader",
+]
+
 CONNECTION_STRING_VARIABLE = "AZURE_STORAGE_CONNECTION_STRING"
 MAX_PAGE_SIZE = 5000  # the service's maximum for one List Blobs page
 

@@ -40,6 +40,14 @@ from ragloom.core.loaders.blob import (
     check_timeout,
 )
 
+__all__ = [
+    "CHUNK_SIZE",
+    "MAX_PAGE_SIZE",
+    "gcs_error_kind",
+    "GcsObjectStore",
+    "GoogleCloudStorageDocumentLoader",
+]
+
 CHUNK_SIZE = 1024 * 1024
 MAX_PAGE_SIZE = 1000  # the JSON API's maximum for one objects.list page
 

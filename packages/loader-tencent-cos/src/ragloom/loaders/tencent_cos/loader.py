@@ -32,6 +32,16 @@ from ragloom.core.loaders.blob import (
     check_timeout,
 )
 
+__all__ = [
+    "CHUNK_SIZE",
+    "MAX_PAGE_SIZE",
+    "SECRET_ID_VARIABLE",
+    "SECRET_KEY_VARIABLE",
+    "cos_error_kind",
+    "CosObjectStore",
+    "TencentCosDocumentLoader",
+]
+
 CHUNK_SIZE = 1024 * 1024
 MAX_PAGE_SIZE = 1000
 SECRET_ID_VARIABLE = "TENCENTCLOUD_SECRET_ID"

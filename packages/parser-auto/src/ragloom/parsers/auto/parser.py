@@ -26,6 +26,14 @@ from ragloom.core.metadata import Metadata
 from ragloom.core.parsers.base import read_all, source_name
 from ragloom.parsers.auto import _worker
 
+__all__ = [
+    "MiB",
+    "ParseTimeoutError",
+    "DocumentTooLargeError",
+    "AutoDocumentParser",
+    "ApacheTikaDocumentParser",
+]
+
 MiB = 1024 * 1024
 _WORKER_SCRIPT = Path(_worker.__file__).resolve()
 

@@ -19,6 +19,16 @@ from ragloom.core.errors import (
 from ragloom.core.metadata import Metadata
 from ragloom.core.parsers.base import read_all, source_name
 
+__all__ = [
+    "WORD",
+    "EXCEL",
+    "POWERPOINT",
+    "EncryptedOfficeDocumentError",
+    "OfficeDocumentTooLargeError",
+    "MiB",
+    "OfficeDocumentParser",
+]
+
 WORD = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
 EXCEL = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
 POWERPOINT = "application/vnd.openxmlformats-officedocument.presentationml.presentation"

@@ -19,6 +19,16 @@ from ragloom.core.errors import (
 from ragloom.core.metadata import Metadata
 from ragloom.core.parsers.base import read_all, source_name
 
+__all__ = [
+    "PAGE_COUNT",
+    "PAGE_OFFSETS",
+    "PAGE_NUMBER",
+    "EncryptedPdfError",
+    "ScannedPdfError",
+    "PdfDocumentParser",
+    "page_number",
+]
+
 logger = logging.getLogger(__name__)
 
 PAGE_COUNT = "page_count"

@@ -26,6 +26,11 @@ import functools
 import re
 import string
 
+__all__ = [
+    "DEFAULT_MAX_ATTRIBUTES",
+    "limit_attributes",
+]
+
 DEFAULT_MAX_ATTRIBUTES = 1000
 # The tokenizer lowers ASCII letters only: "Ä" and "ä" stay two names.
 _ASCII_LOWER = str.maketrans(string.ascii_uppercase, string.ascii_lowercase)

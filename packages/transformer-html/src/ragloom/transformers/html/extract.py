@@ -10,6 +10,22 @@ from urllib.parse import urljoin, urlsplit
 if TYPE_CHECKING:
     from selectolax.lexbor import LexborHTMLParser, LexborNode
 
+__all__ = [
+    "SKIPPED",
+    "PARAGRAPHS",
+    "BLOCKS",
+    "LISTS",
+    "CELLS",
+    "DEFAULT_MAX_DEPTH",
+    "nesting_depth",
+    "render",
+    "NEVER",
+    "is_rendered",
+    "base_url",
+    "is_http_url",
+    "node_text",
+]
+
 # Never rendered as text.
 SKIPPED = frozenset(
     {

@@ -27,6 +27,12 @@ from ragloom.transformers.html.extract import (
     render,
 )
 
+__all__ = [
+    "HtmlToTextDocumentTransformer",
+    "HtmlDocumentParser",
+    "decode_html",
+]
+
 _META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9_.:-]+)""", re.I)
 _BOMS = (codecs.BOM_UTF8, codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)
 logger = logging.getLogger(__name__)
