@@ -349,3 +349,43 @@ def test_document_killing_its_worker_is_reported_after_max_retries(
     expected_result, expected = reference(good)
     assert result.ids == expected_result.ids
     assert_same_content(table_rows(pg_dsn, table_name), expected)
+
+
+class CrashingTransformer:
+    """A document transformer that ends its worker process (as a crashing native parser
+    would) on a document containing "CRASH"."""
+
+    def transform(self, document: Document) -> Document | None:
+        if "CRASH" in document.text:
+            os._exit(1)
+        return document
+
+    def transform_all(self, documents: Sequence[Document]) -> list[Document]:
+        return [d for d in documents if self.transform(d) is not None]
+
+
+def test_document_killing_its_split_worker_is_reported_others_written_once(
+    pg_dsn: str, table_name: str, tmp_path: Path
+) -> None:
+    """Ray redoes a lost split task without limit (the job never ended); the batch is
+    redone one document at a time and the killer reported after max_retries."""
+    documents = corpus(8)
+    documents[2] = Document("this one CRASH es the parser", {"document_id": "poison"})
+    crash_file = tmp_path / "crash.txt"
+    crash_file.write_text("a file that CRASH es the parser too.", encoding="utf-8")
+    result = ray_ingestor(
+        pg_dsn,
+        table_name,
+        document_transformer=CrashingTransformer(),
+        document_parser=TextDocumentParser(),
+        max_retries=1,
+    ).ingest([*documents, crash_file])
+
+    failed = {f.document_id: str(f.error) for f in result.failures}
+    assert set(failed) == {"poison", f"file:{crash_file}"}
+    for identity, error in failed.items():
+        assert error.startswith(f"{identity}: the worker process died 2 times while loading")
+    good = documents[:2] + documents[3:]
+    expected_result, expected = reference(good)
+    assert result.ids == expected_result.ids
+    assert_same_content(table_rows(pg_dsn, table_name), expected)

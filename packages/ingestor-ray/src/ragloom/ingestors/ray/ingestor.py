@@ -31,11 +31,11 @@ from ragloom.core.ingestor import (
     DocumentOutcome,
     EmbeddingStoreIngestor,
     IngestionResult,
-    ProgressCallback,
     document_identity,
 )
 from ragloom.core.loaders.file_system import FileSystemDocumentLoader
 from ragloom.core.parsers.base import DocumentParser
+from ragloom.core.progress import ProgressCallback
 from ragloom.core.splitters.base import DocumentSplitter
 from ragloom.core.stores.base import EmbeddingStore
 from ragloom.core.transformers import DocumentTransformer, TextSegmentTransformer
@@ -60,6 +60,11 @@ Plan = tuple[str, list[TextSegment] | RagloomError]
 def default_embedding_model() -> EmbeddingModel:
     """The installed default embedding model (core's plugin loader; e.g. embedding-onnx)."""
     return cast(EmbeddingModel, plugins.load_default(plugins.EMBEDDING_MODELS))
+
+
+def _input_identity(item: Document | str) -> str:
+    """The identity a document or a file path is reported (and stored) under."""
+    return f"file:{Path(item).absolute()}" if isinstance(item, str) else document_identity(item)
 
 
 def _error(identity: str, exc: BaseException) -> RagloomError:
@@ -95,7 +100,7 @@ class _Splitter(EmbeddingStoreIngestor):
             except PluginError:
                 raise  # a broken installation, not a bad file
             except Exception as exc:
-                return f"file:{Path(path).absolute()}", _error(path, exc)
+                return _input_identity(path), _error(path, exc)
         identity = document_identity(item)
         try:
             return identity, self.split_document(item, identity)
@@ -143,45 +148,101 @@ def _pack(values: Iterable[object]) -> np.ndarray[Any, np.dtype[np.object_]]:
     return column
 
 
-class _SplitStage:
-    """The Ray task function: rows of pickled inputs -> rows of pickled plans."""
-
-    def __init__(self, splitter: _Splitter) -> None:
-        self.splitter = splitter
-
-    def __call__(self, batch: dict[str, np.ndarray[Any, Any]]) -> dict[str, np.ndarray[Any, Any]]:
-        plans = [self.splitter.plan(pickle.loads(raw)) for raw in batch["item"]]
-        return {"position": batch["position"], "plan": _pack(plans)}
-
-
 @ray.remote(num_cpus=0)
 class _Attempts:
-    """Counts, per input position, the starts that never finished: a worker died on them.
+    """Counts, per key (a stage and an input position), the starts that never finished:
+    a worker died on them.
 
-    Ray Data restarts a lost actor and redoes its batch without limit; this ledger is
-    what bounds it, per document: see :meth:`_EmbedStage.__call__`.
+    Ray Data redoes the batch of a lost task or actor without limit; this ledger is what
+    bounds it, per document: see :class:`_Guard`.
     """
 
     def __init__(self) -> None:
-        self.unfinished: dict[int, int] = {}
+        self.unfinished: dict[str, int] = {}
 
-    def begin_batch(self, positions: list[int]) -> bool:
+    def begin_batch(self, keys: list[str]) -> bool:
         """Start a whole batch (True) unless a worker was lost on one of them (False)."""
-        if any(self.unfinished.get(p, 0) for p in positions):
+        if any(self.unfinished.get(k, 0) for k in keys):
             return False
-        for p in positions:
-            self.unfinished[p] = 1
+        for k in keys:
+            self.unfinished[k] = 1
         return True
 
-    def begin(self, position: int) -> int:
+    def begin(self, key: str) -> int:
         """Start one document; the number of earlier starts on it that never finished."""
-        lost = self.unfinished.get(position, 0)
-        self.unfinished[position] = lost + 1
+        lost = self.unfinished.get(key, 0)
+        self.unfinished[key] = lost + 1
         return lost
 
-    def end(self, positions: list[int]) -> None:
-        for p in positions:
-            self.unfinished[p] = 0
+    def end(self, keys: list[str]) -> None:
+        for k in keys:
+            self.unfinished[k] = 0
+
+
+class _Guard:
+    """Runs a stage's batch so that a document that kills its worker is isolated.
+
+    Normally the batch runs at once. When a worker died while holding one of its
+    documents, Ray redoes the batch: it then runs document by document, and a document
+    whose worker was lost more than ``max_retries`` times is reported as failed instead
+    of being tried again, so the others finish (each stored once: writes are by id).
+    """
+
+    def __init__(self, attempts: Any, stage: str, max_retries: int) -> None:
+        self.attempts = attempts
+        self.stage = stage
+        self.max_retries = max_retries
+
+    def run(
+        self,
+        positions: Sequence[int],
+        run: Callable[[list[int]], None],
+        died: Callable[[int, RagloomError], None],
+    ) -> None:
+        """``run(indices)`` on the batch's documents; ``died(index, error)`` for a
+        document given up on (indices into ``positions``)."""
+        keys = [f"{self.stage}:{p}" for p in positions]
+        if ray.get(self.attempts.begin_batch.remote(keys)):
+            run(list(range(len(keys))))
+            ray.get(self.attempts.end.remote(keys))
+            return
+        for index, key in enumerate(keys):
+            lost = ray.get(self.attempts.begin.remote(key))
+            if lost > self.max_retries:
+                died(index, self._died(lost))
+            else:
+                run([index])
+            ray.get(self.attempts.end.remote([key]))
+
+    def _died(self, lost: int) -> RagloomError:
+        return RagloomError(
+            f"the worker process died {lost} times while {self.stage} it "
+            f"(max_retries={self.max_retries}); the document was skipped"
+        )
+
+
+class _SplitStage:
+    """The Ray task function: rows of pickled inputs -> rows of pickled plans."""
+
+    def __init__(self, splitter: _Splitter, guard: _Guard) -> None:
+        self.splitter = splitter
+        self.guard = guard
+
+    def __call__(self, batch: dict[str, np.ndarray[Any, Any]]) -> dict[str, np.ndarray[Any, Any]]:
+        """Load and split the batch; a document that kills its worker (a parser or a
+        transformer that crashes the process) is isolated by the guard."""
+        items: list[Document | str] = [pickle.loads(raw) for raw in batch["item"]]
+        plans: list[Plan] = []
+
+        def run(indices: list[int]) -> None:
+            plans.extend(self.splitter.plan(items[i]) for i in indices)
+
+        def died(index: int, error: RagloomError) -> None:
+            identity = _input_identity(items[index])
+            plans.append((identity, RagloomError(f"{identity}: {error}")))
+
+        self.guard.run([int(p) for p in batch["position"]], run, died)
+        return {"position": batch["position"], "plan": _pack(plans)}
 
 
 class _EmbedStage:
@@ -193,44 +254,30 @@ class _EmbedStage:
         store_factory: EmbeddingStoreFactory,
         batch_size: int,
         on_start: Callable[[], None] | None,
-        attempts: Any,
-        max_retries: int,
+        guard: _Guard,
     ) -> None:
         if on_start is not None:
             on_start()
         self.writer = _Writer(store_factory(), model_factory(), batch_size)
-        self.attempts = attempts
-        self.max_retries = max_retries
+        self.guard = guard
 
     def __call__(self, batch: dict[str, np.ndarray[Any, Any]]) -> dict[str, np.ndarray[Any, Any]]:
-        """Write the batch; after a lost worker, one document at a time, bounded per document.
-
-        Normally the batch is written at once. When a worker died while holding one of its
-        documents, Ray redoes the batch: it is then written document by document, and a
-        document whose worker was lost more than ``max_retries`` times is reported as a
-        failure instead of being tried again.
-        """
-        positions = [int(p) for p in batch["position"]]
+        """Write the batch; a document that kills its worker is isolated by the guard."""
         plans: list[Plan] = [pickle.loads(raw) for raw in batch["plan"]]
         outcomes: list[DocumentOutcome] = []
         usage: TokenUsage | None = None
-        if ray.get(self.attempts.begin_batch.remote(positions)):
-            outcomes, usage = self.writer.write(plans)
-            ray.get(self.attempts.end.remote(positions))
-        else:
-            for position, plan in zip(positions, plans, strict=True):
-                lost = ray.get(self.attempts.begin.remote(position))
-                if lost > self.max_retries:
-                    error = RagloomError(
-                        f"{plan[0]}: the worker process died {lost} times while writing it "
-                        f"(max_retries={self.max_retries})"
-                    )
-                    outcomes.append(DocumentOutcome(plan[0], error=error))
-                else:
-                    done, done_usage = self.writer.write([plan])
-                    outcomes += done
-                    usage = done_usage + usage if done_usage is not None else usage
-                ray.get(self.attempts.end.remote([position]))
+
+        def run(indices: list[int]) -> None:
+            nonlocal usage
+            done, done_usage = self.writer.write([plans[i] for i in indices])
+            outcomes.extend(done)
+            usage = done_usage + usage if done_usage is not None else usage
+
+        def died(index: int, error: RagloomError) -> None:
+            identity = plans[index][0]
+            outcomes.append(DocumentOutcome(identity, error=RagloomError(f"{identity}: {error}")))
+
+        self.guard.run([int(p) for p in batch["position"]], run, died)
         usages: list[TokenUsage | None] = [usage] + [None] * (len(outcomes) - 1)
         return {"position": batch["position"], "outcome": _pack(zip(outcomes, usages, strict=True))}
 
@@ -324,19 +371,20 @@ class RayIngestor:
             self.text_segment_transformer,
             self.document_parser,
         )
+        # Ray Data redoes the batches of lost tasks and actors (its defaults, without
+        # limit); the ledger bounds that per document (_Guard).
+        attempts = _Attempts.remote()  # type: ignore[attr-defined]
         dataset = ray.data.from_items(
             [{"position": i, "item": pickle.dumps(item)} for i, item in enumerate(items)],
             override_num_blocks=max(1, min(len(items), self.concurrency * 4)),
         )
         split = dataset.map_batches(
-            _SplitStage(splitter),  # an instance, not a class: runs as stateless tasks
+            # An instance, not a class: runs as stateless tasks.
+            _SplitStage(splitter, _Guard(attempts, "loading and splitting", self.max_retries)),
             batch_size=self.documents_per_batch,
             batch_format="numpy",
             num_cpus=self.split_num_cpus,
         )
-        attempts = _Attempts.remote()  # type: ignore[attr-defined]
-        # Ray Data restarts lost actors and retries their batches (its defaults, without
-        # limit); _Attempts bounds that per document.
         embedded = split.map_batches(
             _EmbedStage,
             fn_constructor_args=(
@@ -344,8 +392,7 @@ class RayIngestor:
                 self.store_factory,
                 self.batch_size,
                 self.on_actor_start,
-                attempts,
-                self.max_retries,
+                _Guard(attempts, "embedding and writing", self.max_retries),
             ),
             batch_size=self.documents_per_batch,
             batch_format="numpy",
