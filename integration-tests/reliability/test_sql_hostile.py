@@ -206,16 +206,17 @@ def test_pg_byte_budget_stops_fetching(pg_engine: sa.Engine) -> None:
     assert content.text.splitlines()[-1] == "(only the first 15 rows: the result's byte limit)"
 
 
-# 101 rows of 8 MB, built by SQLite itself (no file): 808 MB if all held at once.
-SQLITE_HUGE = (
-    "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n LIMIT 101)"
-    " SELECT i, replace(hex(zeroblob(4000000)), '0', 'x') AS body FROM n"
-)
+def sqlite_huge(megabytes: int) -> str:
+    """101 rows of ``megabytes`` MB cells, built by SQLite itself (no file)."""
+    return (
+        "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n LIMIT 101)"
+        f" SELECT i, replace(hex(zeroblob({megabytes * 500_000})), '0', 'x') AS body FROM n"
+    )
 
 
 def test_sqlite_huge_cells_stay_within_the_byte_budget() -> None:
     retriever = SqlDatabaseContentRetriever(
-        "sqlite://", ScriptedChatModel([SQLITE_HUGE]), timeout_seconds=60
+        "sqlite://", ScriptedChatModel([sqlite_huge(4)]), timeout_seconds=60
     )
     with peak_rss_growth() as peak:
         [content] = retriever.retrieve(Query("bodies"))
@@ -223,15 +224,18 @@ def test_sqlite_huge_cells_stay_within_the_byte_budget() -> None:
     assert content.metadata["row_count"] == 63
     assert content.metadata["truncated"] is True
     assert content.metadata["cut_cells"] == 64
-    # one row at a time: SQLite's 8 MB value and Python's copy, never 808 MB
+    # one row at a time (SQLite's values and Python's copy), never 404 MB
     assert peak[0] < 64 * MB, f"peak RSS growth {peak[0] / MB:.0f} MB"
 
 
 def test_sqlite_deadline_covers_fetching_huge_cells() -> None:
+    """101 rows of 16 MB take SQLite about as many steps as one progress-handler period
+    (1000), so the deadline is checked between rows too; before, the rows came back past
+    the deadline. A row's own cost (one SQLite step and its copy) cannot be interrupted."""
     retriever = SqlDatabaseContentRetriever(
-        "sqlite://", ScriptedChatModel(), timeout_seconds=0.3, max_result_bytes=64 * MB
+        "sqlite://", ScriptedChatModel(), timeout_seconds=0.2, max_result_bytes=64 * MB
     )
     started = time.monotonic()
-    with pytest.raises(SqlExecutionError, match=r"did not finish within timeout_seconds=0\.3"):
-        retriever.executor.run(SQLITE_HUGE)
-    assert time.monotonic() - started < 0.6
+    with pytest.raises(SqlExecutionError, match=r"did not finish within timeout_seconds=0\.2"):
+        retriever.executor.run(sqlite_huge(16))
+    assert time.monotonic() - started < 0.7
