@@ -200,6 +200,8 @@ def test_bad_settings_are_named(sqlite_path: Path) -> None:
     url = f"sqlite:///{sqlite_path}"
     for option, value in [
         ("max_rows", 0),
+        ("max_cell_chars", 0),
+        ("max_result_bytes", True),
         ("timeout_seconds", -1),
         ("max_retries", -1),
         ("sample_rows", True),
