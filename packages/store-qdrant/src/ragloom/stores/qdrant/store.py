@@ -59,6 +59,7 @@ from ragloom.core.stores.validation import (
     validate_embeddings,
     validate_ids,
 )
+from ragloom.stores.qdrant import _journal
 from ragloom.stores.qdrant._filters import (
     CompiledFilter,
     Native,
@@ -256,6 +257,8 @@ class QdrantEmbeddingStore(EmbeddingStore, AsyncAddMixin):
         )
         # Local mode is plain Python over a dict (and SQLite): one call at a time.
         self._local = isinstance(getattr(self._client, "_client", None), QdrantLocal)
+        # Local mode on disk: add_all is all-or-nothing through an undo journal.
+        self._journal = None if path is None else _journal.journal_path(path, self._collection)
         self._lock = threading.RLock()
         self._seq = 0
         self._dimension: int | None = None
@@ -390,6 +393,8 @@ class QdrantEmbeddingStore(EmbeddingStore, AsyncAddMixin):
             )
             if exists:
                 self._dimension = self._check_collection(dimension)
+                if self._journal is not None:
+                    run_steps(self._roll_back(), self._perform)
                 self._seq = self._last_seq()
             elif not self._create:
                 raise EmbeddingStoreError(
@@ -538,8 +543,22 @@ class QdrantEmbeddingStore(EmbeddingStore, AsyncAddMixin):
 
     def _write(self, batch: _Batch) -> Steps[None]:
         yield from self._check_kinds(batch.kinds)
+        if self._journal is None:
+            existing = yield from self._existing_seqs(batch.pids)
+            yield from self._upsert(batch, existing)
+            return
+        prior = yield from self._prior_points(batch.pids)
+        _journal.write(self._journal, self._collection, batch.pids, prior)
+        try:
+            yield from self._upsert(batch, {p["id"]: int(p["payload"]["seq"]) for p in prior})
+        except Exception:
+            yield from self._roll_back()  # a failed write: none of the batch either
+            raise
+        _journal.clear(self._journal)
+
+    def _upsert(self, batch: _Batch, existing: Mapping[str, int]) -> Steps[None]:
+        """Write the batch; ``existing`` ids keep their sequence numbers."""
         pids, payloads = batch.pids, batch.payloads
-        existing = yield from self._existing_seqs(pids)
         fresh = iter(self._next_seqs(len(pids) - len(existing)))
         for pid, payload in zip(pids, payloads, strict=True):
             payload["seq"] = existing[pid] if pid in existing else next(fresh)
@@ -582,6 +601,42 @@ class QdrantEmbeddingStore(EmbeddingStore, AsyncAddMixin):
         )
         if records and records[0].payload is not None:
             check_held_row(kinds, decode_meta(records[0].payload))
+
+    def _prior_points(self, pids: list[str]) -> Steps[list[_journal.PriorPoint]]:
+        """Those of ``pids`` already stored, whole (what a rollback writes back)."""
+        prior: list[_journal.PriorPoint] = []
+        for start in range(0, len(pids), _PAGE):
+            records = yield ClientCall.of(
+                "reading existing points",
+                "retrieve",
+                self._collection,
+                ids=pids[start : start + _PAGE],
+                with_payload=True,
+                with_vectors=True,
+            )
+            prior += [{"id": str(r.id), "vector": r.vector, "payload": r.payload} for r in records]
+        return prior
+
+    def _roll_back(self) -> Steps[None]:
+        """Undo the unfinished batch the journal records (see ``_journal``)."""
+        assert self._journal is not None  # local mode with a path
+        pending = _journal.read(self._journal, self._collection)
+        if pending is None:
+            return
+        pids, prior = pending
+        yield from self._delete_points(pids)
+        for start in range(0, len(prior), self._batch_size):
+            points = [
+                models.PointStruct(**point) for point in prior[start : start + self._batch_size]
+            ]
+            yield ClientCall.of(
+                f"restoring {len(points)} points",
+                "upsert",
+                self._collection,
+                points=points,
+                wait=True,
+            )
+        _journal.clear(self._journal)
 
     def _existing_seqs(self, pids: list[str]) -> Steps[dict[str, int]]:
         """The sequence numbers of those of ``pids`` already stored."""
