@@ -97,6 +97,7 @@ BUILT_ON_THE_LAYERS = frozenset(
         "chat.memory",
         "content_aggregators",
         "content_injectors",
+        "contextual_headers",
         "document_splitters",
         "fusion",
         "ingestor",

@@ -12,6 +12,7 @@ from ragloom.core import (
     EmbeddingStoreIngestor,
     FileSystemDocumentLoader,
     InMemoryEmbeddingStore,
+    InvalidArgumentTypeError,
     PluginError,
     Query,
     TextSegment,
@@ -122,6 +123,50 @@ def test_transformers_and_dropping(
     result = pipeline.ingest([doc("kept text", "k.txt"), Document("draft", {"draft": True})])
     assert [o.dropped for o in result.outcomes] == [False, True]
     assert [s.text for s in all_entries(store)] == ["k.txt: kept text"]
+
+
+def test_plain_functions_are_transformers(
+    store: InMemoryEmbeddingStore, model: FakeEmbeddingModel
+) -> None:
+    # the spec's lambda form: documentTransformer(document -> ...), textSegmentTransformer(...)
+    def tag_user(document: Document) -> Document:
+        document.metadata["user_id"] = "12345"
+        return document
+
+    pipeline = ingestor(
+        store,
+        model,
+        document_transformer=tag_user,
+        text_segment_transformer=lambda s: TextSegment(
+            f"{s.metadata['file_name']}\n{s.text}", s.metadata
+        ),
+    )
+    result = pipeline.ingest([doc("kept text", "k.txt")])
+    assert result.failures == []
+    [entry] = all_entries(store)
+    assert entry.text == "k.txt\nkept text"
+    assert entry.metadata["user_id"] == "12345"
+
+
+def test_a_function_returning_the_wrong_type_fails_its_document_by_name(
+    store: InMemoryEmbeddingStore, model: FakeEmbeddingModel
+) -> None:
+    def to_text(segment: TextSegment) -> str:
+        return segment.text
+
+    pipeline = ingestor(store, model, text_segment_transformer=to_text)
+    [failure] = pipeline.ingest([doc("some text")]).failures
+    assert isinstance(failure.error, InvalidArgumentTypeError)
+    assert "to_text" in str(failure.error)
+    assert "returned str, not a TextSegment or None" in str(failure.error)
+    assert all_entries(store) == []
+
+
+def test_a_transformer_that_is_not_callable_is_refused(
+    store: InMemoryEmbeddingStore, model: FakeEmbeddingModel
+) -> None:
+    with pytest.raises(InvalidArgumentTypeError, match="document_transformer must be .* got str"):
+        ingestor(store, model, document_transformer="strip")
 
 
 def test_batches_and_progress(store: InMemoryEmbeddingStore, model: FakeEmbeddingModel) -> None:

@@ -1,4 +1,4 @@
-"""DefaultQueryTransformer, CompressingQueryTransformer, ExpandingQueryTransformer."""
+"""The query transformers: default, compressing, expanding, HyDE, step-back, rewriting."""
 
 from __future__ import annotations
 
@@ -12,10 +12,14 @@ from ragloom.core import (
     CompressingQueryTransformer,
     DefaultQueryTransformer,
     ExpandingQueryTransformer,
+    HydeQueryTransformer,
+    InvalidArgumentError,
     PromptTemplateError,
     Query,
     QueryMetadata,
     QueryTransformer,
+    RewritingQueryTransformer,
+    StepBackQueryTransformer,
     SystemMessage,
     UserMessage,
 )
@@ -135,3 +139,122 @@ def test_expanding_rejects_bad_settings() -> None:
         ExpandingQueryTransformer(ScriptedChatModel(), n=0)
     with pytest.raises(PromptTemplateError, match=r"must contain \{query\}"):
         ExpandingQueryTransformer(ScriptedChatModel(), prompt_template="Give {n} versions")
+
+
+# --- HyDE -------------------------------------------------------------------------------
+
+
+def test_hyde_retrieves_with_the_original_and_a_hypothetical_passage() -> None:
+    model = ScriptedChatModel(["  John Doe lived in Paris, on the left bank.\n"])
+    queries = HydeQueryTransformer(model).transform(follow_up())
+    assert [q.text for q in queries] == [
+        "Where did he live?",
+        "John Doe lived in Paris, on the left bank.",
+    ]
+    assert all(q.metadata == follow_up().metadata for q in queries)
+    assert model.prompts[0].startswith("Write a short passage that answers the question")
+    assert model.prompts[0].endswith("Question: Where did he live?")
+
+
+def test_hyde_without_the_original_and_async() -> None:
+    model = ScriptedChatModel(["He lived in Paris."])
+    transformer = HydeQueryTransformer(model, include_original=False, prompt_template="A: {query}")
+    queries = asyncio.run(transformer.atransform(Query("q")))
+    assert [q.text for q in queries] == ["He lived in Paris."]
+    assert model.prompts == ["A: q"]
+
+
+def test_hyde_bounds_the_passage_at_a_word_and_strips_control_characters() -> None:
+    answer = "Paris\x00 is\x1b[31m " + "word " * 1000
+    [_, hypothetical] = HydeQueryTransformer(ScriptedChatModel([answer]), max_chars=50).transform(
+        Query("q")
+    )
+    assert hypothetical.text.startswith("Paris is[31m word")
+    assert len(hypothetical.text) <= 50
+    assert hypothetical.text.endswith("word")
+
+
+@pytest.mark.parametrize("answer", ["", " \n\t ", "\x00\x07", "q"])
+def test_hyde_keeps_only_the_query_when_the_answer_is_unusable(answer: str) -> None:
+    query = Query("q")
+    for include_original in (True, False):
+        model = ScriptedChatModel([answer])
+        transformer = HydeQueryTransformer(model, include_original=include_original)
+        assert transformer.transform(query) == [query]
+
+
+def test_hyde_rejects_bad_settings() -> None:
+    with pytest.raises(InvalidArgumentError, match="max_chars must be a positive int, got 0"):
+        HydeQueryTransformer(ScriptedChatModel(), max_chars=0)
+    with pytest.raises(PromptTemplateError, match=r"HydeQueryTransformer must contain \{query\}"):
+        HydeQueryTransformer(ScriptedChatModel(), prompt_template="Answer this")
+
+
+# --- step-back --------------------------------------------------------------------------
+
+
+def test_step_back_adds_a_more_general_question() -> None:
+    model = ScriptedChatModel(['1. "What do we know about John Doe\'s life?"\nextra line'])
+    queries = StepBackQueryTransformer(model).transform(follow_up())
+    assert [q.text for q in queries] == [
+        "Where did he live?",
+        "What do we know about John Doe's life?",
+    ]
+    assert all(q.metadata == follow_up().metadata for q in queries)
+    assert "step-back question" in model.prompts[0]
+    assert model.prompts[0].endswith("Question: Where did he live?")
+
+
+@pytest.mark.parametrize("answer", ["", "\n \n", "Where did he live?", "x" * 501, "\u201c\u201d"])
+def test_step_back_keeps_only_the_query_when_the_answer_is_unusable(answer: str) -> None:
+    query = follow_up()
+    assert StepBackQueryTransformer(ScriptedChatModel([answer])).transform(query) == [query]
+
+
+def test_step_back_async_and_custom_template() -> None:
+    model = ScriptedChatModel(["General?"])
+    transformer = StepBackQueryTransformer(model, prompt_template="Generalise: {query}")
+    queries = asyncio.run(transformer.atransform(Query("Specific?")))
+    assert [q.text for q in queries] == ["Specific?", "General?"]
+    assert model.prompts == ["Generalise: Specific?"]
+    assert model.requests[0].streamed is False
+
+
+# --- rewriting --------------------------------------------------------------------------
+
+
+def test_rewriting_makes_a_search_query_from_a_chatty_message() -> None:
+    model = ScriptedChatModel(["`cancel hotel booking`\nThis query keeps the key terms."])
+    query = Query("hi! could you tell me how I'd go about cancelling my booking? thanks")
+    [rewritten] = RewritingQueryTransformer(model).transform(query)
+    assert rewritten.text == "cancel hotel booking"
+    assert "Conversation:\n(none)\n" in model.prompts[0]
+    assert model.prompts[0].endswith(
+        "It is very important that you provide only the search query and nothing else!"
+    )
+
+
+def test_rewriting_uses_the_conversation_when_there_is_one() -> None:
+    model = ScriptedChatModel(["John Doe residence"])
+    [rewritten] = asyncio.run(RewritingQueryTransformer(model).atransform(follow_up()))
+    assert rewritten.text == "John Doe residence"
+    assert rewritten.metadata == follow_up().metadata
+    assert "User: Tell me about John Doe\nAI: John Doe was a painter." in model.prompts[0]
+    assert "User message: Where did he live?" in model.prompts[0]
+
+
+@pytest.mark.parametrize("answer", ["", "\x00 \x1f", "- ", "y" * 41])
+def test_rewriting_keeps_the_query_when_the_answer_is_unusable(answer: str) -> None:
+    query = Query("q")
+    transformer = RewritingQueryTransformer(ScriptedChatModel([answer]), max_chars=40)
+    assert transformer.transform(query) == [query]
+
+
+def test_rewriting_template_needs_only_the_query() -> None:
+    model = ScriptedChatModel(["short"])
+    RewritingQueryTransformer(model, prompt_template="Search terms for: {query}").transform(
+        Query("q")
+    )
+    assert model.prompts == ["Search terms for: q"]
+    with pytest.raises(PromptTemplateError, match=r"must contain \{query\}"):
+        RewritingQueryTransformer(model, prompt_template="{chat_memory}")

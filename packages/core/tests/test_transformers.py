@@ -1,4 +1,13 @@
-from ragloom.core import Document, DocumentTransformer, TextSegment, TextSegmentTransformer
+import pytest
+
+from ragloom.core import (
+    Document,
+    DocumentTransformer,
+    InvalidArgumentTypeError,
+    TextSegment,
+    TextSegmentTransformer,
+)
+from ragloom.core.transformers import as_document_transformer, as_text_segment_transformer
 
 
 class DropShort(DocumentTransformer):
@@ -23,3 +32,21 @@ def test_document_transformer_drops_and_enriches() -> None:
 def test_segment_transformer() -> None:
     segs = [TextSegment("body", {"title": "T"}), TextSegment("orphan")]
     assert Prefix().transform_all(segs) == [TextSegment("T\nbody", {"title": "T"})]
+
+
+def test_functions_and_transform_only_objects_are_adapted() -> None:
+    class Upper:  # has transform but does not subclass the protocol (no transform_all)
+        def transform(self, document: Document) -> Document:
+            return Document(document.text.upper(), document.metadata)
+
+    adapted = as_document_transformer(Upper())
+    assert adapted.transform_all([Document("a"), Document("b")]) == [Document("A"), Document("B")]
+    drop_blank = as_text_segment_transformer(lambda s: s if s.text.strip() else None)
+    assert drop_blank.transform_all([TextSegment(" "), TextSegment("x")]) == [TextSegment("x")]
+    full = DropShort()
+    assert as_document_transformer(full) is full
+
+
+def test_a_value_that_is_no_transformer_is_refused_by_name() -> None:
+    with pytest.raises(InvalidArgumentTypeError, match=r"text_segment_transformer must be .* 42"):
+        as_text_segment_transformer(42)  # type: ignore[arg-type]

@@ -35,6 +35,10 @@ if TYPE_CHECKING:
         ReRankingContentAggregator,
     )
     from ragloom.core.content_injectors import ContentInjector, DefaultContentInjector
+    from ragloom.core.contextual_headers import (
+        ContextualHeaderTransformer,
+        DocumentSummaryTransformer,
+    )
     from ragloom.core.document import Document, TextSegment
     from ragloom.core.embedding import (
         Embedding,
@@ -125,7 +129,10 @@ if TYPE_CHECKING:
         CompressingQueryTransformer,
         DefaultQueryTransformer,
         ExpandingQueryTransformer,
+        HydeQueryTransformer,
         QueryTransformer,
+        RewritingQueryTransformer,
+        StepBackQueryTransformer,
     )
     from ragloom.core.retrieval_augmentor import (
         AsyncContentRetriever,
@@ -190,6 +197,7 @@ __all__ = [
     "ContentAggregator",
     "ContentInjector",
     "ContentRetriever",
+    "ContextualHeaderTransformer",
     "DefaultContentAggregator",
     "DefaultContentInjector",
     "DefaultQueryRouter",
@@ -209,6 +217,7 @@ __all__ = [
     "DocumentParser",
     "DocumentSplitError",
     "DocumentSplitter",
+    "DocumentSummaryTransformer",
     "DocumentTransformer",
     "Embedding",
     "EmbeddingMatch",
@@ -232,6 +241,7 @@ __all__ = [
     "FinishReason",
     "HuggingFaceTokenizer",
     "HybridContentRetriever",
+    "HydeQueryTransformer",
     "InMemoryChatMemoryStore",
     "InMemoryEmbeddingStore",
     "IngestionResult",
@@ -271,6 +281,7 @@ __all__ = [
     "ReRankingContentAggregator",
     "RecursiveDocumentSplitter",
     "Result",
+    "RewritingQueryTransformer",
     "RetrievalAugmentor",
     "RetrievalError",
     "ScoringAuthenticationError",
@@ -283,6 +294,7 @@ __all__ = [
     "ScoringTimeoutError",
     "ScoringModel",
     "ScoringResult",
+    "StepBackQueryTransformer",
     "StandardAnalyzer",
     "SystemMessage",
     "TextDocumentParser",
@@ -329,6 +341,8 @@ _EXPORTS = {
     "SystemMessage": "chat.messages",
     "UserMessage": "chat.messages",
     "RERANKED_SCORE": "content",
+    "ContextualHeaderTransformer": "contextual_headers",
+    "DocumentSummaryTransformer": "contextual_headers",
     "Content": "content",
     "ContentAggregator": "content_aggregators",
     "DefaultContentAggregator": "content_aggregators",
@@ -420,6 +434,9 @@ _EXPORTS = {
     "CompressingQueryTransformer": "query_transformers",
     "DefaultQueryTransformer": "query_transformers",
     "ExpandingQueryTransformer": "query_transformers",
+    "HydeQueryTransformer": "query_transformers",
+    "RewritingQueryTransformer": "query_transformers",
+    "StepBackQueryTransformer": "query_transformers",
     "QueryTransformer": "query_transformers",
     "AsyncContentRetriever": "retrieval_augmentor",
     "AugmentationResult": "retrieval_augmentor",

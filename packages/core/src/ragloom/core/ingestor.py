@@ -37,7 +37,14 @@ from ragloom.core.loaders.package_resource import PACKAGE, RESOURCE
 from ragloom.core.progress import ProgressCallback
 from ragloom.core.splitters.base import DocumentSplitter
 from ragloom.core.stores.base import EmbeddingStore
-from ragloom.core.transformers import DocumentTransformer, TextSegmentTransformer
+from ragloom.core.transformers import (
+    DocumentFunction,
+    DocumentTransformer,
+    TextSegmentFunction,
+    TextSegmentTransformer,
+    as_document_transformer,
+    as_text_segment_transformer,
+)
 
 __all__ = [
     "DOCUMENT_ID",
@@ -120,6 +127,7 @@ class EmbeddingStoreIngestor:
     ``embedding_model`` and ``document_splitter`` default to the installed plugins
     (groups ``ragloom.embedding_models`` / ``ragloom.document_splitters``); a
     :class:`~ragloom.core.errors.PluginError` says what to install when none is.
+    Either transformer may be a plain function of one item (the spec's lambda form).
     Progress: ``on_split(documents_split, documents_total)`` after each document,
     ``on_progress(segments_embedded, segments_total)`` after each embedding batch.
     """
@@ -130,8 +138,8 @@ class EmbeddingStoreIngestor:
         embedding_model: EmbeddingModel | None = None,
         *,
         document_splitter: DocumentSplitter | None = None,
-        document_transformer: DocumentTransformer | None = None,
-        text_segment_transformer: TextSegmentTransformer | None = None,
+        document_transformer: DocumentTransformer | DocumentFunction | None = None,
+        text_segment_transformer: TextSegmentTransformer | TextSegmentFunction | None = None,
         batch_size: int = 64,
         on_progress: ProgressCallback | None = None,
         on_split: ProgressCallback | None = None,
@@ -145,8 +153,14 @@ class EmbeddingStoreIngestor:
         self.document_splitter = document_splitter or cast(
             DocumentSplitter, plugins.load_default(plugins.DOCUMENT_SPLITTERS)
         )
-        self.document_transformer = document_transformer
-        self.text_segment_transformer = text_segment_transformer
+        self.document_transformer = (
+            None if document_transformer is None else as_document_transformer(document_transformer)
+        )
+        self.text_segment_transformer = (
+            None
+            if text_segment_transformer is None
+            else as_text_segment_transformer(text_segment_transformer)
+        )
         self.batch_size = batch_size
         self.on_progress = on_progress
         self.on_split = on_split
