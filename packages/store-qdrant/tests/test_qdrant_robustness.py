@@ -13,6 +13,7 @@ from qdrant_client import QdrantClient, models
 from ragloom.core import Embedding, EmbeddingSearchRequest, TextSegment, metadata_key
 from ragloom.core.errors import EmbeddingStoreError
 from ragloom.stores.qdrant import QdrantEmbeddingStore
+from ragloom.stores.qdrant._journal import journal_path
 
 NASTY = [
     "a.b",
@@ -225,3 +226,12 @@ def test_a_client_passed_in_is_not_closed_by_the_store() -> None:
     with QdrantEmbeddingStore("mine", client=client, dimension=4) as store:
         store.add(Embedding([1, 0, 0, 0]))
     assert client.count("mine").count == 1
+
+
+def test_damaged_batch_journal_is_a_clear_error(store_path: Path) -> None:
+    """The undo journal of an unfinished add_all is read as data; damaged, it is named."""
+    with QdrantEmbeddingStore("docs", path=store_path, dimension=4) as store:
+        store.add(Embedding([1.0, 0.0, 0.0, 0.0]), id="kept")
+    journal_path(store_path, "docs").write_text('{"collection": "docs", "pids": ', "utf-8")
+    with pytest.raises(EmbeddingStoreError, match="batch journal .* is damaged"):
+        QdrantEmbeddingStore("docs", path=store_path)

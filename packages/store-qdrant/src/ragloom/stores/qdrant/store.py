@@ -550,7 +550,8 @@ class QdrantEmbeddingStore(EmbeddingStore, AsyncAddMixin):
         prior = yield from self._prior_points(batch.pids)
         _journal.write(self._journal, self._collection, batch.pids, prior)
         try:
-            yield from self._upsert(batch, {p["id"]: int(p["payload"]["seq"]) for p in prior})
+            seqs = {p["id"]: int(p["payload"]["seq"]) for p in prior if "seq" in p["payload"]}
+            yield from self._upsert(batch, seqs)
         except Exception:
             yield from self._roll_back()  # a failed write: none of the batch either
             raise
@@ -614,7 +615,9 @@ class QdrantEmbeddingStore(EmbeddingStore, AsyncAddMixin):
                 with_payload=True,
                 with_vectors=True,
             )
-            prior += [{"id": str(r.id), "vector": r.vector, "payload": r.payload} for r in records]
+            prior += [
+                {"id": str(r.id), "vector": r.vector, "payload": r.payload or {}} for r in records
+            ]
         return prior
 
     def _roll_back(self) -> Steps[None]:
