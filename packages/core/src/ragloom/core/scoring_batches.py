@@ -5,31 +5,30 @@ pairs, usually sorted by score. Its clients (``ragloom-scoring-cohere``,
 ``ragloom-scoring-http``) share, through this module:
 
 - :func:`batches`: splitting more documents than one call takes into calls;
-- :class:`RerankEndpoint.call`: retries of 408/429/5xx and of lost connections by a
+- retries of 408/429/5xx and of lost connections by a
   :class:`~ragloom.core.retry.RetryPolicy` (backoff, the server's ``Retry-After``);
 - the errors (:class:`ScoringModelError` and its kinds), naming the provider, the model,
   the URL, the HTTP status and the server's own message;
 - :func:`scores_in_input_order`: mapping the pairs back to input order, refusing
   truncated, duplicated or out-of-range answers.
 
-Nothing here needs an HTTP library: a client passes a ``send`` function that makes one
-request with its own HTTP library and returns a :class:`Reply` (or raises
-:class:`TransportFailure`). Clients built on httpx subclass :class:`HttpxRerankClient`
-for that function and the client's lifetime (httpx is imported only there, from the
-client package's own dependency).
+:class:`RerankEndpoint.call` needs no HTTP library: a client passes a ``send`` function
+that makes one request with its own HTTP library and returns a :class:`Reply` (or raises
+:class:`TransportFailure`). Clients on httpx subclass :class:`HttpxRerankClient`, which
+calls through the kit's bounded call (:class:`~ragloom.core.kit.http.HttpClient`: one
+deadline for connect, headers and body, a byte cap, the retries) and maps its outcome
+with :meth:`RerankEndpoint.answer` and :meth:`RerankEndpoint.call_error`.
 """
 
 from __future__ import annotations
 
 import json
 import math
-import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any, Self
 
-from ragloom.core.bounded_read import DEFAULT_MAX_RESPONSE_BYTES, ResponseTooLargeError, read_within
 from ragloom.core.embedding import TokenUsage
 from ragloom.core.errors import (
     InvalidArgumentError,
@@ -43,6 +42,8 @@ from ragloom.core.errors import (
     ScoringStatusError,
     ScoringTimeoutError,
 )
+from ragloom.core.kit.egress import ALLOW_ALL
+from ragloom.core.kit.http import HttpCallError, HttpClient, HttpErrorKind
 from ragloom.core.retry import RetryPolicy, retry_after, retry_delay
 from ragloom.core.scoring import ScoringResult
 
@@ -200,13 +201,23 @@ class RerankEndpoint:
                     retries += 1
                     continue
                 raise self._transport_error(exc, retries + 1) from exc
-            if 200 <= reply.status < 300:
-                return self.decode(reply)
             delay, note = retry_delay(self.retry, reply.status, reply.headers, retries)
             if delay is None:
-                raise self.status_error(reply, retries + 1, note)
+                return self.answer(reply, retries + 1, note)
             self.retry.sleep(delay)
             retries += 1
+
+    def answer(self, reply: Reply, attempts: int, note: str = "") -> Any:
+        """The decoded JSON of a 2xx ``reply``; else the fitting :class:`ScoringModelError`
+        (``attempts`` made, ``note`` on why it was not retried)."""
+        if 200 <= reply.status < 300:
+            return self.decode(reply)
+        raise self.status_error(reply, attempts, note)
+
+    def call_error(self, exc: HttpCallError) -> ScoringModelError:
+        """The error for a call of the kit that got no answer (timeout, connection, size)."""
+        timeout = exc.kind is HttpErrorKind.TIMEOUT
+        return self._transport_error(TransportFailure(str(exc), timeout=timeout), exc.attempts)
 
     def decode(self, reply: Reply) -> Any:
         """The JSON body of a successful answer; ScoringResponseError when it is not JSON."""
@@ -253,45 +264,38 @@ class RerankEndpoint:
 
 
 class HttpxRerankClient:
-    """The httpx side of a rerank client: one pooled ``httpx.Client`` (or the one passed
-    in, which stays the caller's to close), JSON POSTs to ``self._endpoint`` with
-    ``self._headers`` whose transport errors become :class:`TransportFailure`, and
-    ``close()``/``with`` that release what this client opened."""
+    """The HTTP side of a rerank client: JSON POSTs to ``self._endpoint`` with
+    ``self._headers`` through the kit's bounded call (an endpoint of the caller's
+    configuration: every address allowed, the deadline and byte cap kept; redirects are
+    answers, as before), over one pooled client or the ``httpx.Client`` passed in (which
+    stays the caller's to close); ``close()``/``with`` release what this client opened."""
 
     _endpoint: RerankEndpoint
     _headers: dict[str, str]
 
     def _connect(self, http_client: Any | None, timeout: float) -> None:
-        import httpx
+        self._timeout = float(timeout)  # bounds each attempt as a whole
+        self._http = HttpClient(egress=ALLOW_ALL, client=http_client, follow_redirects=False)
 
-        self._timeout = float(timeout)  # bounds each attempt as a whole, too
-        self._own_client = http_client is None
-        self._client = http_client or httpx.Client(
-            timeout=httpx.Timeout(timeout, connect=min(timeout, 10.0))
-        )
-
-    def _send(self, body: Mapping[str, Any]) -> Reply:
-        """One attempt, bounded as a whole by the timeout and in size by
-        ``DEFAULT_MAX_RESPONSE_BYTES`` (a dripping or huge answer is cut off)."""
-        import httpx
-
-        deadline = time.monotonic() + self._timeout
-        url = self._endpoint.url
+    def _post(self, body: Mapping[str, Any]) -> Any:
+        """The decoded JSON answer to ``body``, retried by the endpoint's policy."""
         try:
-            with self._client.stream("POST", url, json=body, headers=self._headers) as response:
-                content = read_within(
-                    response.iter_bytes(), deadline=deadline, max_bytes=DEFAULT_MAX_RESPONSE_BYTES
-                )
-        except (httpx.TimeoutException, TimeoutError) as exc:
-            raise TransportFailure(str(exc) or type(exc).__name__, timeout=True) from exc
-        except (httpx.TransportError, ResponseTooLargeError) as exc:
-            raise TransportFailure(str(exc) or type(exc).__name__) from exc
-        return Reply(response.status_code, response.headers, content)
+            reply = self._http.request(
+                "POST",
+                self._endpoint.url,
+                timeout=self._timeout,
+                json=body,
+                headers=self._headers,
+                retry=self._endpoint.retry,
+            )
+        except HttpCallError as exc:
+            raise self._endpoint.call_error(exc) from exc
+        answer = Reply(reply.status, reply.headers, reply.body)
+        return self._endpoint.answer(answer, reply.attempts, reply.retry_note)
 
     def close(self) -> None:
         """Release the pooled connections (not those of an ``http_client`` passed in)."""
-        if self._own_client:
-            self._client.close()
+        self._http.close()
 
     def __enter__(self) -> Self:
         return self

@@ -16,7 +16,7 @@ likes. :class:`HttpClient` bounds a call as a whole and checks where it goes:
   ``max_redirects`` of them;
 - **byte caps**: the body is refused past ``max_bytes`` while it arrives; the status
   line and headers are capped at 100 KiB by httpcore's parser;
-- **retries** (optional): 408/429/5xx and lost connections by a
+- **retries** (optional): 408/429/5xx, lost connections, broken answers and timeouts by a
   :class:`~ragloom.core.retry.RetryPolicy`, honouring ``Retry-After``
   (:func:`~ragloom.core.retry.retry_delay`);
 - **error kinds**: :func:`status_kind` maps an HTTP status to an :class:`HttpErrorKind`,
@@ -526,9 +526,7 @@ class _Calls:
                 hop, reply = yield from self._attempt_steps(build(), url, timeout, keep_open)
             except HttpCallError as exc:
                 exc.attempts = attempts
-                if exc.kind not in (HttpErrorKind.CONNECTION, HttpErrorKind.TIMEOUT) or (
-                    attempts > policy.max_retries
-                ):
+                if exc.kind not in _RETRIED_KINDS or attempts > policy.max_retries:
                     raise
                 yield _Sleep(policy, policy.backoff(attempts - 1))
                 continue
@@ -692,6 +690,12 @@ class _Budget:
         return HttpCallError(f"{self.url}: {exc!r}", kind=HttpErrorKind.CONNECTION, url=self.url)
 
 
+_RETRIED_KINDS = frozenset(
+    {HttpErrorKind.CONNECTION, HttpErrorKind.TIMEOUT, HttpErrorKind.PROTOCOL}
+)
+"""Failures worth another attempt: lost connections (a server that closes without
+answering is a protocol error to httpx), timeouts."""
+
 _STREAM_FAILURES = (httpx.TransportError, httpx.DecodingError, OSError)
 
 
@@ -847,8 +851,8 @@ class HttpClient(_Calls):
     ) -> HttpReply:
         """The complete answer to ``method url``, redirects followed, each attempt within
         ``timeout`` seconds as a whole. Error statuses are answers (see
-        :func:`status_kind`); with ``retry``, 408/429/5xx (or what ``retryable`` says)
-        and lost connections are retried first. Raises
+        :func:`status_kind`); with ``retry``, 408/429/5xx (or what ``retryable`` says),
+        lost connections, broken answers and timeouts are retried first. Raises
         :class:`~ragloom.core.errors.EgressRefusedError` for a refused URL, address or
         redirect, :class:`HttpCallError` when no complete answer came."""
         build, seconds = self._prepared(

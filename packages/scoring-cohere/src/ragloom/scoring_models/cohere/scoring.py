@@ -142,7 +142,7 @@ class CohereScoringModel(HttpxRerankClient, ScoringModel):
         }
         if self.max_tokens_per_doc is not None:
             body["max_tokens_per_doc"] = self.max_tokens_per_doc
-        answer = self._endpoint.call(lambda: self._send(body))
+        answer = self._post(body)
         results = answer.get("results") if isinstance(answer, dict) else None
         if not isinstance(results, list) or not all(isinstance(r, dict) for r in results):
             raise self._endpoint.response_error(

@@ -160,12 +160,12 @@ class HttpScoringModel(HttpxRerankClient, ScoringModel):
                 "truncate": self.truncate,
                 "raw_scores": self.raw_scores,
             }
-            answer = self._endpoint.call(lambda: self._send(body))
+            answer = self._post(body)
             return self._pairs(answer, "score", len(texts)), None
         body = {"query": query, "documents": texts, "top_n": len(texts), "return_documents": False}
         if self.model_name is not None:
             body["model"] = self.model_name
-        answer = self._endpoint.call(lambda: self._send(body))
+        answer = self._post(body)
         if not isinstance(answer, dict):
             raise self._endpoint.response_error(f"answered {str(answer)[:200]!r}, not an object")
         return self._pairs(answer.get("results"), "relevance_score", len(texts)), _usage(answer)
