@@ -1,4 +1,5 @@
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -8,6 +9,8 @@ from ragloom.core import (
     DocumentParseError,
     EmptyDocumentError,
     FileSystemDocumentLoader,
+    InvalidArgumentError,
+    InvalidArgumentTypeError,
     TextDocumentParser,
 )
 
@@ -96,3 +99,88 @@ def test_strict_raises_first_failure(tree: Path) -> None:
     (tree / "0-empty.txt").write_bytes(b"")
     with pytest.raises(EmptyDocumentError, match="0-empty.txt"):
         FileSystemDocumentLoader.load_documents(tree, strict=True)
+
+
+def project(root: Path) -> Path:
+    """A project folder with what nobody wants indexed next to what they do."""
+    files = {
+        "README.md": "readme",
+        "docs/guide.md": "guide",
+        "docs/drafts/idea.md": "draft",
+        "docs/build.log": "log",
+        "docs/keep.log": "kept by a negation",
+        "docs/.gitignore": "*.log\n!keep.log\n",
+        ".gitignore": "dist/\nsecret.txt\n",
+        "dist/bundle.md": "built",
+        "secret.txt": "password",
+        ".env": "API_KEY=secret",
+        ".git/config": "[core]",
+        ".github/workflow.md": "ci",
+        "node_modules/pkg/README.md": "dependency",
+        "venv/pyvenv.cfg": "home = /usr",
+        "venv/lib/site.md": "virtualenv",
+        "src/__pycache__/m.md": "cache",
+    }
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text, encoding="utf-8")
+    return root
+
+
+def relative(root: Path, docs: list) -> list[str]:  # type: ignore[type-arg]
+    return sorted(
+        (Path(d.metadata["absolute_directory_path"]) / d.metadata["file_name"])
+        .relative_to(root)
+        .as_posix()
+        for d in docs
+    )
+
+
+def test_hidden_vcs_dependencies_and_git_ignored_files_are_skipped(tmp_path: Path) -> None:
+    root = project(tmp_path)
+    docs = FileSystemDocumentLoader.load_documents_recursively(root, TextDocumentParser())
+    assert relative(root, docs) == [
+        "README.md",
+        "docs/drafts/idea.md",
+        "docs/guide.md",
+        "docs/keep.log",
+    ]
+    flat = FileSystemDocumentLoader.load_documents(root, TextDocumentParser())
+    assert relative(root, flat) == ["README.md"]  # not .env, .gitignore, secret.txt
+
+
+def test_skip_ignored_false_reads_everything(tmp_path: Path) -> None:
+    root = project(tmp_path)
+    docs = FileSystemDocumentLoader.load_documents(
+        root, TextDocumentParser(), recursive=True, skip_ignored=False
+    )
+    assert len(relative(root, docs)) == 16
+    assert {".env", ".git/config", "secret.txt", "docs/build.log"} <= set(relative(root, docs))
+
+
+def test_regex_and_exclude_next_to_glob(tmp_path: Path) -> None:
+    root = project(tmp_path)
+    parser = TextDocumentParser()
+    by_regex = FileSystemDocumentLoader.load_documents_recursively(
+        root, parser, regex=r"^docs/.*\.md$"
+    )
+    assert relative(root, by_regex) == ["docs/drafts/idea.md", "docs/guide.md"]
+    compiled = FileSystemDocumentLoader.load_documents_recursively(
+        root, parser, regex=re.compile(r"GUIDE", re.IGNORECASE)
+    )
+    assert relative(root, compiled) == ["docs/guide.md"]
+    without_drafts = FileSystemDocumentLoader.load_documents_recursively(
+        root, parser, glob="*.md", exclude="drafts/"
+    )
+    assert relative(root, without_drafts) == ["README.md", "docs/guide.md"]
+    several = FileSystemDocumentLoader.load_documents_recursively(
+        root, parser, exclude=["docs/**/*.md", "README.md"]
+    )
+    assert relative(root, several) == ["docs/keep.log"]
+
+
+def test_a_bad_regex_is_refused_by_name(tmp_path: Path) -> None:
+    with pytest.raises(InvalidArgumentError, match=r"regex '\(unclosed' is not a valid"):
+        FileSystemDocumentLoader.load_documents(tmp_path, regex="(unclosed")
+    with pytest.raises(InvalidArgumentTypeError, match="regex must be a str .* got int: 5"):
+        FileSystemDocumentLoader.load_documents(tmp_path, regex=5)  # type: ignore[arg-type]

@@ -56,6 +56,7 @@ KIT = frozenset(
         "filter_compiler",
         "loaders.blob",
         "loaders.default_parser",
+        "loaders.file_selection",
         "loaders.guard",
         "parsers.dispatch",
         "parsers.text",

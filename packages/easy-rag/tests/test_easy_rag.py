@@ -67,3 +67,27 @@ def test_with_a_chat_model_remembers_ten_messages(store: InMemoryEmbeddingStore)
     assert memory is not None
     assert len(memory.messages()) == 4
     assert getattr(memory, "max_messages", None) == 10
+
+
+def test_load_documents_skips_what_ragloom_ingest_skips(tmp_path: Path) -> None:
+    files = {
+        "guide.md": "the guide",
+        "notes/todo.txt": "a note",
+        "notes/scratch.txt": "ignored",
+        ".gitignore": "scratch.txt\n",
+        ".env": "OPENAI_API_KEY=sk-secret",
+        ".git/HEAD": "ref: refs/heads/main",
+        "node_modules/dep/index.md": "a dependency",
+    }
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    loaded = load_documents(tmp_path)
+    assert sorted(d.metadata["file_name"] for d in loaded) == ["guide.md", "todo.txt"]
+    assert loaded.failures == []
+    assert [d.metadata["file_name"] for d in load_documents(tmp_path, regex=r"^notes/")] == [
+        "todo.txt"
+    ]
+    assert [d.metadata["file_name"] for d in load_documents(tmp_path, exclude="notes/")] == [
+        "guide.md"
+    ]

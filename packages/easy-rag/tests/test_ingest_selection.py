@@ -6,8 +6,8 @@ from pathlib import Path
 import pytest
 
 from ragloom.core import plugins
+from ragloom.core.loaders.file_selection import select_files
 from ragloom.easy_rag.cli import EXIT_EMPTY, main
-from ragloom.easy_rag.selection import select_files
 
 PNG = b"\x89PNG\r\n\x1a\n" + bytes(64)
 

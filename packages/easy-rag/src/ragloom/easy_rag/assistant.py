@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Sequence
 from typing import cast
 
 from ragloom.core import (
@@ -36,10 +37,20 @@ MEMORY_WINDOW = 10
 logger = logging.getLogger("ragloom.easy_rag")
 
 
-def load_documents(path: str | os.PathLike[str], *, glob: str | None = None) -> LoadedDocuments:
-    """Every file under ``path`` (only those matching ``glob``, e.g. ``"*.md"``),
-    recursively, each with the parser for its type."""
-    return FileSystemDocumentLoader.load_documents(path, glob=glob, recursive=True)
+def load_documents(
+    path: str | os.PathLike[str],
+    *,
+    glob: str | None = None,
+    regex: str | None = None,
+    exclude: str | Sequence[str] = (),
+) -> LoadedDocuments:
+    """Every file under ``path`` (only those matching ``glob``, e.g. ``"*.md"``, or
+    ``regex``; minus the gitignore-style ``exclude`` patterns), recursively, each with the
+    parser for its type. Hidden files and folders (``.env``, ``.git/``), ``node_modules``,
+    virtualenvs and git-ignored files are skipped, as ``ragloom ingest`` skips them."""
+    return FileSystemDocumentLoader.load_documents(
+        path, glob=glob, regex=regex, exclude=exclude, recursive=True
+    )
 
 
 def chat_model_from_env() -> ChatModel | None:

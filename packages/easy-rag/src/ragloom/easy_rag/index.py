@@ -40,9 +40,9 @@ from ragloom.core import (
     metadata_key,
 )
 from ragloom.core.ingestor import DOCUMENT_ID, document_identity
+from ragloom.core.loaders.file_selection import select_files
 from ragloom.core.progress import ProgressCallback
 from ragloom.easy_rag.progress import captured_warnings
-from ragloom.easy_rag.selection import select_files
 
 __all__ = [
     "FORMAT",
@@ -267,8 +267,9 @@ class RagIndex:
     ) -> IngestReport:
         """Bring the index in line with ``paths``: add new, replace changed, drop deleted files.
 
-        The files are those :func:`~ragloom.easy_rag.selection.select_files` picks (hidden,
-        git-ignored and virtualenv files skipped; ``include``/``exclude`` patterns), never
+        The files are those :func:`~ragloom.core.loaders.file_selection.select_files`
+        picks (hidden, git-ignored and virtualenv files skipped; ``include``/``exclude``
+        patterns), never
         the index's own. ``ingestor`` must write to :attr:`mirrored` (so the keyword index
         follows). Files of a type no installed parser reads are listed in ``unsupported``;
         unreadable or unparseable ones in ``failures``; the others are still ingested.

@@ -4,11 +4,20 @@ from __future__ import annotations
 
 import logging
 import os
+import re
+from collections.abc import Sequence
 from pathlib import Path, PurePath
 
 from ragloom.core.document import ABSOLUTE_DIRECTORY_PATH, FILE_NAME, Document
-from ragloom.core.errors import DocumentLoadError, PluginError, RagloomError
+from ragloom.core.errors import (
+    DocumentLoadError,
+    InvalidArgumentError,
+    InvalidArgumentTypeError,
+    PluginError,
+    RagloomError,
+)
 from ragloom.core.loaders.default_parser import default_document_parser
+from ragloom.core.loaders.file_selection import select_files
 from ragloom.core.loaders.guard import parse_source
 from ragloom.core.loaders.result import LoadedDocuments, LoadFailure
 from ragloom.core.parsers.base import DocumentParser
@@ -63,22 +72,37 @@ class FileSystemDocumentLoader:
         parser: DocumentParser | None = None,
         *,
         glob: str | None = None,
+        regex: str | re.Pattern[str] | None = None,
+        exclude: str | Sequence[str] = (),
         recursive: bool = False,
+        skip_ignored: bool = True,
         strict: bool = False,
     ) -> LoadedDocuments:
         """Load every file of ``directory`` (and its subdirectories when ``recursive``).
 
         ``glob`` filters by path relative to ``directory``, matched from the right
-        (``"*.md"`` matches at any depth, ``"guides/*.md"`` only in ``guides``). Files
-        that cannot be read or parsed are skipped and reported in ``.failures`` of the
-        returned list, unless ``strict`` is true, which raises the first error instead.
+        (``"*.md"`` matches at any depth, ``"guides/*.md"`` only in ``guides``); ``regex``
+        keeps the files whose relative path (``/``-separated) it matches anywhere
+        (``re.search``); ``exclude`` takes gitignore-style patterns (``"drafts/"``,
+        ``"*.tmp"``) that drop files and whole folders. With ``skip_ignored`` (the default)
+        hidden files and folders (``.env``, ``.git/``), ``node_modules``, ``__pycache__``,
+        virtualenvs and what the tree's ``.gitignore`` files ignore are not read: the rule
+        of ``ragloom ingest`` (:mod:`ragloom.core.loaders.file_selection`). Files that
+        cannot be read or parsed are skipped and reported in ``.failures`` of the returned
+        list, unless ``strict`` is true, which raises the first error instead.
         """
         root = Path(directory)
         if not root.is_dir():
             raise DocumentLoadError(f"{root}: not a directory")
-        files = sorted(p for p in (root.rglob("*") if recursive else root.iterdir()) if p.is_file())
+        pattern = _compile(regex)
+        excluded = [exclude] if isinstance(exclude, str) else list(exclude)
+        files = select_files(
+            [root], exclude=excluded, recursive=recursive, skip_ignored=skip_ignored
+        )
         if glob is not None:
             files = [p for p in files if PurePath(p.relative_to(root)).match(glob)]
+        if pattern is not None:
+            files = [p for p in files if pattern.search(p.relative_to(root).as_posix())]
         chosen = parser or default_document_parser()
         documents: list[Document] = []
         failures: list[LoadFailure] = []
@@ -100,9 +124,35 @@ class FileSystemDocumentLoader:
         parser: DocumentParser | None = None,
         *,
         glob: str | None = None,
+        regex: str | re.Pattern[str] | None = None,
+        exclude: str | Sequence[str] = (),
+        skip_ignored: bool = True,
         strict: bool = False,
     ) -> LoadedDocuments:
         """The spec's ``loadDocumentsRecursively``: ``load_documents(..., recursive=True)``."""
         return FileSystemDocumentLoader.load_documents(
-            directory, parser, glob=glob, recursive=True, strict=strict
+            directory,
+            parser,
+            glob=glob,
+            regex=regex,
+            exclude=exclude,
+            recursive=True,
+            skip_ignored=skip_ignored,
+            strict=strict,
         )
+
+
+def _compile(regex: str | re.Pattern[str] | None) -> re.Pattern[str] | None:
+    """``regex`` compiled; a bad one raises an error naming it."""
+    if regex is None or isinstance(regex, re.Pattern):
+        return regex
+    if not isinstance(regex, str):
+        raise InvalidArgumentTypeError(
+            f"regex must be a str or a compiled pattern, got {type(regex).__name__}: {regex!r}"
+        )
+    try:
+        return re.compile(regex)
+    except re.error as exc:
+        raise InvalidArgumentError(
+            f"regex {regex!r} is not a valid regular expression: {exc}"
+        ) from exc
