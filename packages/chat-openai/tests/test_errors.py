@@ -8,13 +8,14 @@ import socket
 import time
 
 import pytest
-from openai_helpers import API_KEY, Sleeps, chat_model
+from openai_helpers import API_KEY, Sleeps, chat_model, embedding_model
 
 from ragloom.chat_models.openai import (
     OpenAiAuthenticationError,
     OpenAiChatModel,
     OpenAiChatModelError,
     OpenAiConnectionError,
+    OpenAiEmbeddingModelError,
     OpenAiError,
     OpenAiNotFoundError,
     OpenAiResponseError,
@@ -33,7 +34,8 @@ from ragloom.chat_models.openai.testing import (
     status,
 )
 from ragloom.core.chat import UserMessage
-from ragloom.core.errors import ChatModelError, RagloomError
+from ragloom.core.errors import ChatModelError, EmbeddingModelError, RagloomError
+from ragloom.core.kit.http import HttpErrorKind
 
 HELLO = [UserMessage("hello there")]
 
@@ -325,3 +327,23 @@ def test_hierarchy() -> None:
     assert issubclass(OpenAiAuthenticationError, OpenAiStatusError)
     assert issubclass(OpenAiError, RagloomError)
     assert not issubclass(OpenAiError, ChatModelError)
+
+
+def test_errors_carry_their_kind_and_their_component(server: WireServer) -> None:
+    with pytest.raises(OpenAiChatModelError) as chat:
+        chat_model(server, api_key="sk-wrong-secret-key-42").chat(HELLO)
+    assert chat.value.kind is HttpErrorKind.AUTHENTICATION
+    assert isinstance(chat.value, OpenAiAuthenticationError)
+    with pytest.raises(EmbeddingModelError) as embedding:
+        embedding_model(server, api_key="sk-wrong-secret-key-42").embed_all(["x"])
+    assert isinstance(embedding.value, OpenAiEmbeddingModelError)
+    assert isinstance(embedding.value, OpenAiAuthenticationError)
+    assert not isinstance(embedding.value, ChatModelError)
+    assert (embedding.value.kind, embedding.value.status_code) == (
+        HttpErrorKind.AUTHENTICATION,
+        401,
+    )
+    server.script(delay(5))
+    with pytest.raises(OpenAiTimeoutError) as timeout:
+        chat_model(server, timeout=0.3, max_retries=0).chat(HELLO)
+    assert timeout.value.kind is HttpErrorKind.TIMEOUT

@@ -17,6 +17,7 @@ def test_public_api() -> None:
             "OpenAiChatModelError",
             "OpenAiConnectionError",
             "OpenAiEmbeddingModel",
+            "OpenAiEmbeddingModelError",
             "OpenAiError",
             "OpenAiNotConfiguredError",
             "OpenAiNotFoundError",

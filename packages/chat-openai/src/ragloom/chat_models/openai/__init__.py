@@ -9,7 +9,7 @@ Works with OpenAI, vLLM, Ollama, the llama.cpp server, LM Studio and any other s
 speaking the chat-completions (and ``/embeddings``) wire format.
 """
 
-from ragloom.chat_models.openai._http import DEFAULT_BASE_URL, RetryPolicy
+from ragloom.chat_models.openai._http import DEFAULT_BASE_URL
 from ragloom.chat_models.openai.chat import (
     CHAT_API_KEY_ENV,
     DEFAULT_CHAT_MODEL_NAME,
@@ -21,6 +21,7 @@ from ragloom.chat_models.openai.errors import (
     OpenAiAuthenticationError,
     OpenAiChatModelError,
     OpenAiConnectionError,
+    OpenAiEmbeddingModelError,
     OpenAiError,
     OpenAiNotConfiguredError,
     OpenAiNotFoundError,
@@ -29,6 +30,7 @@ from ragloom.chat_models.openai.errors import (
     OpenAiStatusError,
     OpenAiTimeoutError,
 )
+from ragloom.core.retry import RetryPolicy
 
 __all__ = [
     "CHAT_API_KEY_ENV",
@@ -40,6 +42,7 @@ __all__ = [
     "OpenAiChatModelError",
     "OpenAiConnectionError",
     "OpenAiEmbeddingModel",
+    "OpenAiEmbeddingModelError",
     "OpenAiError",
     "OpenAiNotConfiguredError",
     "OpenAiNotFoundError",

@@ -1,24 +1,22 @@
-"""The HTTP layer both models share: configuration, retries with backoff, errors.
+"""The HTTP layer both models share: configuration, the calls, errors.
 
 One :class:`ApiClient` per model holds the base URL, the headers (API key included) and
-the retry policy. It posts JSON and opens streams, sync (one pooled ``httpx.Client``,
-shared by threads) and async (an ``httpx.AsyncClient`` per call unless one is given:
-an async client is bound to the event loop that first used it). Retried: HTTP 408, 409,
-429 and 5xx, and transport failures (refused, reset, timeout) before an answer arrived.
+the retry policy, and calls through core's bounded call (:mod:`ragloom.core.kit.http`):
+sync on one pooled :class:`~ragloom.core.kit.http.HttpClient` (shared by threads), async
+on an :class:`~ragloom.core.kit.http.AsyncHttpClient` per call unless an
+``httpx.AsyncClient`` is given (an async client is bound to the event loop that first
+used it). The endpoint is the user's own configuration (every address allowed), but the
+whole-call deadline and the byte cap apply. Retried: HTTP 408, 409, 429 and 5xx (or what
+``x-should-retry`` says), and failures (refused, reset, timeout) before an answer.
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import json
 import os
-import ssl
 import threading
-import time
 from collections.abc import AsyncIterator, Iterator, Mapping
 from contextlib import asynccontextmanager, contextmanager
-from functools import cache
 from importlib.metadata import PackageNotFoundError, version
 from types import TracebackType
 from typing import Any, Self
@@ -34,17 +32,39 @@ from ragloom.chat_models.openai.errors import (
     OpenAiResponseError,
     OpenAiStatusError,
     OpenAiTimeoutError,
-    chat_variant,
+    raised_class,
 )
 from ragloom.core.errors import InvalidArgumentError, InvalidArgumentTypeError
-from ragloom.core.retry import RetryPolicy, retry_delay
+from ragloom.core.kit.egress import ALLOW_ALL
+from ragloom.core.kit.http import (
+    AsyncHttpClient,
+    AsyncHttpStream,
+    HttpCallError,
+    HttpClient,
+    HttpErrorKind,
+    HttpReply,
+    HttpStream,
+    status_kind,
+)
+from ragloom.core.retry import RetryPolicy
+
+__all__ = [
+    "DEFAULT_BASE_URL",
+    "DEFAULT_MAX_RESPONSE_BYTES",
+    "DEFAULT_TIMEOUT",
+    "USER_AGENT",
+    "ApiClient",
+    "ApiModel",
+    "RetryPolicy",
+    "make_timeout",
+    "normalize_base_url",
+    "resolve_api_key",
+]
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 DEFAULT_TIMEOUT = 120.0
 DEFAULT_MAX_RESPONSE_BYTES = 100 * 1024 * 1024
 """The largest answer body read (a server sending more gets an error, not all your RAM)."""
-_DROPPED_HEADERS = frozenset({"content-encoding", "content-length", "transfer-encoding"})
-_MAX_CONNECT_TIMEOUT = 10.0
 _EXCERPT = 300
 
 try:
@@ -52,16 +72,6 @@ try:
 except PackageNotFoundError:  # pragma: no cover - running from a source tree
     _VERSION = "0"
 USER_AGENT = f"ragloom-chat-openai/{_VERSION}"
-
-
-@cache
-def _ssl_context() -> ssl.SSLContext:
-    """The default verifying SSL context, built once (loading the CA bundle takes ~0.2 s).
-
-    Shared by every client this package creates, so an async call, which opens a client
-    of its own, does not pay for it each time.
-    """
-    return httpx.create_ssl_context()
 
 
 def resolve_api_key(api_key: str | None, env_vars: tuple[str, ...]) -> tuple[str | None, str]:
@@ -114,19 +124,19 @@ def normalize_base_url(base_url: str) -> str:
 
 
 def make_timeout(timeout: float | httpx.Timeout) -> httpx.Timeout:
-    """An httpx timeout: ``timeout`` seconds per read/write, connecting at most 10 s."""
+    """An httpx timeout of ``timeout`` seconds (its ``read`` bounds each attempt as a whole)."""
     if isinstance(timeout, httpx.Timeout):
         return timeout
     if not isinstance(timeout, int | float) or isinstance(timeout, bool) or not timeout > 0:
         raise InvalidArgumentError(f"timeout must be a positive number of seconds, got {timeout!r}")
-    return httpx.Timeout(float(timeout), connect=min(float(timeout), _MAX_CONNECT_TIMEOUT))
+    return httpx.Timeout(float(timeout))
 
 
 class ApiClient:
     """Posts JSON to one OpenAI-compatible server and opens SSE streams (internal).
 
     ``subject`` names the model in every error ("chat model 'gpt-4o-mini'"); ``chat``
-    makes the errors the chat variants (also :class:`ChatModelError`).
+    makes the errors the chat model's (else the embedding model's).
     """
 
     def __init__(
@@ -176,29 +186,31 @@ class ApiClient:
             self._headers[name] = value
         self._user_client = http_client
         self._user_async_client = async_http_client
-        self._own_client: httpx.Client | None = None
+        self._own_client: HttpClient | None = None
         self._lock = threading.Lock()
 
     # -- clients -----------------------------------------------------------------------
 
-    def _client(self) -> httpx.Client:
-        if self._user_client is not None:
-            return self._user_client
-        client = self._own_client
-        if client is None:
-            with self._lock:
-                if self._own_client is None:
-                    self._own_client = httpx.Client(timeout=self.timeout, verify=_ssl_context())
-                client = self._own_client
-        return client
+    def _client(self) -> HttpClient:
+        """The pooled sync client (opened again after :meth:`close`)."""
+        with self._lock:
+            if self._own_client is None:
+                self._own_client = HttpClient(
+                    egress=ALLOW_ALL,
+                    max_bytes=self.max_response_bytes,
+                    client=self._user_client,
+                    follow_redirects=False,
+                )
+            return self._own_client
 
-    @asynccontextmanager
-    async def _async_client(self) -> AsyncIterator[httpx.AsyncClient]:
-        if self._user_async_client is not None:
-            yield self._user_async_client
-            return
-        async with httpx.AsyncClient(timeout=self.timeout, verify=_ssl_context()) as client:
-            yield client
+    def _async_client(self) -> AsyncHttpClient:
+        """A client for this call's event loop (it closes only what it opened)."""
+        return AsyncHttpClient(
+            egress=ALLOW_ALL,
+            max_bytes=self.max_response_bytes,
+            client=self._user_async_client,
+            follow_redirects=False,
+        )
 
     def close(self) -> None:
         """Close the pooled connections this client opened (not a client passed in)."""
@@ -212,216 +224,89 @@ class ApiClient:
     def url(self, path: str) -> str:
         return f"{self.base_url}/{path}"
 
-    def _request(
-        self, client: httpx.Client | httpx.AsyncClient, path: str, payload: Any, accept: str
-    ) -> httpx.Request:
-        headers = {**self._headers, "Accept": accept}
-        return client.build_request(
-            "POST", self.url(path), json=payload, headers=headers, timeout=self.timeout
-        )
+    def _call(self, payload: Any, accept: str) -> dict[str, Any]:
+        """The kit's call options for ``payload``: deadline, retries, headers."""
+        return {
+            "timeout": self.deadline(),
+            "json": payload,
+            "headers": {**self._headers, "Accept": accept},
+            "retry": self.retry,
+            "retryable": _should_retry,
+        }
 
     def post(self, path: str, payload: Any) -> Any:
         """POST ``payload`` as JSON and return the decoded JSON answer (with retries)."""
-        client = self._client()
-        retries = 0
-        while True:
-            request = self._request(client, path, payload, "application/json")
-            try:
-                response = self.read_whole(client.send(request, stream=True))
-            except httpx.TransportError as exc:
-                if retries < self.retry.max_retries:
-                    self.retry.sleep(self.retry.backoff(retries))
-                    retries += 1
-                    continue
-                raise self.transport_error(exc, request, retries + 1) from exc
-            if response.is_success:
-                return self.decode(response)
-            delay, note = self._retry_delay(response, retries)
-            if delay is None:
-                raise self.status_error(response, retries + 1, note)
-            self.retry.sleep(delay)
-            retries += 1
+        try:
+            reply = self._client().request(
+                "POST", self.url(path), **self._call(payload, "application/json")
+            )
+        except HttpCallError as exc:
+            raise self.call_error(exc) from exc
+        return self.answer(reply)
 
     async def apost(self, path: str, payload: Any) -> Any:
         """:meth:`post` for asyncio."""
-        async with self._async_client() as client:
-            retries = 0
-            while True:
-                request = self._request(client, path, payload, "application/json")
-                try:
-                    async with asyncio.timeout(self.deadline()):
-                        response = await self.aread_whole(await client.send(request, stream=True))
-                except TimeoutError as exc:
-                    raise self.deadline_error(str(request.url)) from exc
-                except httpx.TransportError as exc:
-                    if retries < self.retry.max_retries:
-                        await self.retry.async_sleep(self.retry.backoff(retries))
-                        retries += 1
-                        continue
-                    raise self.transport_error(exc, request, retries + 1) from exc
-                if response.is_success:
-                    return self.decode(response)
-                delay, note = self._retry_delay(response, retries)
-                if delay is None:
-                    raise self.status_error(response, retries + 1, note)
-                await self.retry.async_sleep(delay)
-                retries += 1
+        try:
+            async with self._async_client() as http:
+                reply = await http.request(
+                    "POST", self.url(path), **self._call(payload, "application/json")
+                )
+        except HttpCallError as exc:
+            raise self.call_error(exc) from exc
+        return self.answer(reply)
 
     @contextmanager
-    def stream(self, path: str, payload: Any) -> Iterator[httpx.Response]:
-        """POST and yield the response with its body unread; retries until it succeeds.
+    def stream(self, path: str, payload: Any) -> Iterator[HttpStream]:
+        """POST and yield the 2xx answer with its body unread (retried until then).
 
         Only the wait for the status line is retried: once the caller reads the body,
         partial answers may have been handed out, so failures there are the caller's.
+        The body must keep coming: each chunk within the timeout, all of it within
+        ``max_response_bytes``.
         """
-        client = self._client()
-        retries = 0
-        while True:
-            request = self._request(client, path, payload, "text/event-stream")
-            try:
-                response = client.send(request, stream=True)
-            except httpx.TransportError as exc:
-                if retries < self.retry.max_retries:
-                    self.retry.sleep(self.retry.backoff(retries))
-                    retries += 1
-                    continue
-                raise self.transport_error(exc, request, retries + 1) from exc
-            if response.is_success:
-                break
-            with contextlib.suppress(httpx.HTTPError, OpenAiError):  # the status matters most
-                response = self.read_whole(response)
-            delay, note = self._retry_delay(response, retries)
-            if delay is None:
-                raise self.status_error(response, retries + 1, note)
-            self.retry.sleep(delay)
-            retries += 1
         try:
-            yield response
-        finally:
-            response.close()
+            with self._client().stream(
+                "POST", self.url(path), **self._call(payload, "text/event-stream")
+            ) as stream:
+                self._check_open(stream.reply)
+                yield stream
+        except HttpCallError as exc:
+            raise self.call_error(exc) from exc
 
     @asynccontextmanager
-    async def astream(self, path: str, payload: Any) -> AsyncIterator[httpx.Response]:
+    async def astream(self, path: str, payload: Any) -> AsyncIterator[AsyncHttpStream]:
         """:meth:`stream` for asyncio."""
-        async with self._async_client() as client:
-            retries = 0
-            while True:
-                request = self._request(client, path, payload, "text/event-stream")
-                try:
-                    response = await client.send(request, stream=True)
-                except httpx.TransportError as exc:
-                    if retries < self.retry.max_retries:
-                        await self.retry.async_sleep(self.retry.backoff(retries))
-                        retries += 1
-                        continue
-                    raise self.transport_error(exc, request, retries + 1) from exc
-                if response.is_success:
-                    break
-                try:
-                    async with asyncio.timeout(self.deadline()):
-                        response = await self.aread_whole(response)
-                except (httpx.HTTPError, OpenAiError, TimeoutError):
-                    pass  # the status is what matters; the body is only for the message
-                delay, note = self._retry_delay(response, retries)
-                if delay is None:
-                    raise self.status_error(response, retries + 1, note)
-                await self.retry.async_sleep(delay)
-                retries += 1
-            try:
-                yield response
-            finally:
-                await response.aclose()
+        try:
+            async with (
+                self._async_client() as http,
+                http.stream(
+                    "POST", self.url(path), **self._call(payload, "text/event-stream")
+                ) as stream,
+            ):
+                self._check_open(stream.reply)
+                yield stream
+        except HttpCallError as exc:
+            raise self.call_error(exc) from exc
 
-    # -- bounded reading ---------------------------------------------------------------
+    def _check_open(self, reply: HttpReply) -> None:
+        if not reply.ok:
+            raise self.status_error(reply)
 
     def deadline(self) -> float:
         """Seconds one attempt may take as a whole (the per-read ``timeout``; 120 s default)."""
         return float(self.timeout.read or DEFAULT_TIMEOUT)
-
-    def check_size(self, response: httpx.Response, size: int) -> None:
-        if size > self.max_response_bytes:
-            url = str(response.request.url)
-            raise self.error(
-                OpenAiResponseError,
-                f"{url} answered with more than max_response_bytes={self.max_response_bytes:,} "
-                "bytes; refusing to read it all",
-                url,
-                response.status_code,
-            )
-
-    def _whole(self, response: httpx.Response, chunks: list[bytes]) -> httpx.Response:
-        """A read response holding ``chunks`` (already decoded) as its body."""
-        headers = [(k, v) for k, v in response.headers.multi_items() if k not in _DROPPED_HEADERS]
-        return httpx.Response(
-            response.status_code,
-            headers=headers,
-            content=b"".join(chunks),
-            request=response.request,
-        )
-
-    def read_whole(self, response: httpx.Response) -> httpx.Response:
-        """Read a streamed response's body within the deadline and ``max_response_bytes``.
-
-        httpx's timeout bounds each read, so a server dripping a byte at a time could hold
-        a call forever; the deadline bounds the attempt as a whole.
-        """
-        deadline = time.monotonic() + self.deadline()
-        chunks: list[bytes] = []
-        size = 0
-        try:
-            self.check_size(response, int(response.headers.get("content-length") or 0))
-            for chunk in response.iter_bytes():
-                size += len(chunk)
-                self.check_size(response, size)
-                chunks.append(chunk)
-                if time.monotonic() > deadline:
-                    raise self.deadline_error(str(response.request.url))
-        finally:
-            response.close()
-        return self._whole(response, chunks)
-
-    async def aread_whole(self, response: httpx.Response) -> httpx.Response:
-        """:meth:`read_whole` for asyncio (the caller bounds the time)."""
-        chunks: list[bytes] = []
-        size = 0
-        try:
-            self.check_size(response, int(response.headers.get("content-length") or 0))
-            async for chunk in response.aiter_bytes():
-                size += len(chunk)
-                self.check_size(response, size)
-                chunks.append(chunk)
-        finally:
-            await response.aclose()
-        return self._whole(response, chunks)
-
-    def deadline_error(self, url: str) -> OpenAiError:
-        """The error for an answer not complete within the deadline."""
-        return self.error(
-            OpenAiTimeoutError,
-            f"no complete answer from {url} within the timeout of {self.deadline():g} s "
-            "(the server is sending too slowly); raise timeout= for slow models or use stream()",
-            url,
-        )
-
-    # -- retries -----------------------------------------------------------------------
-
-    def _retry_delay(self, response: httpx.Response, retries: int) -> tuple[float | None, str]:
-        """How long to wait before retrying ``response``; ``None`` (and why) for no retry."""
-        should = response.headers.get("x-should-retry", "").strip().lower()
-        status = response.status_code
-        retryable = status in (408, 409, 429) or status >= 500
-        if should in ("true", "false"):
-            retryable = should == "true"
-        return retry_delay(self.retry, status, response.headers, retries, retryable=retryable)
 
     # -- decoding and errors -----------------------------------------------------------
 
     def error(
         self, kind: type[OpenAiError], message: str, url: str, status: int | None = None
     ) -> OpenAiError:
-        """An error of ``kind`` (its chat variant for the chat model), key redacted."""
-        cls = chat_variant(kind) if self._chat else kind
-        return cls(self.redact(f"{self.subject}: {message}"), url=url, status_code=status)
+        """An error of ``kind`` as this model raises it, key redacted."""
+        cls = raised_class(kind, chat=self._chat)
+        what = _KIND_OF.get(kind) or (None if status is None else status_kind(status))
+        return cls(
+            self.redact(f"{self.subject}: {message}"), url=url, status_code=status, kind=what
+        )
 
     def redact(self, text: str) -> str:
         """``text`` with the API key replaced by ``***`` (servers may echo it).
@@ -433,25 +318,30 @@ class ApiClient:
             text = text.replace(self._api_key, "***")
         return text
 
-    def decode(self, response: httpx.Response) -> Any:
-        """The JSON body of a successful response; OpenAiResponseError when it is not JSON."""
+    def answer(self, reply: HttpReply) -> Any:
+        """The JSON body of a 2xx ``reply``; the status error otherwise."""
+        if not reply.ok:
+            raise self.status_error(reply)
+        return self.decode(reply)
+
+    def decode(self, reply: HttpReply) -> Any:
+        """The JSON body of a successful answer; OpenAiResponseError when it is not JSON."""
         try:
-            return json.loads(response.content)
-        except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as exc:
+            return reply.json()
+        except (ValueError, UnicodeDecodeError, RecursionError) as exc:
             raise self.error(
                 OpenAiResponseError,
-                f"{response.request.url} answered HTTP {response.status_code} with a body that "
-                f"is not JSON ({_content_type(response)}): {_excerpt(response)}",
-                str(response.request.url),
-                response.status_code,
+                f"{reply.url} answered HTTP {reply.status} with a body that "
+                f"is not JSON ({_content_type(reply)}): {_excerpt(reply)}",
+                reply.url,
+                reply.status,
             ) from exc
 
-    def status_error(self, response: httpx.Response, attempts: int, note: str = "") -> OpenAiError:
+    def status_error(self, reply: HttpReply) -> OpenAiError:
         """The error for an HTTP error status, with the server's own message."""
-        status = response.status_code
-        url = str(response.request.url)
-        detail = server_message(response)
-        tried = f" after {attempts} attempts" if attempts > 1 else ""
+        status, url, note = reply.status, reply.url, reply.retry_note
+        detail = server_message(reply)
+        tried = f" after {reply.attempts} attempts" if reply.attempts > 1 else ""
         if status in (401, 403):
             what = "authentication failed" if status == 401 else "access denied"
             return self.error(
@@ -479,37 +369,54 @@ class ApiClient:
                 url,
                 status,
             )
-        location = response.headers.get("location")
+        location = reply.headers.get("location")
         moved = f" (redirects to {location}; use that as base_url)" if location else ""
+        reason = httpx.codes.get_reason_phrase(status)
         return self.error(
             OpenAiStatusError,
-            f"HTTP {status} {response.reason_phrase} from {url}{tried}{note}{moved}: {detail}",
+            f"HTTP {status} {reason} from {url}{tried}{note}{moved}: {detail}",
             url,
             status,
         )
 
-    def transport_error(
-        self, exc: httpx.TransportError, request: httpx.Request, attempts: int
-    ) -> OpenAiError:
-        """The error for a failure to reach the server or to receive its answer."""
-        url = str(request.url)
-        tried = f" ({attempts} attempts)" if attempts > 1 else ""
-        reason = str(exc) or type(exc).__name__
-        if isinstance(exc, httpx.ConnectTimeout):
+    def call_error(self, exc: HttpCallError, received: int | None = None) -> OpenAiError:
+        """The error for a call (or, after ``received`` partial texts, a stream) that got
+        no complete answer."""
+        url = exc.url
+        tried = f" ({exc.attempts} attempts)" if exc.attempts > 1 else ""
+        cause = exc.__cause__
+        reason = (str(cause) or type(cause).__name__) if cause is not None else str(exc)
+        if exc.kind is HttpErrorKind.TOO_LARGE:
+            return self.error(
+                OpenAiResponseError,
+                f"{url} answered with more than max_response_bytes="
+                f"{self.max_response_bytes:,} bytes; refusing to read it all",
+                url,
+            )
+        if exc.kind is HttpErrorKind.TIMEOUT and received is not None:
+            return self.stalled(url, received)
+        if exc.kind is HttpErrorKind.TIMEOUT and isinstance(cause, httpx.ConnectTimeout):
             return self.error(
                 OpenAiTimeoutError,
                 f"could not connect to {self.base_url} within the timeout{tried}; "
                 "is the server running and reachable?",
                 url,
             )
-        if isinstance(exc, httpx.TimeoutException):
+        if exc.kind is HttpErrorKind.TIMEOUT:
             return self.error(
                 OpenAiTimeoutError,
-                f"no answer from {url} within the timeout of {self.timeout.read} s{tried}; "
-                "raise timeout= for slow models or use stream()",
+                f"no complete answer from {url} within the timeout of {self.deadline():g} s"
+                f"{tried} (the whole call: connect, headers and body); raise timeout= for "
+                "slow models or use stream()",
                 url,
             )
-        if isinstance(exc, httpx.ConnectError):
+        if received is not None:
+            return self.error(
+                OpenAiConnectionError,
+                f"the stream from {url} broke off after {received} partial texts: {reason}",
+                url,
+            )
+        if isinstance(cause, httpx.ConnectError):
             return self.error(
                 OpenAiConnectionError,
                 f"cannot connect to {self.base_url}{tried}: {reason}; is the server running?",
@@ -528,23 +435,28 @@ class ApiClient:
             url,
         )
 
-    def stream_error(self, exc: httpx.HTTPError, url: str, received: int) -> OpenAiError:
-        """The error for a stream that broke off after ``received`` partial texts."""
-        if isinstance(exc, httpx.TimeoutException):
-            return self.stalled(url, received)
-        return self.error(
-            OpenAiConnectionError,
-            f"the stream from {url} broke off after {received} partial texts: "
-            f"{str(exc) or type(exc).__name__}",
-            url,
-        )
+
+_KIND_OF: dict[type[OpenAiError], HttpErrorKind] = {
+    OpenAiTimeoutError: HttpErrorKind.TIMEOUT,
+    OpenAiConnectionError: HttpErrorKind.CONNECTION,
+    OpenAiResponseError: HttpErrorKind.PROTOCOL,
+}
+"""The kind of the errors that are not about a status (those take the status's kind)."""
 
 
-def server_message(response: httpx.Response) -> str:
+def _should_retry(status: int, headers: Mapping[str, str]) -> bool:
+    """OpenAI's rule: ``x-should-retry`` when the server sends it, else 408, 409, 429, 5xx."""
+    should = headers.get("x-should-retry", "").strip().lower()
+    if should in ("true", "false"):
+        return should == "true"
+    return status in (408, 409, 429) or status >= 500
+
+
+def server_message(reply: HttpReply) -> str:
     """The server's explanation: ``error.message`` (OpenAI), ``error`` (Ollama) or the text."""
     try:
-        body = json.loads(response.content)
-    except (json.JSONDecodeError, UnicodeDecodeError, httpx.ResponseNotRead):
+        body = json.loads(reply.body)
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
         body = None
     if isinstance(body, dict):
         error = body.get("error", body.get("detail", body.get("message")))
@@ -555,26 +467,15 @@ def server_message(response: httpx.Response) -> str:
                 return _clip(f"{message} [{code}]" if isinstance(code, str) else message)
         elif isinstance(error, str) and error:
             return _clip(error)
-    return _excerpt(response) if _has_body(response) else "(empty body)"
+    return _excerpt(reply) if reply.body else "(empty body)"
 
 
-def _has_body(response: httpx.Response) -> bool:
-    try:
-        return bool(response.content)
-    except httpx.ResponseNotRead:
-        return False
+def _content_type(reply: HttpReply) -> str:
+    return reply.headers.get("content-type") or "no content type"
 
 
-def _content_type(response: httpx.Response) -> str:
-    return response.headers.get("content-type") or "no content type"
-
-
-def _excerpt(response: httpx.Response) -> str:
-    try:
-        text = response.content.decode("utf-8", "replace")
-    except httpx.ResponseNotRead:
-        return "(body not read)"
-    return repr(_clip(text.strip()))
+def _excerpt(reply: HttpReply) -> str:
+    return repr(_clip(reply.body.decode("utf-8", "replace").strip()))
 
 
 def _clip(text: str) -> str:

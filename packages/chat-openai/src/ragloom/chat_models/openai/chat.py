@@ -7,6 +7,7 @@ Ollama (``http://localhost:11434/v1``), the llama.cpp server, LM Studio, ...
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import os
 import time
@@ -42,6 +43,7 @@ from ragloom.core.chat.model import (
 )
 from ragloom.core.embedding import TokenUsage
 from ragloom.core.errors import InvalidArgumentError, InvalidArgumentTypeError
+from ragloom.core.kit.http import HttpCallError, HttpReply
 
 __all__ = ["CHAT_API_KEY_ENV", "DEFAULT_CHAT_MODEL_NAME", "OpenAiChatModel"]
 
@@ -97,13 +99,13 @@ class OpenAiChatModel(ApiModel, ChatModel):
     for every call; ``None`` leaves them to the server. ``extra_body`` adds fields to
     every request (e.g. ``{"top_k": 20}`` for vLLM).
 
-    ``timeout`` (120 s) bounds each attempt as a whole (at most 10 s of it to connect):
-    a server dripping its answer a byte at a time cannot hold a call longer; for a
-    streamed answer it bounds each pause between chunks of content (SSE keep-alive
-    comments do not extend it). Answers larger than ``max_response_bytes`` (100 MiB)
-    raise instead of being read whole. Failed calls (HTTP 408,
-    409, 429, 5xx, refused or dropped connections, timeouts) are retried ``max_retries``
-    times with exponential backoff and jitter, honouring ``Retry-After``; pass a
+    ``timeout`` (120 s) bounds each attempt as a whole (connect, headers and body): a
+    server dripping its answer a byte at a time cannot hold a call longer; for a
+    streamed answer it bounds the wait for the headers and then each pause between
+    chunks of content (SSE keep-alive comments do not extend it). Answers larger than
+    ``max_response_bytes`` (100 MiB) raise instead of being read whole. Failed calls
+    (HTTP 408, 409, 429, 5xx, refused or dropped connections, timeouts) are retried
+    ``max_retries`` times with exponential backoff and jitter, honouring ``Retry-After``; pass a
     :class:`RetryPolicy` for finer control. ``organization`` sets the
     ``OpenAI-Organization`` header; ``headers`` adds any others. ``stream_usage=False``
     stops asking for token usage in streams (``stream_options``), for servers that
@@ -252,24 +254,24 @@ class OpenAiChatModel(ApiModel, ChatModel):
         payload = self._payload(messages, options, stream=True)
 
         def chunks() -> Iterator[str | ChatResponse]:
-            with self._api.stream(_PATH, payload) as response:
-                url = str(response.request.url)
-                if _is_json(response):  # a server that ignores "stream": true
+            with self._api.stream(_PATH, payload) as stream:
+                url = stream.reply.url
+                if _is_json(stream.reply):  # a server that ignores "stream": true
                     try:
-                        whole = self._api.read_whole(response)
-                    except httpx.HTTPError as exc:
-                        raise self._api.stream_error(exc, url, 0) from exc
+                        whole = dataclasses.replace(stream.reply, body=stream.read())
+                    except HttpCallError as exc:
+                        raise self._api.call_error(exc, 0) from exc
                     yield from _whole(self._completion(self._api.decode(whole)))
                     return
                 state = _StreamState(self._api, url)
                 decoder = SseDecoder()
-                lines = response.iter_lines()
-                watch = _StallWatch(self._api, response, url)
+                lines = stream.iter_lines()
+                watch = _StallWatch(self._api, url)
                 while not state.done:
                     try:
                         line = next(lines, None)
-                    except httpx.HTTPError as exc:
-                        raise self._api.stream_error(exc, url, state.received) from exc
+                    except HttpCallError as exc:
+                        raise self._api.call_error(exc, state.received) from exc
                     event = decoder.feed(line) if line is not None else decoder.end()
                     if event is not None and (text := state.add(event)):
                         watch.progress()
@@ -286,31 +288,28 @@ class OpenAiChatModel(ApiModel, ChatModel):
         payload = self._payload(messages, options, stream=True)
 
         async def chunks() -> AsyncIterator[str | ChatResponse]:
-            async with self._api.astream(_PATH, payload) as response:
-                url = str(response.request.url)
-                if _is_json(response):
+            async with self._api.astream(_PATH, payload) as stream:
+                url = stream.reply.url
+                if _is_json(stream.reply):
                     try:
-                        async with asyncio.timeout(self._api.deadline()):
-                            whole = await self._api.aread_whole(response)
-                    except TimeoutError as exc:
-                        raise self._api.deadline_error(url) from exc
-                    except httpx.HTTPError as exc:
-                        raise self._api.stream_error(exc, url, 0) from exc
+                        whole = dataclasses.replace(stream.reply, body=await stream.aread())
+                    except HttpCallError as exc:
+                        raise self._api.call_error(exc, 0) from exc
                     for item in _whole(self._completion(self._api.decode(whole))):
                         yield item
                     return
                 state = _StreamState(self._api, url)
                 decoder = SseDecoder()
-                lines = response.aiter_lines()
-                watch = _StallWatch(self._api, response, url)
+                lines = stream.aiter_lines()
+                watch = _StallWatch(self._api, url)
                 while not state.done:
                     try:
                         async with asyncio.timeout(watch.remaining()):
                             line = await anext(lines, None)
                     except TimeoutError as exc:
                         raise self._api.stalled(url, state.received) from exc
-                    except httpx.HTTPError as exc:
-                        raise self._api.stream_error(exc, url, state.received) from exc
+                    except HttpCallError as exc:
+                        raise self._api.call_error(exc, state.received) from exc
                     event = decoder.feed(line) if line is not None else decoder.end()
                     if event is not None and (text := state.add(event)):
                         watch.progress()
@@ -385,14 +384,13 @@ class OpenAiChatModel(ApiModel, ChatModel):
 
 
 class _StallWatch:
-    """Bounds a stream's pauses: at most ``timeout`` seconds without content (keep-alive
-    comments and empty events do not count), and at most ``max_response_bytes`` in all."""
+    """Bounds a stream's pauses at ``timeout`` seconds without content (keep-alive
+    comments and empty events do not count; the kit's stream bounds the bytes)."""
 
-    __slots__ = ("_api", "_last", "_response", "_url")
+    __slots__ = ("_api", "_last", "_url")
 
-    def __init__(self, api: ApiClient, response: httpx.Response, url: str) -> None:
+    def __init__(self, api: ApiClient, url: str) -> None:
         self._api = api
-        self._response = response
         self._url = url
         self._last = time.monotonic()
 
@@ -405,7 +403,6 @@ class _StallWatch:
     def check(self, received: int) -> None:
         if time.monotonic() - self._last > self._api.deadline():
             raise self._api.stalled(self._url, received)
-        self._api.check_size(self._response, self._response.num_bytes_downloaded)
 
 
 class _StreamState:
@@ -587,8 +584,8 @@ def _whole(response: ChatResponse) -> Iterator[str | ChatResponse]:
     yield response
 
 
-def _is_json(response: httpx.Response) -> bool:
-    content_type: str = response.headers.get("content-type", "")
+def _is_json(reply: HttpReply) -> bool:
+    content_type: str = reply.headers.get("content-type", "")
     return content_type.split(";")[0].strip().lower() == "application/json"
 
 

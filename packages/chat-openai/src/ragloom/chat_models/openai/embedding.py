@@ -23,7 +23,11 @@ from ragloom.chat_models.openai._http import (
     normalize_base_url,
     resolve_api_key,
 )
-from ragloom.chat_models.openai.errors import OpenAiNotConfiguredError, OpenAiResponseError
+from ragloom.chat_models.openai.errors import (
+    OpenAiNotConfiguredError,
+    OpenAiResponseError,
+    raised_class,
+)
 from ragloom.core.document import TextSegment
 from ragloom.core.embedding import (
     Embedding,
@@ -56,7 +60,8 @@ class OpenAiEmbeddingModel(ApiModel, EmbeddingModel):
     ``max_retries``, ``retry_policy``, ``organization``, ``headers``, ``http_client`` and
     ``async_http_client`` (for :meth:`aembed_all`) work as for
     :class:`~ragloom.chat_models.openai.OpenAiChatModel`. Errors are
-    :class:`~ragloom.chat_models.openai.errors.OpenAiError` s.
+    :class:`~ragloom.chat_models.openai.errors.OpenAiEmbeddingModelError` s (thus
+    :class:`~ragloom.core.errors.EmbeddingModelError` s) with their ``kind``.
     """
 
     def __init__(
@@ -135,7 +140,7 @@ class OpenAiEmbeddingModel(ApiModel, EmbeddingModel):
             options.pop("base_url", None) or _env("RAGLOOM_EMBEDDING_BASE_URL") or DEFAULT_BASE_URL
         )
         if not model_name:
-            raise OpenAiNotConfiguredError(
+            raise raised_class(OpenAiNotConfiguredError, chat=False)(
                 "no embedding model is configured: set RAGLOOM_EMBEDDING_MODEL_NAME (e.g. "
                 "text-embedding-3-small) and, for a server other than OpenAI, "
                 "RAGLOOM_EMBEDDING_BASE_URL; the API key comes from RAGLOOM_EMBEDDING_API_KEY "

@@ -1,18 +1,25 @@
-"""Errors of the OpenAI-compatible clients, in ragloom's error hierarchy.
+"""Errors of the OpenAI-compatible clients, on ragloom's error tree.
 
-Every error is an :class:`OpenAiError` (a :class:`~ragloom.core.errors.RagloomError`)
-carrying the ``url`` it concerns and, for HTTP errors, the ``status_code``. Catch a kind
-(:class:`OpenAiAuthenticationError`, :class:`OpenAiNotFoundError`, ...) to handle it for
-both models. What :class:`~ragloom.chat_models.openai.OpenAiChatModel` raises is in
-addition a :class:`~ragloom.core.errors.ChatModelError`, as the ChatModel protocol
-requires: each kind has a chat variant (``OpenAiChatAuthenticationError`` is an
-``OpenAiAuthenticationError`` and an ``OpenAiChatModelError``). No message ever contains
-the API key.
+What :class:`~ragloom.chat_models.openai.OpenAiChatModel` raises is an
+:class:`OpenAiChatModelError` (a :class:`~ragloom.core.errors.ChatModelError`); what
+:class:`~ragloom.chat_models.openai.OpenAiEmbeddingModel` raises is an
+:class:`OpenAiEmbeddingModelError` (an :class:`~ragloom.core.errors.EmbeddingModelError`).
+Both are :class:`OpenAiError` s and carry ``kind`` (an
+:class:`~ragloom.core.kit.http.HttpErrorKind`: authentication, rate limit, timeout, ...,
+``None`` for a missing configuration), the ``url`` concerned and the HTTP
+``status_code`` when there was one: catch the component's error and look at ``kind``.
+No message ever contains the API key.
+
+The kind classes (:class:`OpenAiAuthenticationError`, :class:`OpenAiTimeoutError`, ...)
+and their ``OpenAiChat*`` twins stay so that existing ``except`` clauses keep catching
+what they caught; they are deprecated in favour of ``kind``. Each error a model raises
+is the twin of its kind for its component, built from one table (:data:`_KINDS`).
 """
 
 from __future__ import annotations
 
-from ragloom.core.errors import ChatModelError, RagloomError
+from ragloom.core.errors import ChatModelError, EmbeddingModelError, RagloomError
+from ragloom.core.kit.http import HttpErrorKind
 
 __all__ = [
     "OpenAiAuthenticationError",
@@ -26,6 +33,7 @@ __all__ = [
     "OpenAiChatStatusError",
     "OpenAiChatTimeoutError",
     "OpenAiConnectionError",
+    "OpenAiEmbeddingModelError",
     "OpenAiError",
     "OpenAiNotConfiguredError",
     "OpenAiNotFoundError",
@@ -39,16 +47,34 @@ __all__ = [
 class OpenAiError(RagloomError):
     """A call to an OpenAI-compatible server failed (names the URL, never the API key).
 
-    ``url`` is the endpoint (or base URL) concerned; ``status_code`` the HTTP status
-    when the server answered with one.
+    ``kind`` says what went wrong (``None``: no configuration); ``url`` is the endpoint
+    (or base URL) concerned; ``status_code`` the HTTP status when the server answered
+    with one.
     """
 
     def __init__(
-        self, message: str, *, url: str | None = None, status_code: int | None = None
+        self,
+        message: str,
+        *,
+        url: str | None = None,
+        status_code: int | None = None,
+        kind: HttpErrorKind | None = None,
     ) -> None:
         super().__init__(message)
         self.url = url
         self.status_code = status_code
+        self.kind = kind
+
+
+class OpenAiChatModelError(OpenAiError, ChatModelError):
+    """Base of everything :class:`~ragloom.chat_models.openai.OpenAiChatModel` raises."""
+
+
+class OpenAiEmbeddingModelError(OpenAiError, EmbeddingModelError):
+    """Base of everything :class:`~ragloom.chat_models.openai.OpenAiEmbeddingModel` raises."""
+
+
+# -- the kind classes (deprecated: catch the component's error and look at ``kind``) ------
 
 
 class OpenAiStatusError(OpenAiError):
@@ -83,55 +109,46 @@ class OpenAiNotConfiguredError(OpenAiError, ValueError):
     """``from_env()`` found no configuration (names the environment variables to set)."""
 
 
-class OpenAiChatModelError(OpenAiError, ChatModelError):
-    """Base of everything :class:`~ragloom.chat_models.openai.OpenAiChatModel` raises."""
+_KINDS: tuple[type[OpenAiError], ...] = (
+    OpenAiStatusError,
+    OpenAiAuthenticationError,
+    OpenAiNotFoundError,
+    OpenAiRateLimitError,
+    OpenAiConnectionError,
+    OpenAiTimeoutError,
+    OpenAiResponseError,
+    OpenAiNotConfiguredError,
+)
+"""Each after its parent: the twins are built in this order."""
 
 
-class OpenAiChatStatusError(OpenAiStatusError, OpenAiChatModelError):
-    """:class:`OpenAiStatusError` raised by the chat model."""
+def _twins(component: type[OpenAiError], prefix: str) -> dict[type[OpenAiError], type[OpenAiError]]:
+    """For each kind class, the class ``component`` raises for it: a subclass of the kind
+    and of the twin of the kind's parent (so ``except`` by kind, by component or both
+    works), named ``OpenAi<prefix><Kind>Error`` in this module (so it pickles)."""
+    twins: dict[type[OpenAiError], type[OpenAiError]] = {OpenAiError: component}
+    for kind in _KINDS:
+        parent = twins[kind.__mro__[1]]
+        name = "OpenAi" + prefix + kind.__name__.removeprefix("OpenAi")
+        doc = f":class:`{kind.__name__}` raised by the {prefix.lower()} model."
+        twin = type(name, (kind, parent), {"__module__": __name__, "__doc__": doc})
+        twins[kind] = globals()[name] = twin
+    return twins
 
 
-class OpenAiChatAuthenticationError(OpenAiAuthenticationError, OpenAiChatStatusError):
-    """:class:`OpenAiAuthenticationError` raised by the chat model."""
+_CHAT = _twins(OpenAiChatModelError, "Chat")
+_EMBEDDING = _twins(OpenAiEmbeddingModelError, "Embedding")
+
+OpenAiChatStatusError = _CHAT[OpenAiStatusError]
+OpenAiChatAuthenticationError = _CHAT[OpenAiAuthenticationError]
+OpenAiChatNotFoundError = _CHAT[OpenAiNotFoundError]
+OpenAiChatRateLimitError = _CHAT[OpenAiRateLimitError]
+OpenAiChatConnectionError = _CHAT[OpenAiConnectionError]
+OpenAiChatTimeoutError = _CHAT[OpenAiTimeoutError]
+OpenAiChatResponseError = _CHAT[OpenAiResponseError]
+OpenAiChatNotConfiguredError = _CHAT[OpenAiNotConfiguredError]
 
 
-class OpenAiChatNotFoundError(OpenAiNotFoundError, OpenAiChatStatusError):
-    """:class:`OpenAiNotFoundError` raised by the chat model."""
-
-
-class OpenAiChatRateLimitError(OpenAiRateLimitError, OpenAiChatStatusError):
-    """:class:`OpenAiRateLimitError` raised by the chat model."""
-
-
-class OpenAiChatConnectionError(OpenAiConnectionError, OpenAiChatModelError):
-    """:class:`OpenAiConnectionError` raised by the chat model."""
-
-
-class OpenAiChatTimeoutError(OpenAiTimeoutError, OpenAiChatConnectionError):
-    """:class:`OpenAiTimeoutError` raised by the chat model."""
-
-
-class OpenAiChatResponseError(OpenAiResponseError, OpenAiChatModelError):
-    """:class:`OpenAiResponseError` raised by the chat model."""
-
-
-class OpenAiChatNotConfiguredError(OpenAiNotConfiguredError, OpenAiChatModelError):
-    """:class:`OpenAiNotConfiguredError` raised by ``OpenAiChatModel.from_env()``."""
-
-
-_CHAT_VARIANTS: dict[type[OpenAiError], type[OpenAiError]] = {
-    OpenAiError: OpenAiChatModelError,
-    OpenAiStatusError: OpenAiChatStatusError,
-    OpenAiAuthenticationError: OpenAiChatAuthenticationError,
-    OpenAiNotFoundError: OpenAiChatNotFoundError,
-    OpenAiRateLimitError: OpenAiChatRateLimitError,
-    OpenAiConnectionError: OpenAiChatConnectionError,
-    OpenAiTimeoutError: OpenAiChatTimeoutError,
-    OpenAiResponseError: OpenAiChatResponseError,
-    OpenAiNotConfiguredError: OpenAiChatNotConfiguredError,
-}
-
-
-def chat_variant(kind: type[OpenAiError]) -> type[OpenAiError]:
-    """The class the chat model raises for an error of ``kind`` (internal)."""
-    return _CHAT_VARIANTS[kind]
+def raised_class(kind: type[OpenAiError], *, chat: bool) -> type[OpenAiError]:
+    """The class the chat (``chat``) or the embedding model raises for ``kind`` (internal)."""
+    return (_CHAT if chat else _EMBEDDING)[kind]
