@@ -111,6 +111,16 @@ def test_a_summary_is_a_header_line_and_transforming_again_replaces_the_header()
     assert HEADER_LENGTH not in stripped.metadata
 
 
+def test_the_title_is_left_out_when_the_section_starts_with_it() -> None:
+    transformer = ContextualHeaderTransformer()
+    nested = TextSegment("body", {"title": "Guide", SECTION: "Guide > Install"})
+    assert transformer.transform(nested).text == "Guide > Install\n\nbody"
+    same = TextSegment("body", {"title": "Guide", SECTION: "Guide"})
+    assert transformer.transform(same).text == "Guide\n\nbody"
+    other = TextSegment("body", {"title": "Guidebook", SECTION: "Guide > Install"})
+    assert transformer.transform(other).text == "Guidebook\nGuide > Install\n\nbody"
+
+
 def test_the_header_is_bounded_and_cleaned() -> None:
     segment = TextSegment("body", {"title": "T\x00\x1b" + "x" * 1000})
     out = ContextualHeaderTransformer(max_header_chars=20).transform(segment)

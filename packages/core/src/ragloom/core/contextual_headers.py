@@ -141,10 +141,11 @@ class ContextualHeaderTransformer(TextSegmentTransformer):
     :meth:`transform_all` follows the Markdown ATX headings (``#`` to ``######``, not inside
     code fences) through a document's segments, in order, and records the path above each
     segment as its ``section`` metadata (unless one is already there); :meth:`transform`
-    alone, without the neighbours, uses only an existing ``section``. The header, one part a
-    line and a blank line after, is cut to ``max_header_chars`` (500); its length goes into
-    ``header_length`` (see :func:`original_text`). A segment with no header part is returned
-    unchanged; a segment that already has a header gets a new one in its place.
+    alone, without the neighbours, uses only an existing ``section``. The title is left out
+    when the section starts with it. The header, one part a line and a blank line after, is
+    cut to ``max_header_chars`` (500); its length goes into ``header_length`` (see
+    :func:`original_text`). A segment with no header part is returned unchanged; a segment
+    that already has a header gets a new one in its place.
     """
 
     def __init__(
@@ -175,6 +176,8 @@ class ContextualHeaderTransformer(TextSegmentTransformer):
         if self.summary_key is not None:
             parts.append(str(meta.get(self.summary_key, "")))
         lines = [_CONTROL.sub("", part).strip() for part in parts]
+        if lines[1] == lines[0] or lines[1].startswith(lines[0] + _SECTION_SEPARATOR):
+            lines[0] = ""  # the title is the outermost heading already
         header = "\n".join(dict.fromkeys(line for line in lines if line))
         text = original_text(segment)
         if not header:
