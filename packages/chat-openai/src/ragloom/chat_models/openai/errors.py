@@ -13,7 +13,7 @@ No message ever contains the API key.
 The kind classes (:class:`OpenAiAuthenticationError`, :class:`OpenAiTimeoutError`, ...)
 and their ``OpenAiChat*`` twins stay so that existing ``except`` clauses keep catching
 what they caught; they are deprecated in favour of ``kind``. Each error a model raises
-is the twin of its kind for its component, built from one table (:data:`_KINDS`).
+is the twin of its kind for its component, built from one table.
 """
 
 from __future__ import annotations
