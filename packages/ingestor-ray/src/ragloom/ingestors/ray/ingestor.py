@@ -291,10 +291,11 @@ class RayIngestor:
     splitter and transformers are pickled as they are; ``None`` means the installed
     default splitter. ``concurrency`` actors embed and write,
     each with ``num_cpus`` CPUs; ``documents_per_batch`` documents go to an actor at a
-    time (embedded in chunks of ``batch_size`` segments). An actor killed mid-batch is
-    restarted and its batch redone; a document on which a worker died more than
-    ``max_retries`` times is reported in ``failures``, as is a document whose loading,
-    splitting or embedding raises (that one is not retried).
+    time (embedded in chunks of ``batch_size`` segments). A task or actor killed mid-batch
+    is restarted and its batch redone, one document at a time; a document on which a
+    worker died more than ``max_retries`` times (e.g. its parser crashes the process) is
+    reported in ``failures``, as is a document whose loading, splitting or embedding
+    raises (that one is not retried).
     """
 
     def __init__(
