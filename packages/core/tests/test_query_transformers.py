@@ -121,6 +121,21 @@ def test_expanding_drops_list_markers_blanks_and_repeats() -> None:
     assert "Generate 4 different versions" in model.prompts[0]
 
 
+def test_expanding_keeps_at_most_n_queries_of_a_hostile_answer() -> None:
+    answer = "\n".join(f"query {i}\x1b[2J" for i in range(1000)) + "\n" + "x" * 600
+    queries = ExpandingQueryTransformer(ScriptedChatModel([answer]), n=3).transform(Query("q"))
+    assert [q.text for q in queries] == ["query 0[2J", "query 1[2J", "query 2[2J"]
+
+
+def test_compressing_bounds_a_hostile_answer() -> None:
+    answer = "\x00Where did\x07 John Doe live? " + "and more " * 200
+    [compressed] = CompressingQueryTransformer(ScriptedChatModel([answer])).transform(follow_up())
+    assert compressed.text.startswith("Where did John Doe live? and more")
+    assert len(compressed.text) <= 500
+    assert "\x00" not in compressed.text
+    assert "\x07" not in compressed.text
+
+
 def test_expanding_keeps_the_query_when_no_line_is_usable() -> None:
     query = Query("q")
     assert ExpandingQueryTransformer(ScriptedChatModel(["\n - \n"])).transform(query) == [query]

@@ -115,7 +115,9 @@ class CompressingQueryTransformer(QueryTransformer):
 
     @staticmethod
     def _parse(answer: str, query: Query) -> Query:
-        text = answer.strip()
+        """The model's answer as the query (hostile text: control characters removed, cut
+        at a word boundary to 500 characters); the original query when it is blank."""
+        text = _passage(answer, _MAX_QUERY_CHARS)
         return Query(text, query.metadata) if text else query
 
 
@@ -147,7 +149,8 @@ _LIST_MARKER = re.compile(r"^\s*(?:\d+[.)]|[-*•])\s+")
 class ExpandingQueryTransformer(QueryTransformer):
     """Asks the model for ``n`` (3) rewordings of the query, one per line of its answer.
 
-    Blank lines, repeated lines and list markers ("1.", "-") are dropped; every new query
+    Blank lines, repeated lines, list markers ("1.", "-") and lines past 500 characters are
+    dropped, and at most ``n`` queries are kept (the answer is hostile text); every new query
     keeps the original metadata. ``prompt_template`` must contain ``{query}`` and may use
     ``{n}``. An answer without any usable line keeps the original query.
     """
@@ -176,11 +179,15 @@ class ExpandingQueryTransformer(QueryTransformer):
     def _prompt(self, query: Query) -> UserMessage:
         return UserMessage(self.prompt_template.render(query=query.text, n=self.n))
 
-    @staticmethod
-    def _parse(answer: str, query: Query) -> list[Query]:
-        texts = [_LIST_MARKER.sub("", line).strip() for line in answer.splitlines()]
-        unique = dict.fromkeys(text for text in texts if text)
-        return [Query(text, query.metadata) for text in unique] or [query]
+    def _parse(self, answer: str, query: Query) -> list[Query]:
+        """At most ``n`` queries (each retrieval costs: a hostile answer of a thousand lines
+        must not become a thousand searches), control characters removed, lines longer than
+        500 characters dropped."""
+        texts = [
+            _LIST_MARKER.sub("", line).strip() for line in _CONTROL.sub("", answer).splitlines()
+        ]
+        unique = dict.fromkeys(text for text in texts if text and len(text) <= _MAX_QUERY_CHARS)
+        return [Query(text, query.metadata) for text in list(unique)[: self.n]] or [query]
 
 
 # Control characters a hostile answer may carry (newline and tab are kept).
