@@ -5,7 +5,13 @@ from __future__ import annotations
 import pytest
 
 from ragloom.core.errors import RetrievalError
-from ragloom.retrievers.neo4j import UnsafeCypherError, check_read_only, extract_cypher
+from ragloom.retrievers.neo4j import (
+    UnsafeCypherError,
+    bound_rows,
+    check_range_sizes,
+    check_read_only,
+    extract_cypher,
+)
 
 
 @pytest.mark.parametrize(
@@ -69,3 +75,63 @@ def test_read_queries_pass(cypher: str) -> None:
 def test_writes_and_admin_are_rejected(cypher: str, reason: str) -> None:
     with pytest.raises(UnsafeCypherError, match=reason):
         check_read_only(cypher)
+
+
+@pytest.mark.parametrize(
+    "cypher",
+    [
+        "MATCH (n) RETURN n.set",
+        "MATCH (n) RETURN n.delete AS d, n.`create` AS c",
+        "RETURN {set: 1, merge: 2} AS m",
+        "MATCH (n:Person) WHERE n.name = 'x\\'; DELETE n' RETURN n",
+        "CALL `db`.`labels`() YIELD label RETURN label",
+        "RETURN date.truncate('day', date()) AS d",
+    ],
+)
+def test_keywords_used_as_names_pass(cypher: str) -> None:
+    check_read_only(cypher)
+
+
+@pytest.mark.parametrize(
+    ("cypher", "reason"),
+    [
+        ("CALL `db.idx.fulltext.createNodeIndex`('Document','text')", "db.idx.fulltext.create"),
+        ("CALL `apoc`.`load`.`json`('file:///etc/passwd')", "procedure apoc.load.json"),
+        ("CALL `dbms.security.createUser`('u', 'p', false)", "dbms.security.createUser"),
+        ("MATCH (n) RETURN n UNION CALL `db.idx.fulltext.drop`('D')", "db.idx.fulltext.drop"),
+        ("CALL `apo``c`.x()", "procedure apo`c.x"),
+        ("RETURN apoc.text.join(['a'], '') AS j", "function apoc.text.join"),
+        ("USING PERIODIC COMMIT LOAD CSV FROM 'f' AS r RETURN r", "USING"),
+        ("MATCH (n) CALL (n) { DELETE n } RETURN 1", "subqueries"),
+        ("MATCH (n) RETURN n `unterminated", "unterminated"),
+        ("MATCH (n) RETURN n /* unterminated", "unterminated"),
+    ],
+)
+def test_backticks_and_hidden_writes_are_rejected(cypher: str, reason: str) -> None:
+    with pytest.raises(UnsafeCypherError, match=reason):
+        check_read_only(cypher)
+
+
+@pytest.mark.parametrize(
+    ("cypher", "bounded"),
+    [
+        ("MATCH (d) RETURN d.t ORDER BY d.t", "MATCH (d) RETURN d.t ORDER BY d.t LIMIT 5"),
+        ("MATCH (d) RETURN d LIMIT 100 // all", "MATCH (d) RETURN d LIMIT 5 // all"),
+        ("MATCH (d) RETURN d SKIP 1 LIMIT 2", "MATCH (d) RETURN d SKIP 1 LIMIT 2"),
+        (
+            "MATCH (d) WHERE EXISTS { MATCH (d)--() RETURN 1 } RETURN d UNION RETURN 1 AS d",
+            "MATCH (d) WHERE EXISTS { MATCH (d)--() RETURN 1 } RETURN d LIMIT 5 UNION "
+            "RETURN 1 AS d LIMIT 5",
+        ),
+        ("CALL db.labels()", "CALL db.labels()"),
+    ],
+)
+def test_bound_rows(cypher: str, bounded: str) -> None:
+    assert bound_rows(cypher, 5) == bounded
+
+
+def test_range_sizes() -> None:
+    check_range_sizes("UNWIND range(1, 1000000) AS x RETURN x")
+    check_range_sizes("UNWIND range(1, toInteger('9999999999')) AS x RETURN x")  # computed
+    with pytest.raises(UnsafeCypherError, match="range\\(\\) of 500000001 elements"):
+        check_range_sizes("UNWIND range(0, 1000000000, 2) AS x RETURN x")

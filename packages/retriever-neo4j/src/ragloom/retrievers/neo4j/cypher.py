@@ -123,7 +123,7 @@ def tokenize(cypher: str) -> list[Token]:
                 f"unterminated string, name or comment at offset {position} in Cypher: {cypher!r}"
             )
         kind, text = match.lastgroup, match.group()
-        if text.startswith("/*") and kind == "punct":
+        if kind == "punct" and cypher.startswith("/*", position):
             raise UnsafeCypherError(f"unterminated comment in Cypher: {cypher!r}")
         if kind == "name":
             text = text[1:-1].replace("``", "`")
