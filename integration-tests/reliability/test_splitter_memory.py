@@ -6,6 +6,8 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 from ragloom.core import plugins
 
 CHILD = """
@@ -34,6 +36,60 @@ def test_one_long_line_splits_in_bounded_memory() -> None:
     # Peak growth per input byte: about 60 (Python's per-word ints and strings); it was
     # over 200 when the tokenizer encoded the whole line at once.
     assert measured["kib"] * 1024 / 2_000_000 < 120, measured
+
+
+# One huge single line per run: words, or random words; peak RSS growth and the number
+# of characters handed to the tokenizer (the work), per input character.
+HUGE_LINE = """
+import json, random, resource, sys
+from ragloom.core import Document, plugins
+kind, size = sys.argv[1], int(sys.argv[2])
+splitter = plugins.load_default(plugins.DOCUMENT_SPLITTERS)
+splitter.split(Document("warm up the tokenizer " * 50))
+tokenizer = splitter.tokenizer
+encode, counted = tokenizer._encode_batch, [0]
+def counting(texts, **kwargs):
+    counted[0] += sum(map(len, texts))
+    return encode(texts, **kwargs)
+tokenizer._encode_batch = counting
+if kind == "words":
+    text = "wordxxx " * (size // 8)
+else:
+    rng = random.Random(7)
+    vocabulary = ["".join(rng.choices("abcdefghijklmnopqrstuvwxyz", k=rng.randint(1, 10)))
+                  for _ in range(5000)]
+    text = " ".join(rng.choices(vocabulary, k=size // 6))[:size]
+counted[0] = 0
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+segments = splitter.split(Document(text))
+print(json.dumps({
+    "bytes_per_char": (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before)
+    * 1024 / len(text),
+    "counted_per_char": counted[0] / len(text),
+    "segments": len(segments),
+    "covered": segments[-1].metadata["end"] == len(text.rstrip()),
+}))
+"""
+
+
+@pytest.mark.parametrize(("kind", "megabytes"), [("words", 5), ("words", 20), ("random-words", 5)])
+def test_huge_single_lines_split_in_linear_memory_and_work(kind: str, megabytes: int) -> None:
+    # 50 MB lines took 2.5 GB (50 bytes per character) before they were packed a window
+    # at a time; the tokenizer's work grew with the number of rescans.
+    result = subprocess.run(
+        [sys.executable, "-c", HUGE_LINE, kind, str(megabytes * 1_000_000)],
+        capture_output=True,
+        text=True,
+        timeout=300,  # a generous 'does not hang' bound, not a timing assertion
+        check=True,
+    )
+    measured = json.loads(result.stdout.strip().splitlines()[-1])
+    assert measured["covered"], measured
+    assert measured["segments"] > megabytes * 1000, measured
+    assert measured["bytes_per_char"] <= 10, measured
+    # Each character is counted once for the whole line, once in its word's window (plus
+    # the rescanned tail of a window) and in its share of the overlaps: linear work.
+    assert measured["counted_per_char"] <= 2.5, measured
 
 
 def test_long_texts_are_counted_exactly_in_slices() -> None:

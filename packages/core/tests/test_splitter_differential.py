@@ -36,6 +36,7 @@ from ragloom.core import (
     DocumentSplitter,
     RecursiveDocumentSplitter,
 )
+from ragloom.core.splitters import _hierarchical, _tokens
 
 FIXTURE = Path(__file__).parent / "data" / "splitter_differential.json"
 
@@ -204,6 +205,35 @@ def test_segments_match_recorded(name: str) -> None:
     assert isinstance(expected, dict)
     for t, text in enumerate(cached_texts()):
         assert digest(spans(name, text)) == expected[name][t], f"text {t}"
+
+
+@pytest.mark.parametrize("window", [5, 97])
+@pytest.mark.parametrize("name", [n for n in configurations() if n.count("/") == 3])
+def test_segments_match_recorded_when_packed_window_by_window(
+    name: str, window: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Long regions are packed a window at a time; tiny windows make every text long, so
+    # every window edge, doubling and restart meets the recorded (whole-region) output.
+    monkeypatch.setattr(_hierarchical, "_WINDOW", window)
+    monkeypatch.setattr(_tokens, "_PIECES", 3)
+    monkeypatch.setattr(_tokens, "_CHARS", window)
+    expected = load()["spans"]
+    assert isinstance(expected, dict)
+    for t, text in enumerate(cached_texts()):
+        assert digest(spans(name, text)) == expected[name][t], f"text {t}"
+
+
+@pytest.mark.parametrize("tokenizer", list(TOKENIZERS))
+def test_megabyte_lines_split_alike_window_by_window_and_whole(
+    tokenizer: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rng = random.Random(5)
+    line = " ".join(noisy(rng, 2_000_000, plain=True).split())  # one 2 MB line
+    name = f"recursive/30/5/{tokenizer}"
+    windowed = spans(name, line)
+    monkeypatch.setattr(_hierarchical, "_WINDOW", 10**9)  # one window: as before windows
+    assert windowed == spans(name, line)
+    assert len(windowed) > 5_000
 
 
 def _generate() -> None:

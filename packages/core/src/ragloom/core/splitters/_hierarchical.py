@@ -6,6 +6,10 @@ unit ``j`` whose end still fits, found by bisection over the cumulative sizes, s
 Python loop runs once per *segment*, never per unit or character. Sizes are character
 offsets themselves, or cumulative token counts from one batch call. A unit too big for
 a segment is handed to the sub-splitter (on the same text, so offsets stay exact).
+
+With a tokenizer, a region longer than ``_WINDOW`` characters (one long line, say) is
+measured and packed a window at a time, so that memory stays bounded by the window
+rather than by the region's number of units (see ``_pack_windowed``).
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ from ragloom.core._gc import gc_paused
 from ragloom.core.document import END, INDEX, START, Document, TextSegment
 from ragloom.core.errors import DocumentSplitError
 from ragloom.core.metadata import Metadata
-from ragloom.core.splitters._patterns import SENTENCE_BOUNDARY, WORD_START
+from ragloom.core.splitters._patterns import SENTENCE_BOUNDARY, WINDOW_END, WORD_START
 from ragloom.core.splitters._text import (
     _BOUNDARY_LOOKBACK,
     Source,
@@ -28,9 +32,9 @@ from ragloom.core.splitters._text import (
     overlap_start,
     strip_end,
 )
-from ragloom.core.splitters._tokens import verify
+from ragloom.core.splitters._tokens import counts, verify
 from ragloom.core.splitters.base import DocumentSplitter
-from ragloom.core.tokenizer import Tokenizer, count_tokens_batch
+from ragloom.core.tokenizer import Tokenizer
 
 __all__ = [
     "HierarchicalSplitter",
@@ -49,6 +53,9 @@ class HierarchicalSplitter:
     _units_are_sentences = False
     #: Whether units are separated by whitespace only (so token counts add up).
     _whitespace_units = True
+    #: Whether unit boundaries never look past a ``WINDOW_END`` character, so that long
+    #: regions can be scanned a window at a time.
+    _windowed = True
 
     def __init__(
         self,
@@ -123,19 +130,44 @@ class HierarchicalSplitter:
         if self.tokenizer is None:
             return self._pack_chars(source, lo, hi, prev)
         measured = source.measured.pop((id(self), lo, hi), None)
-        starts, ends, first, last = measured or self._measure(source, [(lo, hi)])[0]
+        if measured is None and self._windowed and hi - lo > _WINDOW:
+            return self._pack_windowed(source, lo, hi, prev)
+        units = measured or self._measure(source, [(lo, hi)])[0]
+        out: list[Span] = []
+        self._pack_units(source, lo, units, 0, units[0][0], prev, out, partial=False)
+        return out
+
+    def _pack_units(
+        self,
+        source: Source,
+        lo: int,
+        units: Units,
+        i: int,
+        region_start: int,
+        prev: Span | None,
+        out: list[Span],
+        partial: bool,
+    ) -> int:
+        """Append to ``out`` the segments of ``units`` from unit ``i`` on; return the index
+        of the first unit not packed. ``lo`` and ``region_start`` are the region's start and
+        its first unit's start. ``partial``: more units follow the last one, so stop
+        before a segment that might take them in."""
+        starts, ends, first, last = units
         text, limit, overlap = source.text, self.max_segment_size, self.max_overlap
         exact = source.additive and self._whitespace_units
-        out: list[Span] = []
-        i, n = 0, len(starts)
+        n = len(starts)
         while i < n:
             start, head = starts[i], 0
             if prev is not None and overlap:
-                start, head = self._overlap(source, prev, starts, i, last[i] - first[i])
+                start, head = self._overlap(
+                    source, prev, starts, i, last[i] - first[i], region_start
+                )
             j = bisect_right(last, first[i] + limit - head, i) - 1
             if j < i:
                 out.extend(self._sub_split(source, starts[i], ends[i], prev))
                 i += 1
+            elif partial and j == n - 1:
+                break
             else:
                 # A sum of unit counts is exact when the junctions are whitespace, which
                 # for an overlap from before this region means the separator before lo.
@@ -146,7 +178,57 @@ class HierarchicalSplitter:
                 out.append((start, ends[j], size, head if exact_here else -1))
                 i = j + 1
             prev = out[-1] if out else prev
-        return out
+        return i
+
+    def _pack_windowed(self, source: Source, lo: int, hi: int, prev: Span | None) -> list[Span]:
+        """``_pack`` of a long region, its units measured a window at a time.
+
+        A window is scanned from a unit start to just after a ``WINDOW_END`` character,
+        so every unit in it but the last (which may run on) is a unit of the whole
+        region; each is counted with the separator before it, as ``_measure`` does. The
+        segments whose units all lie in the window are packed exactly as ``_pack``
+        would; the next window starts again at the last unit that starts at or before
+        the last segment's start, which is as far back as an overlap (or the choice of
+        its start) can reach. A window with no complete segment is doubled.
+        """
+        assert self.tokenizer is not None
+        text = source.text
+        known = source.sizes.pop((id(self), lo, hi), None)
+        out: list[Span] = []
+        start, before, todo = lo, -1, lo  # scan from; end of the unit before; next unit
+        first_start, width = -1, _WINDOW  # the region's first unit start, once found
+        while True:
+            m = WINDOW_END.search(text, min(start + width, hi) - 1, hi)
+            cut = hi if m is None else m.end()
+            starts, ends = self._units(source, start, cut)
+            if cut < hi:
+                del starts[-1], ends[-1]  # it may run on past the cut
+                if not starts:
+                    width *= 2
+                    continue
+            if first_start < 0:
+                first_start = starts[0]
+            pieces = [text[starts[0] if before < 0 else before : ends[0]]]
+            pieces += [text[a:b] for a, b in pairwise(ends)]
+            if known is not None and before < 0 and cut == hi and len(starts) == 1:
+                last = [known]  # the region is one unit, measured by the splitter above
+            else:
+                last = list(accumulate(counts(self.tokenizer, pieces, source.additive)))
+            del pieces
+            units = (starts, ends, [0, *last[:-1]], last)
+            i = bisect_left(starts, todo)
+            self._prefetch_too_big(source, units, skip=i)
+            stop = self._pack_units(source, lo, units, i, first_start, prev, out, partial=cut < hi)
+            if cut == hi:
+                return out
+            if stop == i:  # no segment ends in this window
+                width *= 2
+                continue
+            todo = starts[stop] if stop < len(starts) else ends[-1]
+            prev = out[-1]
+            r = max(bisect_right(starts, prev[0]) - 1, 0)
+            start, before = starts[r], ends[r - 1] if r else before
+            width = _WINDOW + todo - start
 
     def _pack_chars(self, source: Source, lo: int, hi: int, prev: Span | None) -> list[Span]:
         """``_pack`` when sizes are characters: a unit's size is its length, so the
@@ -232,7 +314,7 @@ class HierarchicalSplitter:
         found = [self._units(source, lo, hi) for lo, hi in regions]
         if self.tokenizer is None:
             return [(starts, ends, starts, ends) for starts, ends in found]
-        text, limit = source.text, self.max_segment_size
+        text = source.text
         # Each unit is counted with the separator before it: for tokenizers whose tokens
         # never span whitespace that is exact, for the others it errs high.
         pieces: list[str] = []
@@ -240,37 +322,67 @@ class HierarchicalSplitter:
             if sizes is None or len(starts) > 1:
                 pieces.append(text[starts[0] : ends[0]])
                 pieces += [text[a:b] for a, b in pairwise(ends)]
-        counts = iter(count_tokens_batch(self.tokenizer, pieces) if pieces else ())
+        counted = counts(self.tokenizer, pieces, source.additive)
         out: list[Units] = []
-        too_big: list[tuple[int, int]] = []
-        too_big_sizes: list[int] = []
         for r, (starts, ends) in enumerate(found):
             if sizes is None or len(starts) > 1:
-                last = list(accumulate(islice(counts, len(starts))))
+                last = list(accumulate(islice(counted, len(starts))))
             else:
                 last = [sizes[r]]
-            first = [0, *last[:-1]]
-            out.append((starts, ends, first, last))
-            for i in range(len(starts)):
+            out.append((starts, ends, [0, *last[:-1]], last))
+        self._prefetch_too_big(source, *out)
+        return out
+
+    def _prefetch_too_big(self, source: Source, *measured: Units, skip: int = 0) -> None:
+        """Have the sub-splitter measure ahead, in one batch, the units too big for a
+        segment (after the first ``skip`` units of the first ``measured``)."""
+        sub, limit = self.sub_splitter, self.max_segment_size
+        if not isinstance(sub, HierarchicalSplitter):
+            return
+        too_big: list[tuple[int, int]] = []
+        too_big_sizes: list[int] = []
+        for starts, ends, first, last in measured:
+            for i in range(skip, len(starts)):
                 if last[i] - first[i] > limit:
                     too_big.append((starts[i], ends[i]))
                     too_big_sizes.append(last[i] - first[i])
-        if too_big and isinstance(self.sub_splitter, HierarchicalSplitter):
-            self.sub_splitter._prefetch(source, too_big, too_big_sizes)
-        return out
+            skip = 0
+        if too_big:
+            sub._prefetch(source, too_big, too_big_sizes)
 
     def _prefetch(self, source: Source, regions: list[tuple[int, int]], sizes: list[int]) -> None:
-        """Measure ``regions`` (of known ``sizes``) now, for the ``_pack`` calls to come."""
-        if self.tokenizer is not None:
-            measured = self._measure(source, regions, sizes)
-            for region, units in zip(regions, measured, strict=True):
+        """Measure ``regions`` (of known ``sizes``) now, for the ``_pack`` calls to come;
+        only record the sizes of those long enough to be packed window by window."""
+        if self.tokenizer is None:
+            return
+        short: list[tuple[int, int]] = []
+        short_sizes: list[int] = []
+        for region, size in zip(regions, sizes, strict=True):
+            if self._windowed and region[1] - region[0] > _WINDOW:
+                source.sizes[(id(self), *region)] = size
+            else:
+                short.append(region)
+                short_sizes.append(size)
+        if short:
+            measured = self._measure(source, short, short_sizes)
+            for region, units in zip(short, measured, strict=True):
                 source.measured[(id(self), *region)] = units
 
     def _overlap(
-        self, source: Source, prev: Span, starts: list[int], i: int, unit_size: int
+        self,
+        source: Source,
+        prev: Span,
+        starts: list[int],
+        i: int,
+        unit_size: int,
+        region_start: int | None = None,
     ) -> tuple[int, int]:
         """Start of the segment that begins with unit ``i`` after ``prev``, and the size
-        of what precedes the unit in it (overlap, plus the gap in characters)."""
+        of what precedes the unit in it (overlap, plus the gap in characters).
+
+        ``region_start``: the start of the region's first unit, when ``starts`` are only
+        the units from one at or before ``prev``'s start (a window); default ``starts[0]``.
+        """
         prev_start, prev_end, prev_size = prev[0], prev[1], max(prev[2], 1)
         chars = self.tokenizer is None
         gap = starts[i] - prev_end if chars else 0
@@ -290,7 +402,8 @@ class HierarchicalSplitter:
             prev_end,
             lower,
             starts[k] if k < i else None,
-            self._units_are_sentences and prev_start >= starts[0],
+            self._units_are_sentences
+            and prev_start >= (starts[0] if region_start is None else region_start),
         )
         if o is None:
             return starts[i], 0
@@ -332,6 +445,13 @@ class HierarchicalSplitter:
                 out.append((s, e, size, -1))
                 cursor, previous = e, s
         return out
+
+
+# Regions longer than this many characters are packed a window of about this size at a
+# time (with a tokenizer). A unit costs some 500 bytes while measured (and its encoding a
+# few kB more, see ``_tokens.counts``), so a window takes a few MB at most, whatever the
+# region's length.
+_WINDOW = 1 << 16
 
 
 def _check_sizes(max_segment_size: int, max_overlap: int) -> None:

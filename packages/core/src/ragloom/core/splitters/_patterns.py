@@ -23,6 +23,7 @@ __all__ = [
     "MAYBE_FINAL",
     "SENTENCE_BOUNDARY",
     "BOUNDARY_FIRST",
+    "WINDOW_END",
 ]
 
 _BREAKS = "\n\r\x0b\x0c\x85\u2028\u2029"
@@ -122,3 +123,9 @@ def _sentence_boundary(breaks: str) -> re.Pattern[str]:
 SENTENCE_BOUNDARY = (_sentence_boundary(_BREAKS), _sentence_boundary("\n"))
 #: The characters a sentence boundary can begin with (the class that opens the regex).
 BOUNDARY_FIRST = (_TERMINATORS + _BREAKS, _TERMINATORS + "\n")
+
+#: A character no unit boundary can begin with or take in, nor look past: a scan of a
+#: window ending just after one finds the same boundaries before it as a scan of the
+#: whole text (the boundaries all begin with whitespace or a terminator and consume or
+#: look ahead through whitespace, terminators and closers only).
+WINDOW_END = re.compile(rf"[^\s{_TERMINATORS}{_CLOSERS}]")

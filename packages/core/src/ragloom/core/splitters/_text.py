@@ -57,6 +57,8 @@ class Source:
     additive: bool
     #: Units measured ahead, by (id of the splitter, start, end) of the region.
     measured: dict[tuple[int, int, int], Units] = field(default_factory=dict)
+    #: Sizes known ahead of regions too long to measure at once, by the same keys.
+    sizes: dict[tuple[int, int, int], int] = field(default_factory=dict)
     #: The characters that can begin a sentence boundary and occur in the text, once
     #: asked for (see ``sentence_units``).
     _boundary_chars: list[str] = field(default_factory=list)

@@ -9,7 +9,8 @@ repairs the rare segment over a limit, so that the size invariant always holds.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+import re
+from collections.abc import Callable, Iterable, Iterator
 
 from ragloom.core.splitters._patterns import SPACE_RUN, WORD_START
 from ragloom.core.splitters._text import Span, next_non_space, strip_end
@@ -20,6 +21,7 @@ __all__ = [
     "largest_fit",
     "verify",
     "exact_split",
+    "counts",
 ]
 
 Counter = Callable[[str], int]
@@ -132,12 +134,12 @@ def _recount(
     overlapping = sorted({k for k in (*todo, *others) if k and starts[k] < ends[k - 1]})
     texts = [text[starts[k] : ends[k]] for k in todo]
     texts += [text[starts[k] : ends[k - 1]] for k in overlapping]
-    counts = count_tokens_batch(tokenizer, texts) if texts else []
-    for k, size in zip(todo, counts, strict=False):
+    found = list(counts(tokenizer, texts, additive=False))
+    for k, size in zip(todo, found, strict=False):
         sizes[k] = size
     for k in (*todo, *others):
         shared[k] = 0
-    for k, size in zip(overlapping, counts[len(todo) :], strict=True):
+    for k, size in zip(overlapping, found[len(todo) :], strict=True):
         shared[k] = size
 
 
@@ -176,3 +178,42 @@ def _word_cut(count: Counter, text: str, lo: int, x: int, limit: int) -> int:
     if last is None or last.start() <= lo or count(text[lo : last.start()]) > limit:
         return x
     return last.start()
+
+
+def counts(tokenizer: Tokenizer, pieces: list[str], additive: bool) -> Iterator[int]:
+    """The token counts of ``pieces``, at most ``_PIECES`` pieces or about ``_CHARS``
+    characters per call: an encoding costs a tokenizer far more memory than its text.
+    When counts add up across whitespace, a longer piece is counted in slices cut at it."""
+    batch: list[str] = []
+    size = 0
+    for piece in pieces:
+        if additive and len(piece) > _CHARS:
+            if batch:
+                yield from count_tokens_batch(tokenizer, batch)
+            batch, size = [], 0
+            yield sum(sum(count_tokens_batch(tokenizer, [s])) for s in _slices(piece))
+            continue
+        batch.append(piece)
+        size += len(piece)
+        if len(batch) >= _PIECES or size >= _CHARS:
+            yield from count_tokens_batch(tokenizer, batch)
+            batch, size = [], 0
+    if batch:
+        yield from count_tokens_batch(tokenizer, batch)
+
+
+def _slices(text: str) -> Iterator[str]:
+    """``text`` in slices of about ``_CHARS`` characters, each cut just after whitespace."""
+    start = 0
+    while (m := _SPACE.search(text, start + _CHARS)) is not None:
+        yield text[start : m.end()]
+        start = m.end()
+    yield text[start:]
+
+
+_SPACE = re.compile(r"\s")
+
+
+# Pieces and characters per tokenizer call in ``counts``.
+_PIECES = 1 << 12
+_CHARS = 1 << 16

@@ -23,6 +23,8 @@ class DocumentByRegexSplitter(HierarchicalSplitter):
     characters, so that any text splits)."""
 
     _whitespace_units = False
+    # A user's pattern may look arbitrarily far ahead: long regions are measured whole.
+    _windowed = False
 
     def __init__(
         self,
