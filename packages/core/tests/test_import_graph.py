@@ -117,14 +117,7 @@ under ``evaluation``, ``retrievers`` and ``splitters`` (but ``base``) and every 
 
 _BUILT_ON_PREFIXES = (_CORE + "evaluation", _CORE + "retrievers.", _CORE + "splitters.")
 
-KNOWN_VIOLATIONS = frozenset(
-    {
-        # store-qdrant stores metadata with the codec of the in-memory store's on-disk format.
-        # The one metadata codec moves into the kit with issue 33's codec work (persistence.py
-        # is being reworked meanwhile); then this edge goes.
-        ("ragloom.stores.qdrant._payload", "ragloom.core.stores.persistence"),
-    }
-)
+KNOWN_VIOLATIONS: frozenset[tuple[str, str]] = frozenset()
 """(importer, imported) imports that break a layer rule today, each with its reason. The
 checks drop exactly these edges, so any other path into the engine still fails."""
 

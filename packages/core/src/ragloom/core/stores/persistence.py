@@ -29,7 +29,7 @@ Records (``records-<token>.jsonl``) hold one ``{"id", "text", "metadata"}`` JSON
 line. Metadata values keep their types: ``str``, ``int`` (any size), ``float`` (always
 written with a ``.`` or an exponent) and ``bool`` are plain JSON; ``uuid.UUID`` is
 ``{"$uuid": "..."}`` and non-finite floats are ``{"$float": "nan"}`` (or ``"inf"``,
-``"-inf"``). A string that looks like a tag stays a string: tags are JSON objects.
+``"-inf"``): the kit's one metadata codec, :mod:`ragloom.core.kit.metadata_codec`.
 """
 
 from __future__ import annotations
@@ -37,7 +37,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-import math
 import os
 import re
 import time
@@ -51,8 +50,13 @@ from typing import Any, NamedTuple
 import numpy as np
 from isal.isal_zlib import crc32
 
-from ragloom.core.errors import InvalidMetadataError, RagloomError
-from ragloom.core.metadata import MetadataValue, validate_key
+from ragloom.core.errors import RagloomError
+from ragloom.core.kit.metadata_codec import (
+    decode_metadata,
+    decode_metadata_rows,
+    encode_metadata,
+)
+from ragloom.core.metadata import MetadataValue
 from ragloom.core.stores._columnar import Buffer, ByteSink
 from ragloom.core.stores.metadata_table import MetadataTable
 
@@ -79,7 +83,6 @@ ORPHAN_AGE = 3600.0
 _RECORD_BLOCK = 8192
 _READ_BLOCK = 1 << 20
 _CHECKSUMS = ("sha256", "crc32")
-_PLAIN_TYPES = frozenset({str, int, float, bool})
 # What reading or parsing a damaged file raises (numpy, json, zipfile, a missing key).
 _PARSE_ERRORS = (
     OSError,
@@ -391,7 +394,7 @@ class DirectoryFormat:
                 raise TypeError(f"expected a list of records, got {type(records).__name__}")
             ids = [record["id"] for record in records]
             texts = [record["text"] for record in records]
-            metadata = _decode_metadata_rows([record["metadata"] for record in records])
+            metadata = decode_metadata_rows([record["metadata"] for record in records])
         except (TypeError, KeyError, ValueError) as exc:
             raise self.error(f"{source}: corrupt {self.noun} record ({exc!r})") from exc
         if not set(map(type, texts)) <= {str, type(None)}:
@@ -542,67 +545,3 @@ def _tag_uuid(value: object) -> dict[str, str]:
 
 
 _RECORD_JSON = json.JSONEncoder(ensure_ascii=False, allow_nan=False, default=_tag_uuid)
-
-
-def encode_metadata(metadata: Mapping[str, MetadataValue]) -> dict[str, Any]:
-    """Metadata as JSON values that keep their type (see the module docstring)."""
-    encoded: dict[str, Any] = {}
-    for key, value in metadata.items():
-        if isinstance(value, uuid.UUID):
-            encoded[key] = {"$uuid": str(value)}
-        elif isinstance(value, float) and not math.isfinite(value):
-            encoded[key] = {"$float": repr(value)}
-        else:
-            encoded[key] = value
-    return encoded
-
-
-def decode_metadata(encoded: object) -> dict[str, MetadataValue]:
-    """The inverse of :func:`encode_metadata`; raises ``ValueError`` on anything else.
-
-    Null, lists and untagged objects are refused (:class:`InvalidMetadataError` for the
-    values), so every value returned is a valid metadata value.
-    """
-    return _decode_metadata_rows([encoded])[0]
-
-
-def _decode_metadata_rows(rows: list[Any]) -> list[dict[str, MetadataValue]]:
-    """:func:`decode_metadata` of each row; rows of plain values take a fast path and
-    each distinct key is validated once."""
-    keys: set[str] = set()
-    decoded: list[dict[str, MetadataValue]] = []
-    for row in rows:
-        plain = type(row) is dict and set(map(type, row.values())) <= _PLAIN_TYPES
-        if plain and row.keys() <= keys:
-            decoded.append(row.copy())
-        else:
-            decoded.append(_decode_row(row, keys))
-    return decoded
-
-
-def _decode_row(row: object, keys: set[str]) -> dict[str, MetadataValue]:
-    """Decode one metadata object, adding its keys to the validated ``keys``."""
-    if not isinstance(row, Mapping):
-        raise ValueError(f"metadata must be a JSON object, got {row!r}")
-    decoded: dict[str, MetadataValue] = {}
-    for key, value in row.items():
-        if key not in keys:
-            keys.add(validate_key(key))
-        if type(value) in _PLAIN_TYPES:
-            decoded[key] = value
-        elif isinstance(value, Mapping) and len(value) == 1:
-            decoded[key] = _decode_tagged(key, value)
-        else:
-            raise InvalidMetadataError(f"metadata key {key!r}: unsupported value {value!r}")
-    return decoded
-
-
-def _decode_tagged(key: str, value: Mapping[str, Any]) -> MetadataValue:
-    """The value of a one-key tag object, ``{"$uuid": ...}`` or ``{"$float": ...}``."""
-    tag, text = next(iter(value.items()))
-    if tag == "$float" and text in ("nan", "inf", "-inf"):
-        return float(text)
-    if tag == "$uuid" and isinstance(text, str):
-        with contextlib.suppress(ValueError):
-            return uuid.UUID(text)
-    raise ValueError(f"metadata key {key!r}: invalid encoded value {dict(value)!r}")

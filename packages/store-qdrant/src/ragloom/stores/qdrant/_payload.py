@@ -8,7 +8,7 @@ point carries:
 ``rid``     the caller's id (the point id is ``uuid5`` of it)
 ``seq``     insertion sequence (int): equal scores come back in insertion order
 ``text``    the segment's text, or null for an entry without a segment
-``meta``    the metadata as JSON text, types tagged (core's persistence encoding):
+``meta``    the metadata as JSON text, types tagged (the kit's ``metadata_codec``):
             the exact round trip of str/int/float/bool/UUID
 ``vec``     the vector as added, float32 little-endian, base64 (Qdrant normalizes
             cosine vectors; scores are recomputed exactly from this)
@@ -36,8 +36,8 @@ import numpy.typing as npt
 
 from ragloom.core.errors import EmbeddingStoreError
 from ragloom.core.filter_values import BOOL, NUMBER, STR, UUID
+from ragloom.core.kit.metadata_codec import KIND_LETTERS, decode_metadata, encode_metadata
 from ragloom.core.metadata import MetadataValue
-from ragloom.core.stores.persistence import decode_metadata, encode_metadata
 
 __all__ = [
     "FIELD_PREFIX",
@@ -50,7 +50,7 @@ __all__ = [
 ]
 
 #: The payload field prefix of each value kind.
-FIELD_PREFIX = {STR: "s_", NUMBER: "n_", BOOL: "b_", UUID: "u_"}
+FIELD_PREFIX = {kind: letter + "_" for kind, letter in KIND_LETTERS.items()}
 _ID_NAMESPACE = uuid.UUID("3f0e9a52-4d0c-5b53-9a43-7c1b2a6e0d11")
 _dumps = json.JSONEncoder(ensure_ascii=True, allow_nan=False).encode
 
