@@ -73,8 +73,8 @@ def test_bad_messages_are_rejected() -> None:
         UserMessage(3)  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="name must be str"):
         UserMessage("x", name=1)  # type: ignore[arg-type]
-    with pytest.raises(ValueError, match="unknown chat message role 'tool'"):
-        ChatMessage.from_dict({"role": "tool", "text": "x"})
+    with pytest.raises(ValueError, match="unknown chat message role 'function'"):
+        ChatMessage.from_dict({"role": "function", "text": "x"})
 
 
 def test_chat_response_validates_and_gives_its_message() -> None:

@@ -20,6 +20,7 @@ CONTRACT = frozenset(
         "_lazy",
         "chat.messages",
         "chat.model",
+        "chat.tools",
         "content",
         "document",
         "embedding",
@@ -109,6 +110,7 @@ BUILT_ON_THE_LAYERS = frozenset(
         "query_routers",
         "query_transformers",
         "retrieval_augmentor",
+        "retriever_tools",
     ]
 ) | {"ragloom.core"}
 """Pipeline components and the lazy package facades: they may import any layer. Every module

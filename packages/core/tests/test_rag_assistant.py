@@ -427,7 +427,8 @@ def test_configuration_errors(retriever: EmbeddingStoreContentRetriever) -> None
     model = ScriptedChatModel()
     augmentor = DefaultRetrievalAugmentor(content_retriever=retriever)
     with pytest.raises(
-        ValueError, match="exactly one of content_retriever and retrieval_augmentor"
+        ValueError,
+        match="exactly one of content_retriever, retrieval_augmentor and retriever_tools",
     ):
         RagAssistant(model)
     with pytest.raises(ValueError, match="exactly one"):

@@ -26,6 +26,9 @@ if TYPE_CHECKING:
         InMemoryChatMemoryStore,
         MessageWindowChatMemory,
         SystemMessage,
+        ToolExecutionRequest,
+        ToolExecutionResultMessage,
+        ToolSpecification,
         UserMessage,
     )
     from ragloom.core.content import RERANKED_SCORE, Content
@@ -140,6 +143,7 @@ if TYPE_CHECKING:
         DefaultRetrievalAugmentor,
         RetrievalAugmentor,
     )
+    from ragloom.core.retriever_tools import RetrieverTool
     from ragloom.core.retrievers.base import ContentRetriever
     from ragloom.core.retrievers.bm25 import BM25ContentRetriever
     from ragloom.core.retrievers.embedding_store import EmbeddingStoreContentRetriever
@@ -284,6 +288,7 @@ __all__ = [
     "RewritingQueryTransformer",
     "RetrievalAugmentor",
     "RetrievalError",
+    "RetrieverTool",
     "ScoringAuthenticationError",
     "ScoringConnectionError",
     "ScoringModelError",
@@ -303,6 +308,9 @@ __all__ = [
     "TokenStream",
     "TokenUsage",
     "Tokenizer",
+    "ToolExecutionRequest",
+    "ToolExecutionResultMessage",
+    "ToolSpecification",
     "UnsupportedDocumentError",
     "UnsupportedFilterError",
     "UrlDocumentLoader",
@@ -339,6 +347,9 @@ _EXPORTS = {
     "InMemoryChatMemoryStore": "chat.memory",
     "MessageWindowChatMemory": "chat.memory",
     "SystemMessage": "chat.messages",
+    "ToolExecutionResultMessage": "chat.messages",
+    "ToolExecutionRequest": "chat.tools",
+    "ToolSpecification": "chat.tools",
     "UserMessage": "chat.messages",
     "RERANKED_SCORE": "content",
     "ContextualHeaderTransformer": "contextual_headers",
@@ -442,6 +453,7 @@ _EXPORTS = {
     "AugmentationResult": "retrieval_augmentor",
     "DefaultRetrievalAugmentor": "retrieval_augmentor",
     "RetrievalAugmentor": "retrieval_augmentor",
+    "RetrieverTool": "retriever_tools",
     "ContentRetriever": "retrievers.base",
     "BM25ContentRetriever": "retrievers.bm25",
     "EmbeddingStoreContentRetriever": "retrievers.embedding_store",

@@ -15,6 +15,9 @@ inject relevant content, ask the model, and return the answer with its sources::
     for token in assistant.stream("And get a refund?", memory_id="user-42",
                                   on_retrieved=show_sources):
         print(token, end="")
+
+With ``retriever_tools`` instead, the model gets the retrievers as tools and decides when
+and what to retrieve (:mod:`ragloom.core.retriever_tools`).
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ from types import TracebackType
 from typing import Any
 
 from ragloom.core.chat.memory import DEFAULT_MEMORY_ID, ChatMemory, ChatMemoryProvider
-from ragloom.core.chat.messages import ChatMessage, SystemMessage, UserMessage
+from ragloom.core.chat.messages import AiMessage, ChatMessage, SystemMessage, UserMessage
 from ragloom.core.chat.model import ChatModel, ChatResponse, FinishReason
 from ragloom.core.content import Content
 from ragloom.core.embedding import TokenUsage
@@ -38,6 +41,7 @@ from ragloom.core.retrieval_augmentor import (
     DefaultRetrievalAugmentor,
     RetrievalAugmentor,
 )
+from ragloom.core.retriever_tools import RetrieverTool, ToolLoop
 from ragloom.core.retrievers.base import ContentRetriever
 
 __all__ = [
@@ -91,8 +95,12 @@ class _Turn:
 class RagAssistant:
     """A chat model that answers from retrieved content and remembers conversations.
 
-    Give either ``content_retriever`` (naive RAG, through a
-    :class:`DefaultRetrievalAugmentor`) or ``retrieval_augmentor`` (advanced RAG). For
+    Give one of ``content_retriever`` (naive RAG, through a
+    :class:`DefaultRetrievalAugmentor`), ``retrieval_augmentor`` (advanced RAG) or
+    ``retriever_tools`` (:class:`~ragloom.core.retriever_tools.RetrieverTool` s: the model
+    calls them when it needs to, at most ``max_tool_rounds`` rounds of at most
+    ``max_tool_calls_per_round`` calls; the sources are the contents the tools returned,
+    numbered as the model saw them, so its ``[n]`` citations index ``sources``). For
     memory give either one ``chat_memory`` (a single conversation) or a
     ``chat_memory_provider`` building the memory of each memory id (separate
     conversations, e.g. per user); without either, every call stands alone.
@@ -104,6 +112,10 @@ class RagAssistant:
     The memory id is passed to retrieval as ``query.metadata.chat_memory_id``, so a
     retriever's dynamic filter can restrict each user to their own documents. Calls for
     one memory id are meant to be sequential; different ids may run concurrently.
+
+    When streaming with tools, ``on_retrieved`` is called after each round of tool calls
+    with that round's new contents, and any text the model writes before a tool call is
+    streamed too (the :class:`Result` holds the final answer's text only).
     """
 
     def __init__(
@@ -115,6 +127,9 @@ class RagAssistant:
         chat_memory: ChatMemory | None = None,
         chat_memory_provider: ChatMemoryProvider | None = None,
         system_prompt: str | None = None,
+        retriever_tools: Sequence[RetrieverTool] | None = None,
+        max_tool_rounds: int = 3,
+        max_tool_calls_per_round: int = 4,
     ) -> None:
         if not callable(getattr(chat_model, "chat", None)):
             raise InvalidArgumentTypeError(
@@ -130,17 +145,28 @@ class RagAssistant:
             raise InvalidArgumentError(
                 f"system_prompt must be a non-blank str or None: {system_prompt!r}"
             )
-        if (content_retriever is None) == (retrieval_augmentor is None):
+        given = [content_retriever, retrieval_augmentor, retriever_tools]
+        if sum(option is not None for option in given) != 1:
             raise InvalidArgumentError(
-                "give RagAssistant exactly one of content_retriever and retrieval_augmentor"
+                "give RagAssistant exactly one of content_retriever, retrieval_augmentor and "
+                "retriever_tools"
             )
+        self.retriever_tools = _check_tools(retriever_tools)
+        for label, bound in (
+            ("max_tool_rounds", max_tool_rounds),
+            ("max_tool_calls_per_round", max_tool_calls_per_round),
+        ):
+            if isinstance(bound, bool) or not isinstance(bound, int) or bound < 1:
+                raise InvalidArgumentError(f"{label} must be a positive int, got {bound!r}")
+        self.max_tool_rounds = max_tool_rounds
+        self.max_tool_calls_per_round = max_tool_calls_per_round
         self._owned_augmentor: DefaultRetrievalAugmentor | None = None
-        if retrieval_augmentor is None:
+        if retrieval_augmentor is None and content_retriever is not None:
             retrieval_augmentor = self._owned_augmentor = DefaultRetrievalAugmentor(
                 content_retriever=content_retriever
             )
         self.chat_model = chat_model
-        self.retrieval_augmentor: RetrievalAugmentor = retrieval_augmentor
+        self.retrieval_augmentor: RetrievalAugmentor | None = retrieval_augmentor
         self.system_prompt = system_prompt
         self._chat_memory = chat_memory
         self._chat_memory_provider = chat_memory_provider
@@ -205,15 +231,34 @@ class RagAssistant:
     def _end(turn: _Turn, sources: Sequence[Content], response: ChatResponse) -> Result:
         if turn.memory is not None:
             turn.memory.add(turn.user_message)
-            turn.memory.add(response.ai_message)
+            turn.memory.add(AiMessage(response.text))  # tool calls stay out of the memory
         return Result(response.text, list(sources), response.token_usage, response.finish_reason)
+
+    def _augment(self, turn: _Turn) -> AugmentationResult:
+        assert self.retrieval_augmentor is not None  # no tools: the constructor saw to it
+        return self.retrieval_augmentor.augment(turn.user_message, turn.metadata)
+
+    def _tool_loop(self, turn: _Turn) -> ToolLoop:
+        return ToolLoop(
+            self.retriever_tools,
+            turn.messages(turn.user_message),
+            turn.metadata,
+            max_rounds=self.max_tool_rounds,
+            max_calls_per_round=self.max_tool_calls_per_round,
+        )
 
     # --- sync -----------------------------------------------------------------------------
 
     def chat(self, message: str | UserMessage, memory_id: Hashable = None) -> Result:
         """Answer ``message`` in the conversation ``memory_id``, with the sources used."""
         turn = self._begin(message, memory_id)
-        augmentation = self.retrieval_augmentor.augment(turn.user_message, turn.metadata)
+        if self.retriever_tools:
+            loop = self._tool_loop(turn)
+            while True:
+                response = self.chat_model.chat(loop.messages, **loop.options())
+                if loop.after(response) is None:
+                    return self._end(turn, loop.sources, response)
+        augmentation = self._augment(turn)
         response = self.chat_model.chat(turn.messages(augmentation.chat_message))
         return self._end(turn, augmentation.contents, response)
 
@@ -238,7 +283,18 @@ class RagAssistant:
 
     def _events(self, message: str | UserMessage, memory_id: Hashable) -> Iterator[_Event]:
         turn = self._begin(message, memory_id)
-        augmentation = self.retrieval_augmentor.augment(turn.user_message, turn.metadata)
+        if self.retriever_tools:
+            loop = self._tool_loop(turn)
+            while True:
+                with self.chat_model.stream(loop.messages, **loop.options()) as stream:
+                    yield from stream
+                    response = stream.response
+                found = loop.after(response)
+                if found is None:
+                    yield self._end(turn, loop.sources, response)
+                    return
+                yield found
+        augmentation = self._augment(turn)
         yield list(augmentation.contents)
         with self.chat_model.stream(turn.messages(augmentation.chat_message)) as stream:
             yield from stream
@@ -250,6 +306,12 @@ class RagAssistant:
     async def achat(self, message: str | UserMessage, memory_id: Hashable = None) -> Result:
         """:meth:`chat` for asyncio; memory and sync-only components run in worker threads."""
         turn = await asyncio.to_thread(self._begin, message, memory_id)
+        if self.retriever_tools:
+            loop = self._tool_loop(turn)
+            while True:
+                response = await self.chat_model.achat(loop.messages, **loop.options())
+                if await asyncio.to_thread(loop.after, response) is None:
+                    return await asyncio.to_thread(self._end, turn, loop.sources, response)
         augmentation = await self._aaugment(turn)
         response = await self.chat_model.achat(turn.messages(augmentation.chat_message))
         return await asyncio.to_thread(self._end, turn, augmentation.contents, response)
@@ -277,6 +339,18 @@ class RagAssistant:
         self, message: str | UserMessage, memory_id: Hashable
     ) -> AsyncIterator[_Event]:
         turn = await asyncio.to_thread(self._begin, message, memory_id)
+        if self.retriever_tools:
+            loop = self._tool_loop(turn)
+            while True:
+                async with self.chat_model.astream(loop.messages, **loop.options()) as stream:
+                    async for text in stream:
+                        yield text
+                    response = stream.response
+                found = await asyncio.to_thread(loop.after, response)
+                if found is None:
+                    yield await asyncio.to_thread(self._end, turn, loop.sources, response)
+                    return
+                yield found
         augmentation = await self._aaugment(turn)
         yield list(augmentation.contents)
         async with self.chat_model.astream(turn.messages(augmentation.chat_message)) as stream:
@@ -290,9 +364,7 @@ class RagAssistant:
         if native is not None:
             result: AugmentationResult = await native(turn.user_message, turn.metadata)
             return result
-        return await asyncio.to_thread(
-            self.retrieval_augmentor.augment, turn.user_message, turn.metadata
-        )
+        return await asyncio.to_thread(self._augment, turn)
 
     # --- resources ------------------------------------------------------------------------
 
@@ -311,6 +383,25 @@ class RagAssistant:
         traceback: TracebackType | None,
     ) -> None:
         self.close()
+
+
+def _check_tools(tools: Sequence[RetrieverTool] | None) -> tuple[RetrieverTool, ...]:
+    """``tools`` as a tuple of RetrieverTools with distinct names (empty for ``None``)."""
+    if tools is None:
+        return ()
+    checked = tuple(tools)
+    if not checked:
+        raise InvalidArgumentError("retriever_tools is empty; give at least one RetrieverTool")
+    names: set[str] = set()
+    for index, tool in enumerate(checked):
+        if not isinstance(tool, RetrieverTool):
+            raise InvalidArgumentTypeError(
+                f"retriever_tools[{index}] is {type(tool).__name__}, not a RetrieverTool"
+            )
+        if tool.name in names:
+            raise InvalidArgumentError(f"retriever_tools has two tools named {tool.name!r}")
+        names.add(tool.name)
+    return checked
 
 
 class _Callbacks:

@@ -1,4 +1,4 @@
-"""Chat: messages, the ChatModel protocol with its streams, and chat memory."""
+"""Chat: messages, tools, the ChatModel protocol with its streams, and chat memory."""
 
 from typing import TYPE_CHECKING
 
@@ -13,7 +13,14 @@ if TYPE_CHECKING:
         InMemoryChatMemoryStore,
         MessageWindowChatMemory,
     )
-    from ragloom.core.chat.messages import AiMessage, ChatMessage, Role, SystemMessage, UserMessage
+    from ragloom.core.chat.messages import (
+        AiMessage,
+        ChatMessage,
+        Role,
+        SystemMessage,
+        ToolExecutionResultMessage,
+        UserMessage,
+    )
     from ragloom.core.chat.model import (
         AsyncChatStream,
         ChatModel,
@@ -21,6 +28,7 @@ if TYPE_CHECKING:
         ChatStream,
         FinishReason,
     )
+    from ragloom.core.chat.tools import ToolExecutionRequest, ToolSpecification
 
 __all__ = [
     "DEFAULT_MEMORY_ID",
@@ -38,6 +46,9 @@ __all__ = [
     "MessageWindowChatMemory",
     "Role",
     "SystemMessage",
+    "ToolExecutionRequest",
+    "ToolExecutionResultMessage",
+    "ToolSpecification",
     "UserMessage",
 ]
 
@@ -52,11 +63,14 @@ _EXPORTS = {
     "ChatMessage": "messages",
     "Role": "messages",
     "SystemMessage": "messages",
+    "ToolExecutionResultMessage": "messages",
     "UserMessage": "messages",
     "AsyncChatStream": "model",
     "ChatModel": "model",
     "ChatResponse": "model",
     "ChatStream": "model",
     "FinishReason": "model",
+    "ToolExecutionRequest": "tools",
+    "ToolSpecification": "tools",
 }
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -1,11 +1,13 @@
 """The ChatModel protocol, ChatResponse and the streams a model returns.
 
 A chat model answers a list of :class:`~ragloom.core.chat.messages.ChatMessage` s with a
-:class:`ChatResponse` (text, token usage, finish reason). Streaming yields the answer as
-partial texts; the complete :class:`ChatResponse` is available once the stream is
-exhausted. Implementations subclass :class:`ChatModel` and define :meth:`ChatModel.chat`;
-they override :meth:`~ChatModel.stream`, :meth:`~ChatModel.achat` and
-:meth:`~ChatModel.astream` when the provider supports them natively.
+:class:`ChatResponse` (text, token usage, finish reason, and the tools the model asks to
+run when it was offered :class:`~ragloom.core.chat.tools.ToolSpecification` s).
+Streaming yields the answer as partial texts; the complete :class:`ChatResponse` is
+available once the stream is exhausted. Implementations subclass :class:`ChatModel` and
+define :meth:`ChatModel.chat`; they override :meth:`~ChatModel.stream`,
+:meth:`~ChatModel.achat` and :meth:`~ChatModel.astream` when the provider supports them
+natively.
 
 A producer builds a stream from an (async) iterator that yields ``str`` partial texts and
 then exactly one :class:`ChatResponse`::
@@ -28,6 +30,7 @@ from types import TracebackType
 from typing import Any, Protocol, runtime_checkable
 
 from ragloom.core.chat.messages import AiMessage, ChatMessage
+from ragloom.core.chat.tools import ToolExecutionRequest
 from ragloom.core.embedding import TokenUsage
 from ragloom.core.errors import ChatModelError, InvalidArgumentTypeError, RagloomError
 
@@ -55,12 +58,14 @@ class ChatResponse:
     """A chat model's complete answer: its text, the tokens used and why it stopped.
 
     ``token_usage`` and ``finish_reason`` are ``None`` when the provider does not report
-    them.
+    them. ``tool_execution_requests`` are the tools the model asks to run (finish reason
+    ``TOOL_EXECUTION``), empty otherwise.
     """
 
     text: str
     token_usage: TokenUsage | None = None
     finish_reason: FinishReason | None = None
+    tool_execution_requests: tuple[ToolExecutionRequest, ...] = ()
 
     def __post_init__(self) -> None:
         if not isinstance(self.text, str):
@@ -75,11 +80,18 @@ class ChatResponse:
             raise InvalidArgumentTypeError(
                 f"ChatResponse finish_reason must be a FinishReason, got {self.finish_reason!r}"
             )
+        requests = tuple(self.tool_execution_requests)
+        if not all(isinstance(request, ToolExecutionRequest) for request in requests):
+            raise InvalidArgumentTypeError(
+                "ChatResponse tool_execution_requests must hold ToolExecutionRequest, got "
+                f"{self.tool_execution_requests!r}"
+            )
+        object.__setattr__(self, "tool_execution_requests", requests)
 
     @property
     def ai_message(self) -> AiMessage:
-        """The answer as a message, to append to a conversation."""
-        return AiMessage(self.text)
+        """The answer as a message (with its tool requests), to append to a conversation."""
+        return AiMessage(self.text, self.tool_execution_requests)
 
 
 class _StreamState:
@@ -220,7 +232,10 @@ class ChatModel(Protocol):
     """A language model that answers a conversation (the spec's ``ChatLanguageModel``).
 
     ``options`` are provider settings for one call (``temperature``, ``max_tokens``,
-    ``stop``, ...); each implementation documents the ones it accepts. Errors of the
+    ``stop``, ...); each implementation documents the ones it accepts. Models that call
+    tools accept ``tools`` (a sequence of
+    :class:`~ragloom.core.chat.tools.ToolSpecification`) and ``tool_choice`` (``"auto"``,
+    ``"none"``, ``"required"`` or a tool's name). Errors of the
     provider (authentication, unknown model, malformed answers) are raised as
     :class:`~ragloom.core.errors.ChatModelError`. Implementations must be safe to call
     from several threads at once.
