@@ -107,6 +107,7 @@ BUILT_ON_THE_LAYERS = frozenset(
         "loaders.package_resource",
         "loaders.url",
         "mmr",
+        "parent_store",
         "query_routers",
         "query_transformers",
         "retrieval_augmentor",

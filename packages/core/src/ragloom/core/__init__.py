@@ -117,6 +117,7 @@ if TYPE_CHECKING:
     from ragloom.core.loaders.result import LoadedDocuments, LoadFailure
     from ragloom.core.loaders.url import UrlDocumentLoader
     from ragloom.core.metadata import Metadata, MetadataValue
+    from ragloom.core.parent_store import InMemoryParentStore, ParentStore
     from ragloom.core.parsers.base import DocumentParser
     from ragloom.core.parsers.dispatch import DispatchingDocumentParser
     from ragloom.core.parsers.text import TextDocumentParser
@@ -144,10 +145,13 @@ if TYPE_CHECKING:
         RetrievalAugmentor,
     )
     from ragloom.core.retriever_tools import RetrieverTool
+    from ragloom.core.retrievers.auto_merging import AutoMergingRetriever
     from ragloom.core.retrievers.base import ContentRetriever
     from ragloom.core.retrievers.bm25 import BM25ContentRetriever
     from ragloom.core.retrievers.embedding_store import EmbeddingStoreContentRetriever
     from ragloom.core.retrievers.hybrid import HybridContentRetriever
+    from ragloom.core.retrievers.parent_document import MATCHED_SPANS, ParentDocumentRetriever
+    from ragloom.core.retrievers.sentence_window import SentenceWindowRetriever
     from ragloom.core.scoring import ScoringModel, ScoringResult
     from ragloom.core.splitters import (
         DocumentByCharacterSplitter,
@@ -159,6 +163,8 @@ if TYPE_CHECKING:
         DocumentSplitter,
         RecursiveDocumentSplitter,
     )
+    from ragloom.core.splitters.parent_child import ParentChildSplitter
+    from ragloom.core.splitters.sentence_window import SentenceWindowSplitter
     from ragloom.core.stores.base import (
         EmbeddingMatch,
         EmbeddingSearchRequest,
@@ -182,6 +188,7 @@ __all__ = [
     "AsyncContentRetriever",
     "AsyncTokenStream",
     "AugmentationResult",
+    "AutoMergingRetriever",
     "BM25ContentRetriever",
     "BM25Index",
     "BM25IndexError",
@@ -248,6 +255,7 @@ __all__ = [
     "HydeQueryTransformer",
     "InMemoryChatMemoryStore",
     "InMemoryEmbeddingStore",
+    "InMemoryParentStore",
     "IngestionResult",
     "InvalidArgumentError",
     "InvalidArgumentTypeError",
@@ -265,11 +273,15 @@ __all__ = [
     "LoadFailure",
     "LoadedDocuments",
     "MessageWindowChatMemory",
+    "MATCHED_SPANS",
     "Metadata",
     "MetadataValue",
     "Not",
     "Or",
     "PackageResourceDocumentLoader",
+    "ParentChildSplitter",
+    "ParentDocumentRetriever",
+    "ParentStore",
     "PluginError",
     "PromptTemplate",
     "PromptTemplateError",
@@ -299,6 +311,8 @@ __all__ = [
     "ScoringTimeoutError",
     "ScoringModel",
     "ScoringResult",
+    "SentenceWindowRetriever",
+    "SentenceWindowSplitter",
     "StepBackQueryTransformer",
     "StandardAnalyzer",
     "SystemMessage",
@@ -458,6 +472,10 @@ _EXPORTS = {
     "BM25ContentRetriever": "retrievers.bm25",
     "EmbeddingStoreContentRetriever": "retrievers.embedding_store",
     "HybridContentRetriever": "retrievers.hybrid",
+    "AutoMergingRetriever": "retrievers.auto_merging",
+    "MATCHED_SPANS": "retrievers.parent_document",
+    "ParentDocumentRetriever": "retrievers.parent_document",
+    "SentenceWindowRetriever": "retrievers.sentence_window",
     "ScoringModel": "scoring",
     "ScoringResult": "scoring",
     "DocumentByCharacterSplitter": "splitters.character",
@@ -468,11 +486,15 @@ _EXPORTS = {
     "DocumentByWordSplitter": "splitters.word",
     "DocumentSplitter": "splitters.base",
     "RecursiveDocumentSplitter": "splitters.recursive",
+    "ParentChildSplitter": "splitters.parent_child",
+    "SentenceWindowSplitter": "splitters.sentence_window",
     "EmbeddingMatch": "stores.base",
     "EmbeddingSearchRequest": "stores.base",
     "EmbeddingSearchResult": "stores.base",
     "EmbeddingStore": "stores.base",
     "InMemoryEmbeddingStore": "stores.in_memory",
+    "InMemoryParentStore": "parent_store",
+    "ParentStore": "parent_store",
     "HuggingFaceTokenizer": "tokenizer",
     "Tokenizer": "tokenizer",
     "DocumentTransformer": "transformers",
