@@ -8,7 +8,6 @@ class because the repository runs pytest-asyncio in strict mode.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -59,8 +58,8 @@ class TestInMemoryStoreAsLangChainVectorStore(VectorStoreIntegrationTests):
     pytestmark = ASYNC_SUITE
 
     @pytest.fixture
-    def vectorstore(self) -> Iterator[VectorStore]:
-        yield RagloomVectorStore(InMemoryEmbeddingStore(), self.get_embeddings())
+    def vectorstore(self) -> VectorStore:
+        return RagloomVectorStore(InMemoryEmbeddingStore(), self.get_embeddings())
 
 
 class TestEmbeddingStoreRetrieverAsLangChainRetriever(RetrieversIntegrationTests):
