@@ -17,6 +17,7 @@ from ragloom.core.chat import (
     ChatResponse,
     FinishReason,
     SystemMessage,
+    ToolExecutionRequest,
     UserMessage,
 )
 from ragloom.core.embedding import TokenUsage
@@ -228,16 +229,18 @@ def _completion_body(message: dict[str, object], **extra: object) -> bytes:
 
 
 def test_tool_call_answer_has_empty_text_and_tool_execution(server: WireServer) -> None:
+    call = {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}
     server.script(
         raw(
             _completion_body(
-                {"role": "assistant", "content": None, "tool_calls": [{"id": "c1"}]},
+                {"role": "assistant", "content": None, "tool_calls": [call]},
                 finish="tool_calls",
             )
         )
     )
     response = chat_model(server).chat(HELLO)
-    assert response == ChatResponse("", None, FinishReason.TOOL_EXECUTION)
+    requests = (ToolExecutionRequest("c1", "f", "{}"),)
+    assert response == ChatResponse("", None, FinishReason.TOOL_EXECUTION, requests)
 
 
 def test_content_parts_and_refusals_become_text(server: WireServer) -> None:

@@ -33,7 +33,12 @@ from ragloom.chat_models.openai.errors import (
     OpenAiConnectionError,
     OpenAiResponseError,
 )
-from ragloom.core.chat.messages import ChatMessage, UserMessage
+from ragloom.core.chat.messages import (
+    AiMessage,
+    ChatMessage,
+    ToolExecutionResultMessage,
+    UserMessage,
+)
 from ragloom.core.chat.model import (
     AsyncChatStream,
     ChatModel,
@@ -41,6 +46,7 @@ from ragloom.core.chat.model import (
     ChatStream,
     FinishReason,
 )
+from ragloom.core.chat.tools import ToolExecutionRequest, ToolSpecification
 from ragloom.core.embedding import TokenUsage
 from ragloom.core.errors import InvalidArgumentError, InvalidArgumentTypeError
 from ragloom.core.kit.http import HttpCallError, HttpReply
@@ -69,8 +75,13 @@ _OPTIONS = frozenset(
         "logit_bias",
         "response_format",
         "user",
+        "tools",
+        "tool_choice",
+        "parallel_tool_calls",
     }
 )
+_TOOL_CHOICES = frozenset({"auto", "none", "required"})
+_MAX_STREAMED_TOOL_CALLS = 128  # distinct tool-call indexes one streamed answer may open
 _RESERVED = frozenset({"model", "messages", "stream", "stream_options", "n"})
 
 _FINISH_REASONS = {
@@ -113,8 +124,15 @@ class OpenAiChatModel(ApiModel, ChatModel):
 
     A call accepts the options ``temperature``, ``top_p``, ``max_tokens``,
     ``max_completion_tokens``, ``stop``, ``seed``, ``presence_penalty``,
-    ``frequency_penalty``, ``logit_bias``, ``response_format``, ``user`` and
-    ``extra_body`` (a dict merged into the request). Errors are
+    ``frequency_penalty``, ``logit_bias``, ``response_format``, ``user``, ``tools`` (a
+    sequence of :class:`~ragloom.core.chat.tools.ToolSpecification`), ``tool_choice``
+    (``"auto"``, ``"none"``, ``"required"`` or the name of one of ``tools``),
+    ``parallel_tool_calls`` and ``extra_body`` (a dict merged into the request). The
+    model's tool calls come back as the response's ``tool_execution_requests`` (streamed
+    tool-call deltas are assembled); :class:`~ragloom.core.chat.messages.AiMessage` s
+    with requests and
+    :class:`~ragloom.core.chat.messages.ToolExecutionResultMessage` s are sent in the
+    tools wire format. Errors are
     :class:`~ragloom.chat_models.openai.errors.OpenAiChatModelError` s (thus
     :class:`~ragloom.core.errors.ChatModelError` s). Safe to share between threads; the
     pooled connections are released by :meth:`close` (or a ``with`` block).
@@ -273,9 +291,10 @@ class OpenAiChatModel(ApiModel, ChatModel):
                     except HttpCallError as exc:
                         raise self._api.call_error(exc, state.received) from exc
                     event = decoder.feed(line) if line is not None else decoder.end()
-                    if event is not None and (text := state.add(event)):
+                    if event is not None and (text := state.add(event)) is not None:
                         watch.progress()
-                        yield text
+                        if text:
+                            yield text
                     watch.check(state.received)
                     if line is None:
                         break
@@ -311,9 +330,10 @@ class OpenAiChatModel(ApiModel, ChatModel):
                     except HttpCallError as exc:
                         raise self._api.call_error(exc, state.received) from exc
                     event = decoder.feed(line) if line is not None else decoder.end()
-                    if event is not None and (text := state.add(event)):
+                    if event is not None and (text := state.add(event)) is not None:
                         watch.progress()
-                        yield text
+                        if text:
+                            yield text
                     watch.check(state.received)
                     if line is None:
                         break
@@ -335,6 +355,7 @@ class OpenAiChatModel(ApiModel, ChatModel):
         payload: dict[str, Any] = {"model": self.model_name, "messages": _wire(messages)}
         payload.update(self._defaults)
         payload.update((k, v) for k, v in options.items() if k != "extra_body" and v is not None)
+        _wire_tools(payload)
         if isinstance(payload.get("stop"), tuple):
             payload["stop"] = list(payload["stop"])
         payload.update(self._extra_body)
@@ -378,8 +399,27 @@ class OpenAiChatModel(ApiModel, ChatModel):
                 f"{_short(message['content'])}",
                 url,
             )
+        requests = tuple(
+            self._tool_request(call, url) for call in _tool_calls(message.get("tool_calls"))
+        )
         return ChatResponse(
-            text or "", _token_usage(body.get("usage")), finish_reason(choice.get("finish_reason"))
+            text or "",
+            _token_usage(body.get("usage")),
+            finish_reason(choice.get("finish_reason")),
+            requests,
+        )
+
+    def _tool_request(self, call: object, url: str) -> ToolExecutionRequest:
+        """The request in one wire ``tool_calls`` item; an error for a malformed one."""
+        function = call.get("function") if isinstance(call, dict) else None
+        if not isinstance(call, dict) or not isinstance(function, dict):
+            raise self._api.error(
+                OpenAiResponseError,
+                f"{url} answered with a malformed tool call: {_short(call)}",
+                url,
+            )
+        return _request(
+            self._api, url, call.get("id"), function.get("name"), function.get("arguments")
         )
 
 
@@ -408,25 +448,27 @@ class _StallWatch:
 class _StreamState:
     """Collects a streamed answer from its events (one per chat-completion chunk)."""
 
-    __slots__ = ("_api", "_parts", "_url", "done", "finish_reason", "received", "usage")
+    __slots__ = ("_api", "_calls", "_parts", "_url", "done", "finish_reason", "received", "usage")
 
     def __init__(self, api: ApiClient, url: str) -> None:
         self._api = api
         self._url = url
         self._parts: list[str] = []
+        self._calls: dict[int, _StreamedCall] = {}
         self.done = False
         self.received = 0
         self.finish_reason: FinishReason | None = None
         self.usage: TokenUsage | None = None
 
-    def add(self, event: ServerSentEvent) -> str:
-        """The partial text ``event`` carries ('' for none); raises for an error event."""
+    def add(self, event: ServerSentEvent) -> str | None:
+        """The partial text ``event`` carries: ``''`` for content without text (a tool-call
+        delta), ``None`` for no content; raises for an error event."""
         data = event.data.strip()
         if data == "[DONE]":
             self.done = True
-            return ""
+            return None
         if not data:  # an empty keep-alive event
-            return ""
+            return None
         try:
             chunk = json.loads(data)
         except (ValueError, RecursionError) as exc:
@@ -455,24 +497,58 @@ class _StreamState:
             self.usage = usage
         choices = chunk.get("choices")
         if not isinstance(choices, list) or not choices:
-            return ""
+            return None
         choice = choices[0]
         if not isinstance(choice, dict):
-            return ""
+            return None
         reason = finish_reason(choice.get("finish_reason"))
         if reason is not None:
             self.finish_reason = reason
         delta = choice.get("delta")
         if not isinstance(delta, dict):
-            return ""
+            return None
+        calls = delta.get("tool_calls")
+        if calls is not None:
+            self._add_calls(calls)
         text = _content_text(delta.get("content"))
         if not text:
             text = _content_text(delta.get("refusal"))
         if not text:
-            return ""
+            return None if calls is None else ""
         self._parts.append(text)
         self.received += 1
         return text
+
+    def _add_calls(self, calls: object) -> None:
+        """Assemble tool-call deltas: the first of an index brings its id and name, the
+        rest append to its arguments."""
+        for position, delta in enumerate(calls if isinstance(calls, list) else [calls]):
+            function = delta.get("function") if isinstance(delta, dict) else {}
+            index = delta.get("index", position) if isinstance(delta, dict) else None
+            if (
+                not isinstance(delta, dict)
+                or not isinstance(function, dict)
+                or isinstance(index, bool)
+                or not isinstance(index, int)
+                or index < 0
+            ):
+                raise self._api.error(
+                    OpenAiResponseError,
+                    f"the stream from {self._url} sent a malformed tool-call delta: "
+                    f"{_short(delta)}",
+                    self._url,
+                )
+            call = self._calls.get(index)
+            if call is None:
+                if len(self._calls) >= _MAX_STREAMED_TOOL_CALLS:
+                    raise self._api.error(
+                        OpenAiResponseError,
+                        f"the stream from {self._url} opened more than "
+                        f"{_MAX_STREAMED_TOOL_CALLS} tool calls",
+                        self._url,
+                    )
+                call = self._calls[index] = _StreamedCall()
+            call.add(delta.get("id"), function.get("name"), function.get("arguments"))
 
     def finish(self) -> ChatResponse:
         """The complete response; an error when the stream broke off before its end."""
@@ -483,7 +559,30 @@ class _StreamState:
                 "without a finish reason or [DONE]; the connection was cut",
                 self._url,
             )
-        return ChatResponse("".join(self._parts), self.usage, self.finish_reason)
+        requests = tuple(
+            _request(self._api, self._url, call.id, call.name, "".join(call.arguments))
+            for _, call in sorted(self._calls.items())
+        )
+        return ChatResponse("".join(self._parts), self.usage, self.finish_reason, requests)
+
+
+class _StreamedCall:
+    """One tool call being assembled from stream deltas."""
+
+    __slots__ = ("arguments", "id", "name")
+
+    def __init__(self) -> None:
+        self.id: object = None
+        self.name: object = None
+        self.arguments: list[str] = []
+
+    def add(self, id: object, name: object, arguments: object) -> None:
+        if id:
+            self.id = id
+        if name:
+            self.name = name
+        if isinstance(arguments, str):
+            self.arguments.append(arguments)
 
 
 def finish_reason(value: object) -> FinishReason | None:
@@ -501,25 +600,103 @@ def finish_reason(value: object) -> FinishReason | None:
     return FinishReason.OTHER
 
 
-def _wire(messages: Sequence[ChatMessage]) -> list[dict[str, str]]:
+def _wire(messages: Sequence[ChatMessage]) -> list[dict[str, Any]]:
     if isinstance(messages, ChatMessage | str):
         raise InvalidArgumentTypeError(
             "messages must be a sequence of ChatMessage, not a single message"
         )
-    wire: list[dict[str, str]] = []
+    wire: list[dict[str, Any]] = []
     for index, message in enumerate(messages):
         if not isinstance(message, ChatMessage):
             raise InvalidArgumentTypeError(
                 f"messages[{index}] is {type(message).__name__}, not a ChatMessage "
                 "(SystemMessage, UserMessage or AiMessage)"
             )
-        item = {"role": message.role, "content": message.text}
+        item: dict[str, Any] = {"role": message.role, "content": message.text}
         if isinstance(message, UserMessage) and message.name:
             item["name"] = message.name
+        elif isinstance(message, AiMessage) and message.tool_execution_requests:
+            item["content"] = message.text or None
+            item["tool_calls"] = [
+                {
+                    "id": request.id,
+                    "type": "function",
+                    "function": {"name": request.name, "arguments": request.arguments},
+                }
+                for request in message.tool_execution_requests
+            ]
+        elif isinstance(message, ToolExecutionResultMessage):
+            item["tool_call_id"] = message.id
         wire.append(item)
     if not wire:
         raise InvalidArgumentError("messages is empty; a chat needs at least one message")
     return wire
+
+
+def _wire_tools(payload: dict[str, Any]) -> None:
+    """Put the ``tools`` and ``tool_choice`` options in their wire form (in place)."""
+    tools = payload.pop("tools", None)
+    choice = payload.pop("tool_choice", None)
+    names: list[str] = []
+    if tools is not None:
+        if isinstance(tools, ToolSpecification | str) or not isinstance(tools, Sequence):
+            raise InvalidArgumentTypeError(
+                f"tools must be a sequence of ToolSpecification, got {type(tools).__name__}"
+            )
+        for index, tool in enumerate(tools):
+            if not isinstance(tool, ToolSpecification):
+                raise InvalidArgumentTypeError(
+                    f"tools[{index}] is {type(tool).__name__}, not a ToolSpecification"
+                )
+            names.append(tool.name)
+        if tools:
+            payload["tools"] = [{"type": "function", "function": t.to_dict()} for t in tools]
+    if choice is None:
+        return
+    if not names:
+        raise InvalidArgumentError(f"tool_choice {choice!r} given without tools")
+    if choice in _TOOL_CHOICES:
+        payload["tool_choice"] = choice
+    elif choice in names:
+        payload["tool_choice"] = {"type": "function", "function": {"name": choice}}
+    else:
+        raise InvalidArgumentError(
+            f"tool_choice must be auto, none, required or one of the tools "
+            f"({', '.join(names)}), got {choice!r}"
+        )
+
+
+def _tool_calls(value: object) -> list[object]:
+    """A message's ``tool_calls`` as a list (a non-list is one malformed item)."""
+    if value is None:
+        return []
+    return value if isinstance(value, list) else [value]
+
+
+def _request(
+    api: ApiClient, url: str, id: object, name: object, arguments: object
+) -> ToolExecutionRequest:
+    """A checked ToolExecutionRequest; ``arguments`` sent as an object (some servers do)
+    are turned into JSON text."""
+    if isinstance(arguments, dict):
+        arguments = json.dumps(arguments)
+    if arguments is None:
+        arguments = ""
+    if not (isinstance(id, str) and id and isinstance(name, str) and name):
+        raise api.error(
+            OpenAiResponseError,
+            f"{url} answered with a tool call without an id or name: id={_short(id)}, "
+            f"name={_short(name)}",
+            url,
+        )
+    if not isinstance(arguments, str):
+        raise api.error(
+            OpenAiResponseError,
+            f"{url} answered with tool call {name!r} whose arguments are "
+            f"{type(arguments).__name__}, not a JSON string",
+            url,
+        )
+    return ToolExecutionRequest(id, name, arguments)
 
 
 def _check_extra_body(extra: Mapping[str, Any] | None) -> dict[str, Any]:

@@ -10,9 +10,19 @@ this module needs ``ragloom-testkit``): ``POST /v1/chat/completions`` (JSON, or
 server-sent events with ``"stream": true``, usage in a last chunk when
 ``stream_options.include_usage`` is set) and ``POST /v1/embeddings`` (float lists or
 base64, ``dimensions``), as documented by OpenAI's API reference, with OpenAI's error
-bodies. Answers are deterministic: the chat model answers ``"Echo: <last user
+bodies. Answers are deterministic: the chat model answers ``"Echo: <last user or tool
 message>"`` (cut to ``max_tokens`` words, then finish reason ``length``), and
 embeddings come from the testkit's hashing FakeEmbeddingModel.
+
+Tools follow the chat-completions tools format: offered ``tools`` (unless
+``tool_choice`` is ``"none"``) are called when the last message is the user's: the
+named ``tool_choice``, else the first tool (every tool for ``"required"`` with
+``parallel_tool_calls`` not false), with the user's text as the first required string
+argument; finish reason ``tool_calls``. Streamed, a call arrives as OpenAI sends it: a
+first delta with its ``index``, ``id``, ``type`` and ``name`` and empty ``arguments``,
+then argument fragments. Requests that break the format's rules (a ``tool`` message not
+answering a preceding ``tool_calls`` id, a ``tool_calls`` id left unanswered, a
+malformed tool or ``tool_choice``) get OpenAI's 400 error.
 
 Failures are scripted per request: ``server.script(behaviour, ...)`` queues behaviours
 that the next requests (one each, any endpoint) play instead of the normal answer: the
@@ -118,6 +128,9 @@ class WireServer(wire.WireServer):
             return _error(400, "We could not parse the JSON body.", "invalid_request", None)
         if body.get("model") != CHAT_MODEL:
             return _model_not_found(body.get("model"))
+        problem = _tools_problem(body)
+        if problem is not None:
+            return _error(400, problem, "invalid_request_error", None)
         if body.get("stream"):
             return lambda handler, request: stream_completion(handler, body)
         return 200, completion(body)
@@ -156,8 +169,94 @@ def stream_completion(
 
 
 def reply_text(messages: list[dict[str, Any]]) -> str:
-    users = [m.get("content") for m in messages if m.get("role") == "user"]
-    return f"Echo: {users[-1] if users else ''}"
+    said = [m.get("content") for m in messages if m.get("role") in ("user", "tool")]
+    return f"Echo: {said[-1] if said else ''}"
+
+
+_TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
+
+
+def _tools_problem(body: dict[str, Any]) -> str | None:
+    """OpenAI's 400 message for a request that breaks the tools format, else ``None``."""
+    tools = body.get("tools")
+    names: list[str] = []
+    if tools is not None:
+        if not isinstance(tools, list) or not tools:
+            return "Invalid 'tools': empty array. Expected an array with minimum length 1."
+        for index, tool in enumerate(tools):
+            function = tool.get("function") if isinstance(tool, dict) else None
+            name = function.get("name") if isinstance(function, dict) else None
+            if tool.get("type") != "function" or not isinstance(name, str):
+                return f"Missing required parameter: 'tools[{index}].function'."
+            if not _TOOL_NAME.fullmatch(name):
+                return (
+                    f"Invalid 'tools[{index}].function.name': string does not match pattern. "
+                    "Expected a string that matches the pattern '^[a-zA-Z0-9_-]+$'."
+                )
+            names.append(name)
+    choice = body.get("tool_choice")
+    if choice is not None:
+        if not names:
+            return (
+                "Invalid value for 'tool_choice': 'tool_choice' is only allowed when 'tools' "
+                "are specified."
+            )
+        chosen = choice.get("function", {}).get("name") if isinstance(choice, dict) else None
+        if choice not in ("auto", "none", "required") and chosen not in names:
+            return f"Invalid value for 'tool_choice': {json.dumps(choice)}."
+    pending: list[str] = []
+    for message in body.get("messages") or []:
+        role = message.get("role") if isinstance(message, dict) else None
+        if role == "tool":
+            if message.get("tool_call_id") not in pending:
+                return (
+                    "Invalid parameter: messages with role 'tool' must be a response to a "
+                    "preceeding message with 'tool_calls'."
+                )
+            pending.remove(message["tool_call_id"])
+            continue
+        if pending:
+            return (
+                "An assistant message with 'tool_calls' must be followed by tool messages "
+                "responding to each 'tool_call_id'. The following tool_call_ids did not have "
+                f"response messages: {', '.join(pending)}"
+            )
+        if role == "assistant":
+            pending = [call.get("id") for call in message.get("tool_calls") or []]
+    return None
+
+
+def _tool_calls(body: dict[str, Any]) -> list[dict[str, Any]]:
+    """The calls the deterministic model makes (see the module documentation)."""
+    tools = body.get("tools") or []
+    choice = body.get("tool_choice", "auto")
+    messages = body.get("messages") or []
+    if not tools or choice == "none" or not messages or messages[-1].get("role") != "user":
+        return []
+    if isinstance(choice, dict):
+        chosen = [t for t in tools if t["function"]["name"] == choice["function"]["name"]]
+    elif choice == "required" and body.get("parallel_tool_calls") is not False:
+        chosen = tools
+    else:
+        chosen = tools[:1]
+    calls = []
+    for index, tool in enumerate(chosen):
+        parameters = tool["function"].get("parameters") or {}
+        properties = parameters.get("properties") or {}
+        strings = [
+            name
+            for name in parameters.get("required") or []
+            if (properties.get(name) or {}).get("type") == "string"
+        ]
+        arguments = {strings[0]: messages[-1].get("content")} if strings else {}
+        calls.append(
+            {
+                "id": f"call_wire{index}",
+                "type": "function",
+                "function": {"name": tool["function"]["name"], "arguments": json.dumps(arguments)},
+            }
+        )
+    return calls
 
 
 def _words(text: str) -> int:
@@ -172,7 +271,7 @@ def _answer(body: dict[str, Any]) -> tuple[str, str, dict[str, int]]:
     if isinstance(limit, int) and _words(text) > limit:
         text = "".join(_PIECES.findall(text)[:limit]).rstrip()
         finish = "length"
-    prompt = sum(_words(str(m.get("content", ""))) for m in messages)
+    prompt = sum(_words(str(m.get("content") or "")) for m in messages)
     usage = {
         "prompt_tokens": prompt,
         "completion_tokens": _words(text),
@@ -183,6 +282,11 @@ def _answer(body: dict[str, Any]) -> tuple[str, str, dict[str, int]]:
 
 def completion(body: dict[str, Any]) -> dict[str, Any]:
     text, finish, usage = _answer(body)
+    message: dict[str, Any] = {"role": "assistant", "content": text, "refusal": None}
+    calls = _tool_calls(body)
+    if calls:
+        message = {"role": "assistant", "content": None, "refusal": None, "tool_calls": calls}
+        finish = "tool_calls"
     return {
         "id": "chatcmpl-wire",
         "object": "chat.completion",
@@ -191,7 +295,7 @@ def completion(body: dict[str, Any]) -> dict[str, Any]:
         "choices": [
             {
                 "index": 0,
-                "message": {"role": "assistant", "content": text, "refusal": None},
+                "message": message,
                 "logprobs": None,
                 "finish_reason": finish,
             }
@@ -225,8 +329,21 @@ def completion_events(body: dict[str, Any]) -> list[str]:
             data["usage"] = None
         return data
 
-    events = [sse(chunk({"role": "assistant", "content": ""}, None))]
-    events += [sse(chunk({"content": piece}, None)) for piece in _PIECES.findall(text)]
+    calls = _tool_calls(body)
+    if calls:
+        events = [sse(chunk({"role": "assistant", "content": None}, None))]
+        for index, call in enumerate(calls):
+            name, arguments = call["function"]["name"], call["function"]["arguments"]
+            opening = {"index": index, "id": call["id"], "type": "function"}
+            opening["function"] = {"name": name, "arguments": ""}
+            events.append(sse(chunk({"tool_calls": [opening]}, None)))
+            for start in range(0, len(arguments), 8):
+                fragment = {"index": index, "function": {"arguments": arguments[start : start + 8]}}
+                events.append(sse(chunk({"tool_calls": [fragment]}, None)))
+        finish = "tool_calls"
+    else:
+        events = [sse(chunk({"role": "assistant", "content": ""}, None))]
+        events += [sse(chunk({"content": piece}, None)) for piece in _PIECES.findall(text)]
     events.append(sse(chunk({}, finish)))
     if include_usage:
         events.append(sse({**base, "choices": [], "usage": usage}))
