@@ -11,6 +11,7 @@ to ingest; 5 a file or directory cannot be read or written; 70 internal error (a
 from __future__ import annotations
 
 import argparse
+import importlib.metadata
 import json
 import os
 import sys
@@ -402,7 +403,34 @@ def build_parser() -> argparse.ArgumentParser:
         help="import and build every provider and report failures (exit 1 if any is broken)",
     )
     plugin_cmd.set_defaults(run=cmd_plugins)
+    _add_command_plugins(commands)
     return parser
+
+
+#: Subcommands other distributions add: each entry point is ``register(subparsers)``.
+COMMAND_PLUGINS = "ragloom.cli_commands"
+#: Known subcommands of optional distributions: without them, a one-line install hint.
+OPTIONAL_COMMANDS = {"serve": "ragloom-server", "mcp": "ragloom-server"}
+
+
+def _add_command_plugins(commands: Any) -> None:
+    registered = set()
+    for entry in importlib.metadata.entry_points(group=COMMAND_PLUGINS):
+        try:
+            entry.load()(commands)
+        except Exception as exc:  # a broken plugin must not break the other commands
+            print(f"ragloom: command {entry.name!r} unavailable: {exc}", file=sys.stderr)
+            continue
+        registered.add(entry.name)
+    for name, dist in OPTIONAL_COMMANDS.items():
+        if name not in registered:
+            sub = commands.add_parser(name, help=f"needs {dist}", add_help=False)
+            sub.add_argument("args", nargs=argparse.REMAINDER)
+            sub.set_defaults(run=lambda _, name=name, dist=dist: _missing_command(name, dist))
+
+
+def _missing_command(name: str, dist: str) -> int:
+    raise UsageError(f"`ragloom {name}` needs {dist}: pip install {dist}")
 
 
 #: `ragloom eval` evaluates what Easy RAG does by default: the default splitter's

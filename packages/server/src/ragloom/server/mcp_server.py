@@ -1,0 +1,82 @@
+"""The MCP server: tools ``search`` and ``ask`` over the same index, for stdio
+(``ragloom mcp``) and streamable HTTP (mounted at ``/mcp`` by ``ragloom serve``).
+
+Over HTTP the caller's bearer key picks the tenant exactly as for the HTTP API; over
+stdio the caller is whoever started the process (every tenant, or ``--tenant``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any
+
+from mcp.server.mcpserver import Context, MCPServer
+
+from ragloom.core import Query
+from ragloom.server.auth import Authenticator
+from ragloom.server.schemas import MAX_FILTER_CHARS, MAX_QUERY_CHARS, citation
+from ragloom.server.service import IndexService, Principal
+
+__all__ = ["build_mcp"]
+
+
+def build_mcp(
+    service: Callable[[], IndexService],
+    authenticator: Authenticator,
+    local: Principal,
+) -> MCPServer[Any]:
+    """An MCP server whose tools query ``service()``; ``local`` is the stdio principal."""
+    server: MCPServer[Any] = MCPServer(
+        "ragloom",
+        instructions="Search the indexed documents (search) or get an answer with sources (ask).",
+    )
+
+    def principal(ctx: Context) -> Principal:
+        headers = ctx.headers
+        if headers is None:
+            return local
+        found = authenticator.principal(headers)
+        if found is None:  # the HTTP mount refuses these first; this is the second line
+            raise PermissionError("a valid API key is required (Authorization: Bearer ...)")
+        return found
+
+    def check(query: str, filter: str | None, max_results: int) -> int:
+        limit = service().settings.max_results
+        if not query.strip() or len(query) > MAX_QUERY_CHARS:
+            raise ValueError(f"query: give 1-{MAX_QUERY_CHARS} characters")
+        if filter is not None and len(filter) > MAX_FILTER_CHARS:
+            raise ValueError(f"filter: at most {MAX_FILTER_CHARS} characters")
+        if not 1 <= max_results <= limit:
+            raise ValueError(f"max_results: give 1-{limit}")
+        return max_results
+
+    @server.tool()
+    async def search(
+        query: str, ctx: Context, max_results: int = 4, filter: str | None = None
+    ) -> list[dict[str, Any]]:
+        """The passages most relevant to ``query``, with scores and sources. ``filter`` is
+        a metadata filter such as ``file_name == 'faq.md'``."""
+        who = principal(ctx)
+        limit = check(query, filter, max_results)
+        retriever = service().retriever(who, max_results=limit, filter=filter)
+        contents = await asyncio.to_thread(retriever.retrieve, Query(query))
+        return [citation(n, c) for n, c in enumerate(contents, 1)]
+
+    @server.tool()
+    async def ask(
+        question: str, ctx: Context, max_results: int = 4, filter: str | None = None
+    ) -> dict[str, Any]:
+        """An answer to ``question`` from the documents, with the sources it used."""
+        who = principal(ctx)
+        limit = check(question, filter, max_results)
+        index = service()
+        retriever = index.retriever(who, max_results=limit, filter=filter)
+        with index.assistant(retriever, None, None) as assistant:
+            result = await asyncio.to_thread(assistant.chat, question)
+        return {
+            "answer": result.content,
+            "sources": [citation(n, c) for n, c in enumerate(result.sources, 1)],
+        }
+
+    return server

@@ -1,0 +1,84 @@
+"""A real index of three docs/ pages, built once by `ragloom ingest`; each test gets a copy."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import cast
+
+import pytest
+from fastapi.testclient import TestClient
+
+from ragloom.core import EmbeddingModel, plugins
+from ragloom.easy_rag.assistant import CHAT_ENV_VARS
+from ragloom.easy_rag.cli import main as ragloom
+from ragloom.server import ApiKey, IndexService, ServerSettings, create_app
+
+DOCS = Path(__file__).resolve().parents[3] / "docs"
+CORPUS = ("documents.md", "filters.md", "index.md")
+ADMIN_KEY = "admin-key-0123456789"
+ACME_KEY = "acme-key-0123456789ab"
+GLOBEX_KEY = "globex-key-0123456789"
+# The MCP transport's DNS-rebinding guard accepts loopback host names only.
+BASE_URL = "http://127.0.0.1:8000"
+
+
+@pytest.fixture(autouse=True)
+def _no_ambient_settings(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in (*CHAT_ENV_VARS, "OPENAI_BASE_URL", "RAGLOOM_SERVER_CONFIG"):
+        monkeypatch.delenv(name, raising=False)
+
+
+@pytest.fixture(scope="session")
+def embedding_model() -> EmbeddingModel:
+    return cast(EmbeddingModel, plugins.load_default(plugins.EMBEDDING_MODELS))
+
+
+@pytest.fixture(scope="session")
+def built_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    corpus = tmp_path_factory.mktemp("corpus")
+    for name in CORPUS:
+        shutil.copy(DOCS / name, corpus / name)
+    index = tmp_path_factory.mktemp("built") / "index"
+    assert ragloom(["ingest", str(corpus), "--index", str(index), "--quiet"]) == 0
+    return index
+
+
+@pytest.fixture
+def index_dir(built_index: Path, tmp_path: Path) -> Path:
+    copy = tmp_path / "index"
+    shutil.copytree(built_index, copy, ignore=shutil.ignore_patterns(".lock"))
+    return copy
+
+
+def keyed_settings(index: Path, **overrides: object) -> ServerSettings:
+    """Settings with an admin key and one key for each of the tenants acme and globex."""
+    keys = [
+        ApiKey.model_validate({"key": ADMIN_KEY, "name": "admin"}),
+        ApiKey.model_validate({"key": ACME_KEY, "tenant": "acme", "name": "acme"}),
+        ApiKey.model_validate({"key": GLOBEX_KEY, "tenant": "globex", "name": "globex"}),
+    ]
+    return ServerSettings.load(index=index, api_keys=keys, **overrides)
+
+
+@pytest.fixture
+def service(index_dir: Path, embedding_model: EmbeddingModel) -> Iterator[IndexService]:
+    running = IndexService(keyed_settings(index_dir), embedding_model=embedding_model)
+    try:
+        yield running
+    finally:
+        running.close()
+
+
+@pytest.fixture
+def client(service: IndexService) -> Iterator[TestClient]:
+    with TestClient(create_app(service.settings, service), base_url=BASE_URL) as test_client:
+        yield test_client
+
+
+@pytest.fixture
+def headers() -> dict[str, dict[str, str]]:
+    """The Authorization header of each key, by name: admin, acme, globex."""
+    keys = {"admin": ADMIN_KEY, "acme": ACME_KEY, "globex": GLOBEX_KEY}
+    return {name: {"Authorization": f"Bearer {key}"} for name, key in keys.items()}
