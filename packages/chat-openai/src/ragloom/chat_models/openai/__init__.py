@@ -25,11 +25,13 @@ from ragloom.chat_models.openai.errors import (
     OpenAiError,
     OpenAiNotConfiguredError,
     OpenAiNotFoundError,
+    OpenAiPromptTooLongError,
     OpenAiRateLimitError,
     OpenAiResponseError,
     OpenAiStatusError,
     OpenAiTimeoutError,
 )
+from ragloom.chat_models.openai.tokenizer import OpenAiTokenizer
 from ragloom.core.retry import RetryPolicy
 
 __all__ = [
@@ -46,10 +48,12 @@ __all__ = [
     "OpenAiError",
     "OpenAiNotConfiguredError",
     "OpenAiNotFoundError",
+    "OpenAiPromptTooLongError",
     "OpenAiRateLimitError",
     "OpenAiResponseError",
     "OpenAiStatusError",
     "OpenAiTimeoutError",
+    "OpenAiTokenizer",
     "RetryPolicy",
     "finish_reason",
 ]

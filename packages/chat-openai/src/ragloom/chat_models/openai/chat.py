@@ -31,11 +31,14 @@ from ragloom.chat_models.openai._sse import ServerSentEvent, SseDecoder
 from ragloom.chat_models.openai.errors import (
     OpenAiChatNotConfiguredError,
     OpenAiConnectionError,
+    OpenAiPromptTooLongError,
     OpenAiResponseError,
 )
+from ragloom.chat_models.openai.tokenizer import OpenAiTokenizer, count_prompt_tokens
 from ragloom.core.chat.messages import (
     AiMessage,
     ChatMessage,
+    SystemMessage,
     ToolExecutionResultMessage,
     UserMessage,
 )
@@ -50,6 +53,7 @@ from ragloom.core.chat.tools import ToolExecutionRequest, ToolSpecification
 from ragloom.core.embedding import TokenUsage
 from ragloom.core.errors import InvalidArgumentError, InvalidArgumentTypeError
 from ragloom.core.kit.http import HttpCallError, HttpReply
+from ragloom.core.tokenizer import Tokenizer
 
 __all__ = ["CHAT_API_KEY_ENV", "DEFAULT_CHAT_MODEL_NAME", "OpenAiChatModel"]
 
@@ -122,6 +126,15 @@ class OpenAiChatModel(ApiModel, ChatModel):
     stops asking for token usage in streams (``stream_options``), for servers that
     reject it.
 
+    ``context_window`` (the model's context length in tokens) turns on a budget check
+    before each call: the prompt (counted by ``tokenizer``, by default
+    :meth:`~ragloom.chat_models.openai.tokenizer.OpenAiTokenizer.for_model` of the model
+    name, which needs the ``tokenizer`` extra) plus the answer's ``max_tokens`` (or
+    ``max_completion_tokens``) must fit, else
+    :class:`~ragloom.chat_models.openai.errors.OpenAiPromptTooLongError` names the counts.
+    With ``trim_prompt=True`` the oldest messages are dropped instead (system messages and
+    the last message are kept; a tool call goes with its results) until it fits.
+
     A call accepts the options ``temperature``, ``top_p``, ``max_tokens``,
     ``max_completion_tokens``, ``stop``, ``seed``, ``presence_penalty``,
     ``frequency_penalty``, ``logit_bias``, ``response_format``, ``user``, ``tools`` (a
@@ -159,9 +172,29 @@ class OpenAiChatModel(ApiModel, ChatModel):
         http_client: httpx.Client | None = None,
         async_http_client: httpx.AsyncClient | None = None,
         max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+        context_window: int | None = None,
+        tokenizer: Tokenizer | None = None,
+        trim_prompt: bool = False,
     ) -> None:
         if not isinstance(model_name, str) or not model_name.strip():
             raise InvalidArgumentError(f"model_name must be a non-empty str, got {model_name!r}")
+        if context_window is not None and (
+            isinstance(context_window, bool)
+            or not isinstance(context_window, int)
+            or context_window < 1
+        ):
+            raise InvalidArgumentError(
+                f"context_window must be a positive int or None, got {context_window!r}"
+            )
+        if tokenizer is not None and not callable(getattr(tokenizer, "count_tokens", None)):
+            raise InvalidArgumentTypeError(
+                f"tokenizer must have count_tokens(text), got {type(tokenizer).__name__}"
+            )
+        if context_window is not None and tokenizer is None:
+            tokenizer = OpenAiTokenizer.for_model(model_name)
+        self.context_window = context_window
+        self.tokenizer = tokenizer
+        self.trim_prompt = bool(trim_prompt)
         url = normalize_base_url(base_url)
         key, source = resolve_api_key(api_key, CHAT_API_KEY_ENV)
         policy = retry_policy or RetryPolicy()
@@ -352,9 +385,13 @@ class OpenAiChatModel(ApiModel, ChatModel):
                 f"unknown chat option(s) {', '.join(sorted(unknown))}; accepted: "
                 f"{', '.join(sorted(_OPTIONS | {'extra_body'}))}"
             )
-        payload: dict[str, Any] = {"model": self.model_name, "messages": _wire(messages)}
+        _wire(messages)  # checks the messages before they are counted
+        payload: dict[str, Any] = {"model": self.model_name}
         payload.update(self._defaults)
         payload.update((k, v) for k, v in options.items() if k != "extra_body" and v is not None)
+        if self.context_window is not None and self.tokenizer is not None:
+            messages = self._fit(messages, payload, self.context_window, self.tokenizer)
+        payload["messages"] = _wire(messages)
         _wire_tools(payload)
         if isinstance(payload.get("stop"), tuple):
             payload["stop"] = list(payload["stop"])
@@ -365,6 +402,46 @@ class OpenAiChatModel(ApiModel, ChatModel):
             if self._stream_usage:
                 payload["stream_options"] = {"include_usage": True}
         return payload
+
+    def _fit(
+        self,
+        messages: Sequence[ChatMessage],
+        payload: dict[str, Any],
+        window: int,
+        tokenizer: Tokenizer,
+    ) -> list[ChatMessage]:
+        """``messages`` within the context ``window`` (trimmed if allowed), else an error."""
+        offered = payload.get("tools")
+        tools = list(offered) if isinstance(offered, Sequence) else []
+        tools = [tool for tool in tools if isinstance(tool, ToolSpecification)]
+        reserved = payload.get("max_completion_tokens") or payload.get("max_tokens") or 0
+        budget = window - reserved
+        kept = list(messages)
+        needed = count_prompt_tokens(tokenizer, kept, tools)
+        dropped = 0
+        while needed > budget and self.trim_prompt:
+            group = _oldest_group(kept)
+            if not group:
+                break
+            del kept[group]
+            dropped += group.stop - group.start
+            needed = count_prompt_tokens(tokenizer, kept, tools)
+        if needed > budget:
+            trimmed = (
+                f" even after dropping {dropped} of {len(messages)} messages (the system "
+                "messages and the last message are kept)"
+                if self.trim_prompt
+                else ""
+            )
+            raise OpenAiPromptTooLongError(
+                f"the prompt to {self.model_name!r} is {needed} tokens{trimmed}; with "
+                f"{reserved} reserved for the answer it exceeds the context window of "
+                f"{window} tokens (counted with {tokenizer!r})",
+                prompt_tokens=needed,
+                reserved_tokens=reserved,
+                context_window=window,
+            )
+        return kept
 
     def _completion(self, body: Any) -> ChatResponse:
         """The ChatResponse in a (non-streamed) chat-completion body."""
@@ -631,6 +708,18 @@ def _wire(messages: Sequence[ChatMessage]) -> list[dict[str, Any]]:
     if not wire:
         raise InvalidArgumentError("messages is empty; a chat needs at least one message")
     return wire
+
+
+def _oldest_group(messages: list[ChatMessage]) -> slice | None:
+    """The oldest droppable messages: the first after the system messages, with the tool
+    results that answer it; ``None`` when only the last message would be left."""
+    start = 0
+    while start < len(messages) and isinstance(messages[start], SystemMessage):
+        start += 1
+    stop = start + 1
+    while stop < len(messages) and isinstance(messages[stop], ToolExecutionResultMessage):
+        stop += 1
+    return slice(start, stop) if stop < len(messages) else None
 
 
 def _wire_tools(payload: dict[str, Any]) -> None:

@@ -18,7 +18,12 @@ is the twin of its kind for its component, built from one table.
 
 from __future__ import annotations
 
-from ragloom.core.errors import ChatModelError, EmbeddingModelError, RagloomError
+from ragloom.core.errors import (
+    ChatModelError,
+    EmbeddingModelError,
+    InvalidArgumentError,
+    RagloomError,
+)
 from ragloom.core.kit.http import HttpErrorKind
 
 __all__ = [
@@ -37,6 +42,7 @@ __all__ = [
     "OpenAiError",
     "OpenAiNotConfiguredError",
     "OpenAiNotFoundError",
+    "OpenAiPromptTooLongError",
     "OpenAiRateLimitError",
     "OpenAiResponseError",
     "OpenAiStatusError",
@@ -68,6 +74,20 @@ class OpenAiError(RagloomError):
 
 class OpenAiChatModelError(OpenAiError, ChatModelError):
     """Base of everything :class:`~ragloom.chat_models.openai.OpenAiChatModel` raises."""
+
+
+class OpenAiPromptTooLongError(OpenAiChatModelError, InvalidArgumentError):
+    """A prompt and its reserved answer tokens exceed the model's ``context_window``;
+    raised before anything is sent. ``prompt_tokens``, ``reserved_tokens`` and
+    ``context_window`` give the counts."""
+
+    def __init__(
+        self, message: str, *, prompt_tokens: int, reserved_tokens: int, context_window: int
+    ) -> None:
+        super().__init__(message)
+        self.prompt_tokens = prompt_tokens
+        self.reserved_tokens = reserved_tokens
+        self.context_window = context_window
 
 
 class OpenAiEmbeddingModelError(OpenAiError, EmbeddingModelError):
