@@ -1,0 +1,205 @@
+"""Keys bound to tenants, and the documents API (upload, status, list, delete), in-process."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+
+from ragloom.core import EmbeddingModel
+from ragloom.server import IndexService, ServerConfigError, ServerSettings
+from ragloom.server.service import Principal, safe_filename
+
+Headers = dict[str, dict[str, str]]
+ACME_TEXT = "Project Falcon ships the turbo encabulator to acme customers in March."
+GLOBEX_TEXT = "Project Falcon is cancelled at globex; the encabulator budget moves to Q4."
+
+
+def wait(client: TestClient, job: dict[str, Any], headers: dict[str, str]) -> dict[str, Any]:
+    """The job once it has finished (the worker runs it in the background)."""
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        status = client.get(f"/v1/jobs/{job['id']}", headers=headers).json()
+        if status["status"] not in {"queued", "running"}:
+            return status
+        time.sleep(0.05)
+    raise AssertionError(f"job {job['id']} did not finish")
+
+
+def upload(client: TestClient, headers: dict[str, str], name: str, text: str) -> dict[str, Any]:
+    response = client.post("/v1/documents", json={"name": name, "text": text}, headers=headers)
+    assert response.status_code == 202, response.text
+    return wait(client, response.json()["jobs"][0], headers)
+
+
+def sources(client: TestClient, headers: dict[str, str], query: str, **extra: Any) -> set[str]:
+    body = {"query": query, "max_results": 10, **extra}
+    response = client.post("/v1/retrieve", json=body, headers=headers)
+    assert response.status_code == 200, response.text
+    return {(d["metadata"].get("tenant"), d["source"]) for d in response.json()["data"]}
+
+
+def test_requests_without_a_valid_key_get_401(client: TestClient) -> None:
+    for headers in ({}, {"Authorization": "Bearer wrong-key-0123456789"}, {"Authorization": "x"}):
+        response = client.post("/v1/retrieve", json={"query": "x"}, headers=headers)
+        assert response.status_code == 401
+        assert response.headers["www-authenticate"] == "Bearer"
+        assert "API key" in response.json()["error"]["message"]
+    assert client.get("/v1/models").status_code == 401
+    assert client.get("/healthz").status_code == 200
+
+
+def test_each_tenant_sees_only_its_own_documents(client: TestClient, headers: Headers) -> None:
+    assert upload(client, headers["acme"], "falcon.md", ACME_TEXT)["status"] == "done"
+    assert upload(client, headers["globex"], "falcon.md", GLOBEX_TEXT)["status"] == "done"
+    acme = sources(client, headers["acme"], "Project Falcon encabulator")
+    assert acme == {("acme", "falcon.md")}
+    # a filter cannot widen the scope: it is ANDed with the key's tenant
+    widened = sources(
+        client, headers["acme"], "Project Falcon", filter="tenant == 'globex' or tenant == 'acme'"
+    )
+    assert widened == {("acme", "falcon.md")}
+    assert sources(client, headers["acme"], "Falcon", filter="tenant == 'globex'") == set()
+    # the admin key sees both tenants and the documents ragloom ingest added
+    admin = sources(client, headers["admin"], "Project Falcon encabulator")
+    assert {("acme", "falcon.md"), ("globex", "falcon.md")} <= admin
+    chat = client.post(
+        "/v1/chat/completions",
+        json={"model": "ragloom", "messages": [{"role": "user", "content": "Project Falcon?"}]},
+        headers=headers["globex"],
+    ).json()
+    assert {s["metadata"].get("tenant") for s in chat["ragloom_sources"]} == {"globex"}
+    listed = client.get("/v1/documents", headers=headers["acme"]).json()["data"]
+    assert [(d["name"], d["tenant"]) for d in listed] == [("falcon.md", "acme")]
+
+
+def test_other_tenants_documents_and_jobs_are_not_found(
+    client: TestClient, headers: Headers
+) -> None:
+    job = upload(client, headers["acme"], "secret.md", ACME_TEXT)
+    assert client.get(f"/v1/jobs/{job['id']}", headers=headers["globex"]).status_code == 404
+    acme_id = client.get("/v1/documents", headers=headers["acme"]).json()["data"][0]["id"]
+    gone = client.delete("/v1/documents", params={"id": acme_id}, headers=headers["globex"])
+    assert gone.status_code == 404
+    assert sources(client, headers["acme"], "Falcon") == {("acme", "secret.md")}
+
+
+def test_reupload_is_a_no_op_and_delete_removes(client: TestClient, headers: Headers) -> None:
+    acme = headers["acme"]
+    assert upload(client, acme, "falcon.md", ACME_TEXT)["segments"] >= 1
+    assert upload(client, acme, "falcon.md", ACME_TEXT)["status"] == "unchanged"
+    edited = upload(client, acme, "falcon.md", ACME_TEXT.replace("March", "May"))
+    assert edited["status"] == "done"
+    texts = client.post(
+        "/v1/retrieve", json={"query": "Falcon ships", "max_results": 10}, headers=acme
+    ).json()["data"]
+    assert [t["text"] for t in texts] == [ACME_TEXT.replace("March", "May")]
+    [entry] = client.get("/v1/documents", headers=acme).json()["data"]
+    assert client.delete("/v1/documents", params={"id": entry["id"]}, headers=acme).json() == {
+        "deleted": entry["id"]
+    }
+    assert client.get("/v1/documents", headers=acme).json()["data"] == []
+    assert sources(client, acme, "Falcon") == set()
+
+
+def test_multipart_upload_of_files(client: TestClient, headers: Headers) -> None:
+    files = [
+        ("files", ("../../etc/notes.md", b"# Notes\n\nThe falcon nests in spring.", "text/plain")),
+        ("files", ("data.bin", b"\x00\x01\x02binary", "application/octet-stream")),
+    ]
+    response = client.post("/v1/documents", files=files, headers=headers["acme"])
+    assert response.status_code == 202, response.text
+    jobs = [wait(client, job, headers["acme"]) for job in response.json()["jobs"]]
+    assert jobs[0]["source"] == "notes.md"  # the path is dropped, never followed
+    assert jobs[0]["status"] == "done"
+    assert jobs[1]["status"] == "failed"
+    assert jobs[1]["error"]
+    assert sources(client, headers["acme"], "falcon nests") == {("acme", "notes.md")}
+
+
+def test_upload_limits_and_bad_names(client: TestClient, headers: Headers) -> None:
+    acme = headers["acme"]
+    big = client.post(
+        "/v1/documents", files=[("files", ("big.txt", b"x" * (21 << 20)))], headers=acme
+    )
+    assert big.status_code == 413
+    for name in (".env", "..", "a\x00b.md", "x" * 300):
+        response = client.post("/v1/documents", json={"name": name, "text": "t"}, headers=acme)
+        assert response.status_code == 400, (name, response.text)
+    wrong_type = client.post(
+        "/v1/documents", content=b"x", headers={**acme, "content-type": "text/plain"}
+    )
+    assert wrong_type.status_code == 415
+
+
+def test_safe_filename_keeps_only_the_base_name() -> None:
+    assert safe_filename("C:\\Users\\me\\report.pdf") == "report.pdf"
+    assert safe_filename("../../etc/passwd") == "passwd"
+    with pytest.raises(ValueError, match="control"):
+        safe_filename("bad\nname.md")
+
+
+def test_queries_during_ingestion_see_old_or_new_state(
+    client: TestClient, headers: Headers
+) -> None:
+    """While a long document is re-ingested, every query sees all old or all new segments."""
+    acme = headers["acme"]
+    old = " ".join(f"Old paragraph {i} about the falcon project." for i in range(120))
+    new = " ".join(f"New paragraph {i} about the falcon project." for i in range(120))
+    upload(client, acme, "long.md", old)
+    seen: list[set[str]] = []
+    stop = threading.Event()
+
+    def query() -> None:
+        while not stop.is_set():
+            data = client.post(
+                "/v1/retrieve",
+                json={"query": "paragraph falcon project", "max_results": 20},
+                headers=acme,
+            ).json()["data"]
+            seen.append({d["text"].split()[0] for d in data})
+
+    reader = threading.Thread(target=query)
+    reader.start()
+    try:
+        assert upload(client, acme, "long.md", new)["status"] == "done"
+    finally:
+        stop.set()
+        reader.join()
+    assert seen
+    assert all(kinds in ({"Old"}, {"New"}) for kinds in seen), seen
+
+
+def test_close_finishes_accepted_uploads_and_saves(
+    index_dir: Path, embedding_model: EmbeddingModel
+) -> None:
+    settings = ServerSettings.load(index=index_dir)
+    service = IndexService(settings, embedding_model=embedding_model)
+    jobs = [
+        service.submit(Principal("t", "acme"), f"n{i}.md", f"note {i} falcon") for i in range(5)
+    ]
+    service.close()  # returns only once the queue is drained and the index saved
+    assert {job.status for job in jobs} == {"done"}
+    reopened = IndexService(settings, embedding_model=embedding_model)
+    try:
+        assert len(reopened.sources(Principal("t", "acme"))) == 5
+    finally:
+        reopened.close()
+
+
+def test_configuration_errors_name_the_field(tmp_path: Path) -> None:
+    with pytest.raises(ServerConfigError, match=r"api_keys\.0\.tenant"):
+        ServerSettings.load(api_keys=[{"key": "k" * 20, "tenant": "../x"}])
+    with pytest.raises(ServerConfigError, match=r"api_keys\.0\.key"):
+        ServerSettings.load(api_keys=[{"key": "short"}])
+    config = tmp_path / "server.toml"
+    config.write_text('port = "eighty"\n')
+    with pytest.raises(ServerConfigError, match="port"):
+        ServerSettings.load(config)
+    config.write_text('max_results = 7\n[[api_keys]]\nkey = "0123456789abcdef"\ntenant = "acme"\n')
+    loaded = ServerSettings.load(config)
+    assert (loaded.max_results, loaded.api_keys[0].tenant) == (7, "acme")
