@@ -1,0 +1,103 @@
+"""LlamaIndexDocumentLoader: any LlamaIndex reader as a ragloom loader.
+
+The readers of LlamaHub (and llama-index-core's ``SimpleDirectoryReader``) then feed
+ragloom's ``EmbeddingStoreIngestor``::
+
+    documents = LlamaIndexDocumentLoader(SimpleDirectoryReader("docs/")).load_documents()
+    EmbeddingStoreIngestor(store, model).ingest(documents)
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any, cast
+
+from llama_index.core.readers.base import BaseReader
+from llama_index.core.schema import Document as LiDocument
+
+from ragloom.core.document import Document
+from ragloom.core.errors import (
+    DocumentLoadError,
+    InvalidArgumentTypeError,
+    InvalidMetadataError,
+    RagloomError,
+)
+from ragloom.core.loaders.result import LoadedDocuments, LoadFailure
+from ragloom.core.metadata import ALLOWED_TYPES, MetadataValue
+
+__all__ = ["LlamaIndexDocumentLoader", "to_ragloom_document"]
+
+
+class LlamaIndexDocumentLoader:
+    """Loads the documents of a LlamaIndex ``BaseReader`` (``load_data(**load_kwargs)``).
+
+    A document whose metadata cannot be converted becomes a failure (``strict=True``
+    raises it); a failing reader raises :class:`DocumentLoadError` naming it, since
+    ``load_data`` returns nothing to keep.
+    """
+
+    def __init__(self, reader: BaseReader, **load_kwargs: Any) -> None:
+        if not isinstance(reader, BaseReader):
+            raise InvalidArgumentTypeError(
+                f"reader must be a LlamaIndex BaseReader, got {type(reader).__name__}"
+            )
+        self.reader = reader
+        self.load_kwargs = load_kwargs
+
+    @property
+    def name(self) -> str:
+        """The wrapped reader's class name, named in errors."""
+        return type(self.reader).__name__
+
+    def load_documents(self, *, strict: bool = False) -> LoadedDocuments:
+        """Every document the reader returns, converted; bad ones reported, not lost."""
+        try:
+            loaded = self.reader.load_data(**self.load_kwargs)
+        except RagloomError:
+            raise
+        except Exception as exc:
+            raise DocumentLoadError(f"{self.name} failed: {exc}") from exc
+        return self._convert(loaded, strict)
+
+    async def aload_documents(self, *, strict: bool = False) -> LoadedDocuments:
+        """:meth:`load_documents` through ``aload_data``, without blocking."""
+        try:
+            loaded = await self.reader.aload_data(**self.load_kwargs)
+        except RagloomError:
+            raise
+        except Exception as exc:
+            raise DocumentLoadError(f"{self.name} failed: {exc}") from exc
+        return self._convert(loaded, strict)
+
+    def _convert(self, loaded: list[LiDocument], strict: bool) -> LoadedDocuments:
+        documents: list[Document] = []
+        failures: list[LoadFailure] = []
+        for li_document in loaded:
+            try:
+                documents.append(to_ragloom_document(li_document))
+            except RagloomError as exc:
+                source = str(li_document.metadata.get("file_path", li_document.doc_id))
+                if strict:
+                    raise DocumentLoadError(f"{source}: {exc}") from exc
+                failures.append(LoadFailure(source, exc))
+        return LoadedDocuments(documents, failures)
+
+
+def to_ragloom_document(document: LiDocument) -> Document:
+    """A ragloom document of a LlamaIndex one: its text; metadata values of ragloom's
+    types kept, ``None`` dropped, lists and dicts as JSON text, anything else as ``str``."""
+    metadata = {key: _value(key, value) for key, value in document.metadata.items()}
+    return Document(
+        document.text, {key: value for key, value in metadata.items() if value is not None}
+    )
+
+
+def _value(key: Any, value: Any) -> MetadataValue | None:
+    if not isinstance(key, str) or not key:
+        raise InvalidMetadataError(f"metadata key must be a non-empty string, got {key!r}")
+    if value is None or isinstance(value, ALLOWED_TYPES):
+        return cast(MetadataValue | None, value)
+    if isinstance(value, Mapping | list | tuple):
+        return json.dumps(value, ensure_ascii=False, default=str)
+    return str(value)
