@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import struct
 import sys
 from pathlib import Path
 
@@ -19,6 +20,7 @@ from ragloom.core import (
     metadata_key,
 )
 from ragloom.core.filters import Filter
+from ragloom.core.stores._usearch import GraphFile
 from ragloom.core.stores.hnsw import HnswIndex
 from ragloom.core.stores.quantized import IndexOptions, QuantizedIndex, _popcount_table
 from ragloom.testkit import EmbeddingStoreFilterSuite, EmbeddingStoreSuite
@@ -301,15 +303,18 @@ def test_save_and_load_keep_the_index_without_rebuilding_it(
     index, saved = loaded._quantized, store._quantized
     if isinstance(index, HnswIndex):
         assert isinstance(saved, HnswIndex)
-        assert (index._view is not None) == mmap
-        assert index._graph is not None
-        assert len(index._graph) == 5000
+        # A memory-mapped graph is checked and viewed at its first use, a read one at once.
+        assert (index._graph is None) == mmap
     else:
         assert isinstance(index, QuantizedIndex)
         assert isinstance(saved, QuantizedIndex)
         assert index._trained_on == saved._trained_on
         assert np.array_equal(index._codes, saved._codes[:5000])
     assert [_top(loaded, query) for query in queries[:10]] == before
+    if isinstance(index, HnswIndex):
+        assert index._graph is not None
+        assert index._graph.viewed == mmap
+        assert len(index._graph) == 5000
     # Writes after a load (a memory-mapped graph is read into memory first).
     loaded.add_all(queries[:20], ids=[f"r{i}" for i in range(20)])  # replaced
     loaded.add_all(queries[20:30], ids=[f"q{i}" for i in range(10)])  # appended
@@ -319,6 +324,66 @@ def test_save_and_load_keep_the_index_without_rebuilding_it(
     }
     assert len(_not_found_first(loaded, probes)) <= _walk_misses(kind, len(probes))
     assert len(loaded) == 5000 + 10 - 1900
+
+
+def _damage_a_neighbour(path: Path) -> Path:
+    """Point the first neighbour of the graph's last node past the last node (what made
+    usearch read out of bounds), keeping the file's size and head checksum: only the
+    check of every node finds it. Returns the graph file."""
+    graph = path / json.loads((path / "manifest.json").read_text())["files"]["graph"]["name"]
+    data = bytearray(graph.read_bytes())
+    rows, width = struct.unpack_from("<2I", data, 0)
+    nodes, _, base, _, _ = struct.unpack_from("<5Q", data, 8 + rows * width + 64)
+    levels = np.frombuffer(data, "<i2", nodes, 8 + rows * width + 104)
+    assert levels[-1] == 0  # the last node's level-0 list ends the file
+    struct.pack_into("<2I", data, len(data) - 4 * (base + 1), 1, nodes)
+    graph.write_bytes(bytes(data))
+    return graph
+
+
+def test_a_damaged_graph_is_found_at_the_first_use_of_a_memory_mapped_load(
+    data: tuple[npt.NDArray[np.float32], npt.NDArray[np.float32]], tmp_path: Path
+) -> None:
+    vectors, queries = data
+    store = _saved_with_index("hnsw", vectors[:3000], queries[0], tmp_path)
+    graph = _damage_a_neighbour(tmp_path)
+    with pytest.raises(EmbeddingStoreError, match=re.escape(graph.name)):
+        InMemoryEmbeddingStore.load(tmp_path, verify=True)  # checksums: at once
+    loaded = InMemoryEmbeddingStore.load(tmp_path, mmap=True)  # the head only
+    for _ in range(2):  # the first search that walks the graph, and every one after
+        with pytest.raises(EmbeddingStoreError, match=re.escape(graph.name)):
+            _top(loaded, queries[0])
+    # A removal that compacts opens the graph before it moves a row: the rows stay
+    # removed and in step (k = 400 searches exactly, without the graph).
+    with pytest.raises(EmbeddingStoreError, match=re.escape(graph.name)):
+        loaded.remove_all(_ids(1000))
+    store.remove_all(_ids(1000))
+    assert _top(loaded, queries[1], k=400) == _top(store, queries[1], k=400)
+
+
+def test_a_memory_mapped_graph_is_checked_once_and_outlives_a_save_that_deletes_it(
+    data: tuple[npt.NDArray[np.float32], npt.NDArray[np.float32]],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    vectors, queries = data
+    store = _saved_with_index("hnsw", vectors[:3000], queries[0], tmp_path)
+    checks: list[int] = []
+    check_nodes = GraphFile._check_nodes
+    monkeypatch.setattr(
+        GraphFile, "_check_nodes", lambda self: checks.append(1) or check_nodes(self)
+    )
+    loaded = InMemoryEmbeddingStore.load(tmp_path, mmap=True)
+    old = set(tmp_path.iterdir())
+    InMemoryEmbeddingStore.load(tmp_path).save(tmp_path)  # another writer: new files
+    assert not any(path.exists() for path in old if path.name != "manifest.json")
+    assert checks == [1]  # the other writer's plain load
+    assert [_top(loaded, query) for query in queries[:5]] == [
+        _top(store, query) for query in queries[:5]
+    ]
+    loaded.add_all(queries[:5], ids=["n0", "n1", "n2", "n3", "n4"])  # copies the view
+    assert _top(loaded, queries[0])[0][0] == "n0"
+    assert checks == [1, 1]  # the first search's check, not again at the first change
 
 
 def test_saves_without_an_index_still_load(

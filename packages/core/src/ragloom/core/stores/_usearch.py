@@ -5,9 +5,11 @@
 absence raises an :class:`~ragloom.core.errors.EmbeddingStoreError` naming the extra.
 
 usearch trusts the files it restores: a damaged neighbour id or level makes it read out
-of bounds (a segfault), a damaged count makes it allocate terabytes. So
-:func:`check_graph_file` reads the file's structure first, vectorized with numpy, and
-:meth:`HnswGraph.restore` hands usearch only a file that passed. The layout (usearch 2,
+of bounds (a segfault), a damaged count makes it allocate terabytes. So a saved graph is
+opened as a :class:`GraphFile`: the file is mapped read-only and its head checked when
+opened (O(1)); :meth:`GraphFile.check` then checks every node, vectorized with numpy
+(O(nodes), at memory speed), and only then does :meth:`GraphFile.graph` hand usearch
+the very mapping that passed. The layout (usearch 2,
 ``index_dense_gt::save_to_stream``, all little-endian)::
 
     rows u32, bytes_per_vector u32     the vectors, then rows * bytes_per_vector bytes
@@ -22,6 +24,7 @@ of bounds (a segfault), a damaged count makes it allocate terabytes. So
 
 from __future__ import annotations
 
+import mmap
 import os
 import struct
 from pathlib import Path
@@ -29,12 +32,15 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+from numpy.lib.stride_tricks import sliding_window_view
 
 from ragloom.core.errors import EmbeddingStoreError
 
-__all__ = ["HnswGraph", "check_graph_file", "require_usearch"]
+__all__ = ["GraphFile", "HnswGraph", "require_usearch"]
 
 Keys = npt.NDArray[np.uint64]
+Offsets = npt.NDArray[np.int64]
+Words = npt.NDArray[np.uint32]
 
 _HEAD = struct.Struct("<7s3H4B3Q?")  # usearch's 64-byte head, its first 42 bytes
 _HEAD_BYTES = 64
@@ -44,7 +50,8 @@ _SCALAR_BYTES = {11: 4, 12: 2, 23: 1}  # f32, f16, i8: the dtypes ragloom builds
 _METRIC_IP, _KEY_U64, _SLOT_U32 = ord("i"), 14, 15
 _MAX_CONNECTIVITY = 1 << 12
 _FREE_KEY = np.uint64(2**64 - 1)  # the key of a removed node
-_BLOCK = 32_768  # neighbour lists checked at a time (bounds the index arrays)
+_HIGH = np.uint64(32)  # shift of a key's high word
+_BLOCK_BYTES = 1 << 23  # neighbour lists gathered at a time: 8 MB of them
 
 
 def require_usearch() -> Any:
@@ -60,10 +67,12 @@ def require_usearch() -> Any:
 
 
 class HnswGraph:
-    """A usearch HNSW graph over unit vectors (inner product), keyed by uint64 keys."""
+    """A usearch HNSW graph over unit vectors (inner product), keyed by uint64 keys; a
+    view of a :class:`GraphFile`'s mapping (``viewed``) or held in memory."""
 
-    def __init__(self, index: Any) -> None:
+    def __init__(self, index: Any, mapping: mmap.mmap | None = None) -> None:
         self._index = index
+        self._mapping = mapping  # what a view reads: usearch keeps no reference to it
 
     @classmethod
     def new(
@@ -87,22 +96,17 @@ class HnswGraph:
             )
         )
 
-    @classmethod
-    def restore(
-        cls, path: str | os.PathLike[str], *, view: bool, dimension: int
-    ) -> tuple[HnswGraph, Keys]:
-        """A graph saved by :meth:`serialized`, read into memory or memory-mapped (``view``),
-        and the keys of its nodes, once :func:`check_graph_file` passed it (raises
-        ``ValueError`` otherwise)."""
-        index_class = require_usearch()
-        keys = check_graph_file(Path(path), dimension)
-        try:
-            index = index_class.restore(os.fspath(path), view=view)
-        except (RuntimeError, ValueError, MemoryError) as exc:
-            raise ValueError(f"usearch cannot read the graph ({exc})") from exc
-        if index is None:
-            raise ValueError("not a usearch index file")
-        return cls(index), keys
+    @property
+    def viewed(self) -> bool:
+        """Whether the graph is a read-only view of a saved file."""
+        return self._mapping is not None
+
+    def in_memory(self) -> HnswGraph:
+        """This graph if it is in memory, else a copy of the view in memory (which can
+        change); the copy reads the already checked mapping, not the file again."""
+        if self._mapping is None:
+            return self
+        return HnswGraph(self._index.copy())
 
     def __len__(self) -> int:
         return len(self._index)
@@ -130,114 +134,153 @@ class HnswGraph:
         return keys
 
     def serialized(self) -> bytearray:
-        """The graph in usearch's file format (what :meth:`restore` reads)."""
+        """The graph in usearch's file format (what :class:`GraphFile` reads)."""
         data: bytearray = self._index.save()
         return data
 
 
-def check_graph_file(path: Path, dimension: int) -> Keys:
-    """Raise ``ValueError`` unless ``path`` is a well-formed usearch file of ``dimension``
-    (layout in the module docstring): sizes that add up to the file's, known kinds, a
-    level and neighbour count in range for every node, every neighbour a node of the
-    graph. Returns the keys of the nodes not removed. Reads the file through a map,
-    holding O(nodes) memory."""
-    size = path.stat().st_size
-    if size < 8:
-        raise ValueError("the graph file ends early")
-    data = np.memmap(path, dtype=np.uint8, mode="r")
-    raw = data.data
-    rows, width = struct.unpack_from("<2I", raw, 0)
-    head = 8 + rows * width
-    if head + _HEAD_BYTES + _GRAPH.size > size:
-        raise ValueError(f"the graph file ends early ({rows} vectors of {width} bytes)")
-    magic, major, _, _, metric, scalar, key, slot, present, deleted, dims, multi = (
-        _HEAD.unpack_from(raw, head)
-    )
-    kinds = (metric, key, slot)
-    if magic != b"usearch" or major != 2 or kinds != (_METRIC_IP, _KEY_U64, _SLOT_U32):
-        raise ValueError("not a usearch 2 inner-product index with u64 keys and u32 slots")
-    if scalar not in _SCALAR_BYTES or dims != dimension or width != dims * _SCALAR_BYTES[scalar]:
-        raise ValueError(f"vectors of {dims} dimensions, {width} bytes, kind {scalar}")
-    if multi or present + deleted != rows:
-        raise ValueError(f"{present} + {deleted} nodes for {rows} vectors")
-    nodes, connectivity, base, max_level, entry = _GRAPH.unpack_from(raw, head + _HEAD_BYTES)
-    if nodes != rows or not 2 <= connectivity <= base <= _MAX_CONNECTIVITY:
-        raise ValueError(f"{nodes} nodes, connectivity {connectivity}, base {base}")
-    levels_at = head + _HEAD_BYTES + _GRAPH.size
-    nodes_at = levels_at + 2 * nodes
-    if nodes_at > size:
-        raise ValueError("the graph file ends early")
-    if not nodes:
-        if nodes_at != size:
-            raise ValueError("data after an empty graph")
-        return np.empty(0, dtype=np.uint64)
-    levels = data[levels_at:nodes_at].view("<i2").astype(np.int64)
-    if not (entry < nodes and levels.min() >= 0 and levels.max() == max_level == levels[entry]):
-        raise ValueError(f"levels out of range (max level {max_level}, entry {entry})")
-    base_bytes, level_bytes = 4 + 4 * base, 4 + 4 * connectivity
-    ends = np.cumsum(_NODE_HEAD + base_bytes + level_bytes * levels)
-    if nodes_at + int(ends[-1]) != size:
-        raise ValueError(f"the nodes take {int(ends[-1])} bytes, the file has {size - nodes_at}")
-    starts = nodes_at + np.concatenate(([0], ends[:-1]))
-    words = _Words(data)
-    if not np.array_equal(words.int16(starts + 8), levels):
-        raise ValueError("a node's level differs from the level table")
-    _check_neighbours(words, starts + _NODE_HEAD, base, nodes)
-    upper = np.repeat(np.arange(nodes), levels)  # one entry per (node, level >= 1)
-    if upper.size:
-        first = np.concatenate(([0], np.cumsum(levels)[:-1]))
-        level = np.arange(upper.size) - first[upper]  # 0 for level 1
-        at = starts[upper] + _NODE_HEAD + base_bytes + level_bytes * level
-        _check_neighbours(words, at, connectivity, nodes)
-    keys = words.uint64(starts)
-    live: Keys = keys[keys != _FREE_KEY]
-    if live.size != present:
-        raise ValueError(f"{live.size} nodes have keys, the head says {present}")
-    return live
+class GraphFile:
+    """A saved usearch file of ``dimension``, mapped read-only, whose head (kinds,
+    dimension, counts, connectivity) is checked on opening: one ``mmap`` and a read of
+    a page, whatever the graph's size. Raises ``ValueError`` (``OSError`` if unreadable).
+
+    Nothing reads the nodes until :meth:`check`; :meth:`graph` hands usearch only a file
+    that passed it, and the same mapping, so a file changed on disk since cannot slip
+    through, and one deleted since (a later save) stays readable."""
+
+    def __init__(self, path: Path, dimension: int) -> None:
+        with open(path, "rb") as file:
+            self.size = os.fstat(file.fileno()).st_size
+            if self.size < 8:
+                raise ValueError("the graph file ends early")
+            self._mapping = mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ)
+        self._data = np.frombuffer(self._mapping, dtype=np.uint8)
+        self._keys: Keys | None = None
+        raw, size = self._mapping, self.size
+        rows, width = struct.unpack_from("<2I", raw, 0)
+        head = 8 + rows * width
+        if head + _HEAD_BYTES + _GRAPH.size > size:
+            raise ValueError(f"the graph file ends early ({rows} vectors of {width} bytes)")
+        magic, major, _, _, metric, scalar, key, slot, present, deleted, dims, multi = (
+            _HEAD.unpack_from(raw, head)
+        )
+        kinds = (metric, key, slot)
+        if magic != b"usearch" or major != 2 or kinds != (_METRIC_IP, _KEY_U64, _SLOT_U32):
+            raise ValueError("not a usearch 2 inner-product index with u64 keys and u32 slots")
+        if (
+            scalar not in _SCALAR_BYTES
+            or dims != dimension
+            or width != dims * _SCALAR_BYTES[scalar]
+        ):
+            raise ValueError(f"vectors of {dims} dimensions, {width} bytes, kind {scalar}")
+        if multi or present + deleted != rows:
+            raise ValueError(f"{present} + {deleted} nodes for {rows} vectors")
+        nodes, connectivity, base, max_level, entry = _GRAPH.unpack_from(raw, head + _HEAD_BYTES)
+        if nodes != rows or not 2 <= connectivity <= base <= _MAX_CONNECTIVITY:
+            raise ValueError(f"{nodes} nodes, connectivity {connectivity}, base {base}")
+        self._levels_at = head + _HEAD_BYTES + _GRAPH.size
+        if self._levels_at + 2 * nodes > size:
+            raise ValueError("the graph file ends early")
+        self.nodes, self.present = nodes, present
+        self._connectivity, self._base = connectivity, base
+        self._max_level, self._entry = max_level, entry
+
+    def check(self) -> Keys:
+        """Raise ``ValueError`` unless every node is well formed: sizes that add up to
+        the file's, a level in range and equal to the level table's, at most the
+        capacity of neighbours on each level, every neighbour a node of the graph, as
+        many keys as the head says. Returns the keys of the nodes not removed (checked
+        once; later calls return them again)."""
+        if self._keys is None:
+            self._keys = self._check_nodes()
+        return self._keys
+
+    def graph(self, *, view: bool) -> HnswGraph:
+        """The checked graph (:meth:`check` first): a view of the mapping, or a copy of
+        it in memory. Raises ``ValueError`` if usearch refuses it."""
+        self.check()
+        index_class = require_usearch()
+        try:
+            index = index_class.restore(self._data, view=view)
+        except (RuntimeError, ValueError, MemoryError) as exc:
+            raise ValueError(f"usearch cannot read the graph ({exc})") from exc
+        if index is None:
+            raise ValueError("not a usearch index file")
+        return HnswGraph(index, self._mapping if view else None)
+
+    def _check_nodes(self) -> Keys:
+        nodes, data = self.nodes, self._data
+        nodes_at = self._levels_at + 2 * nodes
+        if not nodes:
+            if nodes_at != self.size:
+                raise ValueError("data after an empty graph")
+            return np.empty(0, dtype=np.uint64)
+        levels = data[self._levels_at : nodes_at].view("<i2")
+        max_level, entry = self._max_level, self._entry
+        if not (entry < nodes and levels.min() >= 0 and levels.max() == max_level):
+            raise ValueError(f"levels out of range (max level {max_level}, entry {entry})")
+        if levels[entry] != max_level:
+            raise ValueError(f"the entry node {entry} is not on the top level {max_level}")
+        base_bytes, level_bytes = 4 + 4 * self._base, 4 + 4 * self._connectivity
+        starts = levels.astype(np.int64)
+        starts *= level_bytes
+        starts += _NODE_HEAD + base_bytes  # each node's size, then where it starts:
+        total = int(starts.sum())
+        if nodes_at + total != self.size:
+            raise ValueError(f"the nodes take {total} bytes, the file {self.size - nodes_at}")
+        starts[1:] = np.cumsum(starts[:-1])
+        starts[0] = 0
+        starts += nodes_at
+        keys: list[Keys] = []
+        # Every node takes 2 bytes mod 4 (a 10-byte head, then 4-byte words), so the even
+        # nodes all start at one alignment and the odd ones at another: each half reads
+        # its words through one uint32 view, without a per-word alignment test.
+        for half in (0, 1):
+            at, level = starts[half::2], levels[half::2]
+            if not at.size:
+                continue
+            head = _words_at(data, at, 3)  # key low and high, level and 2 bytes more
+            if not np.array_equal(head[:, 2] & 0xFFFF, level.view(np.uint16)):
+                raise ValueError("a node's level differs from the level table")
+            keys.append(head[:, 0].astype(np.uint64) | head[:, 1].astype(np.uint64) << _HIGH)
+            lists = at + _NODE_HEAD
+            _check_lists(data, lists, self._base, nodes)
+            upper = np.flatnonzero(level)
+            if upper.size:  # one list per level >= 1 of each node above level 0
+                count = level[upper].astype(np.int64)
+                owner = np.repeat(upper, count)
+                first = np.cumsum(count) - count
+                rank = np.arange(owner.size) - np.repeat(first, count)  # 0 for level 1
+                _check_lists(
+                    data, lists[owner] + base_bytes + level_bytes * rank, self._connectivity, nodes
+                )
+        all_keys = np.concatenate(keys)
+        live: Keys = all_keys[all_keys != _FREE_KEY]
+        if live.size != self.present:
+            raise ValueError(f"{live.size} nodes have keys, the head says {self.present}")
+        return live
 
 
-def _check_neighbours(words: _Words, at: npt.NDArray[np.int64], capacity: int, nodes: int) -> None:
-    """Raise unless each neighbour list at ``at`` holds at most ``capacity`` slots, all
-    below ``nodes`` (checked a block of lists at a time)."""
-    columns = np.arange(1, capacity + 1, dtype=np.int64)
-    for first in range(0, at.size, _BLOCK):
-        block = at[first : first + _BLOCK]
-        counts = words.uint32(block)
-        if counts.size and int(counts.max()) > capacity:
+def _words_at(data: npt.NDArray[np.uint8], at: Offsets, width: int) -> Words:
+    """The ``width`` little-endian uint32 words at each byte offset of ``at`` (all the
+    same mod 4), gathered as rows of a sliding window over one uint32 view of ``data``."""
+    shift = int(at[0]) % 4
+    words = data[shift : shift + (data.size - shift) // 4 * 4].view("<u4")
+    rows: Words = sliding_window_view(words, width)[at >> 2]  # (at - shift) // 4
+    return rows
+
+
+def _check_lists(data: npt.NDArray[np.uint8], at: Offsets, capacity: int, nodes: int) -> None:
+    """Raise ``ValueError`` unless each neighbour list at ``at`` (a u32 count, then
+    ``capacity`` u32 slots) holds at most ``capacity`` slots, all below ``nodes``. The
+    slots past a list's count are only looked at when some slot is out of range."""
+    step = max(1, _BLOCK_BYTES // (4 * capacity + 4))
+    for first in range(0, at.size, step):
+        block = _words_at(data, at[first : first + step], capacity + 1)
+        counts, slots = block[:, 0], block[:, 1:]
+        if int(counts.max()) > capacity:
             raise ValueError(f"a node lists {int(counts.max())} neighbours, at most {capacity} fit")
-        slots = words.uint32(block[:, None] + 4 * columns)
-        used = columns <= counts[:, None]
-        if (slots[used] >= nodes).any():
-            raise ValueError("a neighbour is not a node of the graph")
-
-
-class _Words:
-    """Unaligned little-endian integers at byte positions of a file's bytes, gathered
-    vectorized: one uint32 (or int16) view of the bytes for each alignment."""
-
-    def __init__(self, data: npt.NDArray[np.uint8]) -> None:
-        size = data.size
-        self._u32 = [data[s : s + (size - s) // 4 * 4].view("<u4") for s in range(4)]
-        self._i16 = [data[s : s + (size - s) // 2 * 2].view("<i2") for s in range(2)]
-
-    def uint32(self, at: npt.NDArray[np.int64]) -> npt.NDArray[np.uint32]:
-        out = np.empty(at.shape, dtype=np.uint32)
-        shift = at % 4
-        for s, view in enumerate(self._u32):
-            where = shift == s
-            out[where] = view[(at[where] - s) // 4]
-        return out
-
-    def int16(self, at: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
-        out = np.empty(at.shape, dtype=np.int64)
-        shift = at % 2
-        for s, view in enumerate(self._i16):
-            where = shift == s
-            out[where] = view[(at[where] - s) // 2]
-        return out
-
-    def uint64(self, at: npt.NDArray[np.int64]) -> Keys:
-        low = self.uint32(at).astype(np.uint64)
-        high = self.uint32(at + 4).astype(np.uint64)
-        keys: Keys = low | (high << np.uint64(32))
-        return keys
+        if int(slots.max()) >= nodes:
+            used = np.arange(capacity) < counts[:, None]
+            if (slots[used] >= nodes).any():
+                raise ValueError("a neighbour is not a node of the graph")

@@ -22,10 +22,19 @@ the walk would need more than a ``1 / 8`` of the rows (``wanted / s > size / 8``
 is exact on the filtered rows, which is then cheap; otherwise the walk asks for
 ``1.5 * wanted / s + 16`` neighbours and keeps the eligible ones, falling back to exact
 search when fewer than ``wanted`` survive.
+
+Saved graphs. A plain load checks the saved graph (:class:`~ragloom.core.stores._usearch.
+GraphFile`) and reads it into memory. A memory-mapped load maps the file and checks its
+head only, so the store opens in milliseconds whatever its size; the rest of the check
+(every node and neighbour, the keys against the row keys: O(rows), about 5 ms per 100k
+rows) and usearch's view of the file wait for the first use of the graph (a search that
+walks it, a change, a save), which raises the error naming the file if it is damaged.
+The first change copies the view, already checked, into memory.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Mapping
 from pathlib import Path
@@ -35,7 +44,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ragloom.core.errors import EmbeddingStoreError
-from ragloom.core.stores._usearch import HnswGraph, require_usearch
+from ragloom.core.stores._usearch import GraphFile, HnswGraph, require_usearch
 from ragloom.core.stores.quantized import (
     STATE_VERSION,
     IndexOptions,
@@ -52,6 +61,18 @@ Matrix = npt.NDArray[np.float32]
 _ADD_BLOCK = 65_536
 _WALK_SHARE = 1 / 8  # exact on the filtered rows when the walk would visit more than this
 _NO_ROW = -1
+
+
+@dataclasses.dataclass(frozen=True)
+class _SavedGraph:
+    """A saved graph whose head passed, not opened yet: its file, the row keys saved
+    with it (``codes``) and the count of nodes removed before the save."""
+
+    file: GraphFile
+    files: Mapping[str, Path]
+    row_keys: npt.NDArray[np.uint64]
+    removed: int
+    view: bool
 
 
 def new_search_index(options: IndexOptions) -> HnswIndex | QuantizedIndex | None:
@@ -71,7 +92,7 @@ class HnswIndex:
         self._synced = 0  # rows [0, _synced) are in the graph
         self._dirty: set[int] = set()  # indexed rows rewritten since (replaced entries)
         self._removed = 0  # nodes removed from the graph since it was built
-        self._view: Path | None = None  # the saved file a memory-mapped graph views
+        self._saved: _SavedGraph | None = None  # a loaded graph until its first use
 
     @property
     def nbytes(self) -> int:
@@ -86,6 +107,8 @@ class HnswIndex:
 
     def compacted(self, keep: Positions) -> None:
         """The store kept ``keep`` (sorted) and moved them down to ``0..keep.size``."""
+        if self._saved is not None:  # called before the store moves rows: may raise
+            self._open()
         kept = keep[: int(np.searchsorted(keep, self._synced))]
         if self._graph is not None and kept.size < self._synced:
             gone = np.ones(self._synced, dtype=bool)
@@ -106,6 +129,8 @@ class HnswIndex:
 
     def sync(self, matrix: Matrix, inv_norms: npt.NDArray[np.float32], size: int) -> None:
         """Index the rows added or replaced since the last search (rebuilding if due)."""
+        if self._saved is not None:
+            self._open()
         if self._graph is None or 2 * self._removed > self._synced:
             self._build(int(matrix.shape[1]))
         if not self._dirty and size == self._synced:
@@ -141,7 +166,7 @@ class HnswIndex:
         self._synced = 0
         self._dirty.clear()
         self._removed = 0
-        self._view = None
+        self._saved = None
 
     def _grow(self, size: int) -> None:
         """Give rows ``_synced..size`` fresh keys (after every key ever given)."""
@@ -163,7 +188,7 @@ class HnswIndex:
     ) -> tuple[dict[str, Any], dict[str, npt.NDArray[Any]]]:
         """What a save keeps (nothing if never built): the manifest's header, the key of
         every row (``codes``) and the usearch file (``graph``), brought up to date first."""
-        if self._graph is None:
+        if self._graph is None and self._saved is None:
             return {}, {}
         self.sync(matrix, inv_norms, size)
         graph = np.frombuffer(self._writable().serialized(), dtype=np.uint8)
@@ -182,46 +207,60 @@ class HnswIndex:
         files: Mapping[str, Path],
         mmap: bool,
     ) -> None:
-        """Adopt a saved :meth:`state` (``row_keys``: its codes); ``mmap`` views the graph
-        file instead of reading it (a viewed graph is read into memory at the first change)."""
-        graph_path = files["graph"]
+        """Adopt a saved :meth:`state` (``row_keys``: its codes). A plain load (``mmap``
+        false) checks the graph and reads it into memory; ``mmap`` checks the graph file's
+        head only and leaves the rest of the check, and usearch's view of the file, to the
+        first use of the graph (:meth:`_open`; see the module docstring)."""
         if header.get("version") != STATE_VERSION:
             raise ValueError(f"index state version {header.get('version')!r} is not supported")
         removed = header.get("removed")
         if type(removed) is not int or removed < 0:
             raise ValueError(f"invalid removed count {removed!r}")
         count = int(row_keys.size)
-        # Keys are handed out in order, and each is kept by a row or counted as removed.
         if row_keys.dtype != np.uint64 or row_keys.ndim != 1 or removed > count:
             raise ValueError(f"the row keys are not a uint64 vector or {removed} removed")
+        file = GraphFile(files["graph"], dimension)
+        if file.present != count:
+            raise ValueError(f"the graph holds {file.present} vectors, expected {count}")
+        self._graph, self._saved = None, _SavedGraph(file, files, row_keys, removed, view=mmap)
+        self._synced, self._removed = count, removed
+        self._dirty.clear()
+        if not mmap:
+            self._open()
+
+    def _open(self) -> None:
+        """Check the saved graph (its row keys, then every node) and open it: view it
+        (``mmap``) or read it into memory. A damaged file raises the error naming it,
+        leaving the index as it was."""
+        saved = self._saved
+        assert saved is not None
+        row_keys, removed, count = saved.row_keys, saved.removed, int(saved.row_keys.size)
+        # Keys are handed out in order, and each is kept by a row or counted as removed.
+        codes = saved.files["codes"]
         if count and int(row_keys.max()) >= count + removed:
-            raise EmbeddingStoreError(
-                f"{files['codes']}: corrupt graph keys, out of range for {count} rows"
-            )
+            raise EmbeddingStoreError(f"{codes}: corrupt graph keys, out of range for {count} rows")
         key_rows = np.full(count + removed, _NO_ROW, dtype=np.intp)
         key_rows[row_keys.astype(np.intp)] = np.arange(count)
         if (key_rows != _NO_ROW).sum() != count:
-            raise EmbeddingStoreError(f"{files['codes']}: corrupt graph keys, two rows share one")
-        graph, graph_keys = HnswGraph.restore(graph_path, view=mmap, dimension=dimension)
-        if len(graph) != count or graph_keys.size != count:
-            raise ValueError(f"the graph holds {len(graph)} vectors, expected {count}")
-        if (graph_keys >= key_rows.size).any() or not _is_permutation(
-            key_rows[graph_keys.astype(np.intp)], count
-        ):
-            raise ValueError("the graph's keys are not the rows' keys")
-        self._graph, self._view = graph, graph_path if mmap else None
+            raise EmbeddingStoreError(f"{codes}: corrupt graph keys, two rows share one")
+        try:
+            graph_keys = saved.file.check()
+            if (graph_keys >= key_rows.size).any() or not _is_permutation(
+                key_rows[graph_keys.astype(np.intp)], count
+            ):
+                raise ValueError("the graph's keys are not the rows' keys")
+            graph = saved.file.graph(view=saved.view)
+        except ValueError as exc:
+            raise EmbeddingStoreError(
+                f"{saved.files['graph']}: corrupt saved HNSW graph ({exc})"
+            ) from exc
+        self._graph, self._saved = graph, None
         self._row_keys, self._key_rows = np.array(row_keys), key_rows
-        self._synced, self._removed = count, removed
-        self._dirty.clear()
 
     def _writable(self) -> HnswGraph:
-        """The graph, read into memory first if it is a view of a saved file."""
+        """The graph, copied into memory first if it is a view of a saved file."""
         assert self._graph is not None
-        if self._view is not None:
-            self._graph, _ = HnswGraph.restore(
-                self._view, view=False, dimension=self._graph.dimension
-            )
-            self._view = None
+        self._graph = self._graph.in_memory()
         return self._graph
 
     # ------------------------------------------------------------------ searching

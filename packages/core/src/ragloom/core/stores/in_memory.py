@@ -523,14 +523,14 @@ class InMemoryEmbeddingStore(TombstonedRows, EmbeddingStore):
         size = self._size
         alive = self._alive[:size]
         keep = np.flatnonzero(alive)
+        if self._quantized is not None:  # first: a saved graph opened now may be damaged
+            self._quantized.compacted(keep)
         # Chunks move rows down; keep[i] >= i, so a chunk never overwrites rows still to move.
         for start in range(0, keep.size, _COMPACT_CHUNK):
             chunk = keep[start : start + _COMPACT_CHUNK]
             self._matrix[start : start + chunk.size] = self._matrix[chunk]
             self._inv_norms[start : start + chunk.size] = self._inv_norms[chunk]
         self._metadata.delete(np.flatnonzero(~alive))
-        if self._quantized is not None:
-            self._quantized.compacted(keep)
         kept = keep.tolist()
         self._ids = [self._ids[row] for row in kept]
         self._texts = [self._texts[row] for row in kept]
@@ -623,8 +623,9 @@ class InMemoryEmbeddingStore(TombstonedRows, EmbeddingStore):
         in milliseconds whatever its size (nothing is read but the manifest, each file's
         first 4 KiB and what a search touches), and the operating system pages vectors in as
         searches need them and out again under memory pressure. What it still checks: each
-        file's size and header checksum (recorded by the save), the structure of every array
-        and of the HNSW graph (so a damaged file raises instead of crashing). What it gives
+        file's size and header checksum (recorded by the save), the structure of every array,
+        and that of the HNSW graph at its first use (the first search that walks it, or a
+        change), so a damaged file raises naming it instead of crashing. What it gives
         up, unless ``verify=True``: the checksums of the data itself (that reads every file
         once, about 9 ms for 100k x 384 from the page cache), so damage inside the vectors,
         ids, texts or codes can go unnoticed; nor are the vectors checked for NaN or
