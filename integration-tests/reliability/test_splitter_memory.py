@@ -38,10 +38,11 @@ def test_one_long_line_splits_in_bounded_memory() -> None:
     assert measured["kib"] * 1024 / 2_000_000 < 120, measured
 
 
-# One huge single line per run: words, or random words; peak RSS growth and the number
+# One huge single line per run: words, random words, or no whitespace at all (base64, CSV
+# digits); peak RSS growth and the number
 # of characters handed to the tokenizer (the work), per input character.
 HUGE_LINE = """
-import json, random, resource, sys
+import base64, json, random, resource, sys
 from ragloom.core import Document, plugins
 kind, size = sys.argv[1], int(sys.argv[2])
 splitter = plugins.load_default(plugins.DOCUMENT_SPLITTERS)
@@ -54,6 +55,11 @@ def counting(texts, **kwargs):
 tokenizer._encode_batch = counting
 if kind == "words":
     text = "wordxxx " * (size // 8)
+elif kind == "base64":
+    text = base64.b64encode(random.Random(7).randbytes(size)).decode()[:size]
+elif kind == "csv-digits":
+    rng = random.Random(7)
+    text = ",".join(str(rng.randint(0, 10 ** rng.randint(1, 9))) for _ in range(size // 5))[:size]
 else:
     rng = random.Random(7)
     vocabulary = ["".join(rng.choices("abcdefghijklmnopqrstuvwxyz", k=rng.randint(1, 10)))
@@ -90,6 +96,27 @@ def test_huge_single_lines_split_in_linear_memory_and_work(kind: str, megabytes:
     # Each character is counted once for the whole line, once in its word's window (plus
     # the rescanned tail of a window) and in its share of the overlaps: linear work.
     assert measured["counted_per_char"] <= 2.5, measured
+
+
+@pytest.mark.parametrize("kind", ["base64", "csv-digits"])
+def test_huge_lines_without_whitespace_split_in_linear_memory_and_work(kind: str) -> None:
+    # A line the tokenizer cannot cut at whitespace was encoded whole (125 bytes per
+    # character), and the character splitter counted each segment some ten times over.
+    megabytes = 5
+    result = subprocess.run(
+        [sys.executable, "-c", HUGE_LINE, kind, str(megabytes * 1_000_000)],
+        capture_output=True,
+        text=True,
+        timeout=600,  # a generous 'does not hang' bound, not a timing assertion
+        check=True,
+    )
+    measured = json.loads(result.stdout.strip().splitlines()[-1])
+    assert measured["covered"], measured
+    assert measured["segments"] > megabytes * 1000, measured
+    assert measured["bytes_per_char"] <= 10, measured
+    # Counted once whole, once piece by piece while probing cuts (plus the partial pieces
+    # at the probes' ends) and in the overlaps: it was about 10 before.
+    assert measured["counted_per_char"] <= 4, measured
 
 
 def test_long_texts_are_counted_exactly_in_slices() -> None:

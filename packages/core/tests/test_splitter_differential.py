@@ -15,6 +15,7 @@ would take megabytes). To see where two versions differ, run ``spans()`` on both
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import random
@@ -234,6 +235,72 @@ def test_megabyte_lines_split_alike_window_by_window_and_whole(
     monkeypatch.setattr(_hierarchical, "_WINDOW", 10**9)  # one window: as before windows
     assert windowed == spans(name, line)
     assert len(windowed) > 5_000
+
+
+MINILM_TOKENIZER_JSON = (
+    Path(__file__).parents[2]
+    / "embedding-onnx/src/ragloom/embeddings/onnx/resources/all-MiniLM-L6-v2/tokenizer.json"
+)
+
+
+class WholeCounts:
+    """The MiniLM tokenizer as splitters used it before ``cuts``: every text encoded
+    whole, so each count is plainly the tokenizer's own."""
+
+    splits_on_whitespace = True
+
+    def __init__(self) -> None:
+        from tokenizers import Tokenizer as HfTokenizer
+
+        self._hf = HfTokenizer.from_file(str(MINILM_TOKENIZER_JSON))
+        self._hf.no_truncation()
+        self._hf.no_padding()
+
+    def count_tokens(self, text: str) -> int:
+        return self.count_tokens_batch([text])[0]
+
+    def count_tokens_batch(self, texts: Sequence[str]) -> list[int]:
+        return [len(e.ids) for e in self._hf.encode_batch(list(texts), add_special_tokens=False)]
+
+
+def no_whitespace_line(kind: str, size: int) -> str:
+    """One line without whitespace: base64, CSV digits, minified code, or a mix with
+    added tokens ([CLS]), accents and control characters."""
+    rng = random.Random(kind)
+    if kind == "base64":
+        return base64.b64encode(rng.randbytes(size)).decode()[:size]
+    if kind == "csv":
+        return ",".join(str(rng.randint(0, 10 ** rng.randint(1, 9))) for _ in range(size // 5))[
+            :size
+        ]
+    parts = ["a", "fn", "_0x1f", "$", "return", "0", "42", "3.14", "'x'", "=", "(", ")", "{"]
+    parts += ["}", ";", ",", ".", "=>", "&&", "[", "]"]
+    if kind == "mixed":
+        parts += ["[CLS]", "[mask]", "[SEP", "é", "e\u0301", "\x0b", "Σ", "東", "##"]
+    return "".join(rng.choice(parts) for _ in range(size // 2))[:size]
+
+
+@pytest.mark.parametrize("kind", ["base64", "csv", "minified", "mixed"])
+def test_no_whitespace_lines_split_as_with_whole_counts(
+    kind: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Counting cut at the pre-tokenizer's splits (in slices, and piece by piece while
+    # the character splitter probes) gives the segments of counting every text whole.
+    from ragloom.core import tokenizer as tokenizer_module
+    from ragloom.core.tokenizer import HuggingFaceTokenizer
+
+    monkeypatch.setattr(tokenizer_module, "_PIECE_CHARS", 1000)  # many slices, few chars
+    monkeypatch.setattr(tokenizer_module, "_BATCH_CHARS", 5000)
+    line = no_whitespace_line(kind, 150_000)
+    cut = RecursiveDocumentSplitter(
+        254, 30, HuggingFaceTokenizer.from_file(str(MINILM_TOKENIZER_JSON))
+    )
+    whole = RecursiveDocumentSplitter(254, 30, WholeCounts())
+    expected = whole.split(Document(line))
+    assert [s.metadata.to_dict() for s in cut.split(Document(line))] == [
+        s.metadata.to_dict() for s in expected
+    ]
+    assert len(expected) > 100
 
 
 def _generate() -> None:

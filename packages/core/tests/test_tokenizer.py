@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import base64
 import json
+import random
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -102,3 +104,48 @@ def test_splitting_with_a_real_hugging_face_tokenizer() -> None:
         assert tokenizer.count_tokens(segment.text) <= 50
         start, end = segment.metadata.get_int("start"), segment.metadata.get_int("end")
         assert text[start:end] == segment.text
+
+
+def test_counts_add_up_across_every_cut() -> None:
+    tokenizer = HuggingFaceTokenizer.from_file(str(MINILM_TOKENIZER_JSON))
+    rng = random.Random(3)
+    parts = ["a", "B", "0", "+", "/", ",", ".", "_", "'", " ", "\n", "\x0b", "é", "e\u0301"]
+    parts += ["Σ", "東", "[CLS]", "[mask]", "[SEP", "xyz", "##"]
+    checked = 0
+    for _ in range(2000):
+        text = "".join(rng.choice(parts) for _ in range(rng.randint(2, 30)))
+        whole = tokenizer.count_tokens(text)
+        for p in tokenizer.cuts(text, 0, len(text)):
+            assert tokenizer.count_tokens(text[:p]) + tokenizer.count_tokens(text[p:]) == whole
+            checked += 1
+    assert checked > 5000
+    # Never inside an added token (matched before pre-tokenizing), nor after a control
+    # character BERT deletes (it joins the words around it).
+    assert tokenizer.cuts("x[CLS]y", 0, 7) == [1, 6]
+    assert tokenizer.cuts("ab+cd\x0bef g", 0, 10) == [2, 3, 9]
+
+
+def test_cuts_of_tokenizers_that_do_not_split_at_punctuation() -> None:
+    assert HuggingFaceTokenizer(FakeHfTokenizer()).cuts("a+b c", 0, 5) == []  # unknown
+    from tokenizers import Tokenizer as HfTokenizer
+    from tokenizers.pre_tokenizers import WhitespaceSplit
+
+    hf = HfTokenizer.from_file(str(MINILM_TOKENIZER_JSON))
+    hf.pre_tokenizer = WhitespaceSplit()
+    assert HuggingFaceTokenizer(hf).cuts("a+b c,d", 0, 7) == [4]  # whitespace only
+
+
+def test_long_lines_without_whitespace_are_counted_exactly_in_slices() -> None:
+    tokenizer = HuggingFaceTokenizer.from_file(str(MINILM_TOKENIZER_JSON))
+    line = base64.b64encode(random.Random(1).randbytes(200_000)).decode()
+    encode = tokenizer._encode_batch
+    longest = [0]
+
+    def recording(texts: list[str], add_special_tokens: bool) -> Any:
+        longest[0] = max(longest[0], *map(len, texts))
+        return encode(texts, add_special_tokens=add_special_tokens)
+
+    tokenizer._encode_batch = recording
+    whole = len(encode([line], add_special_tokens=False)[0])
+    assert tokenizer.count_tokens(line) == whole
+    assert longest[0] < 70_000  # in slices of about 64k characters, not one encoding

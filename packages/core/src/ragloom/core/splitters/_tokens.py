@@ -10,7 +10,9 @@ repairs the rare segment over a limit, so that the size invariant always holds.
 from __future__ import annotations
 
 import re
+from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable, Iterator
+from functools import partial
 
 from ragloom.core.splitters._patterns import SPACE_RUN, WORD_START
 from ragloom.core.splitters._text import Span, next_non_space, strip_end
@@ -22,19 +24,21 @@ __all__ = [
     "verify",
     "exact_split",
     "counts",
+    "PieceCounter",
 ]
 
 Counter = Callable[[str], int]
 
 
 def largest_fit(
-    count: Counter, text: str, start: int, lo: int, hi: int, limit: int, guess: int
+    size: Callable[[int], int], start: int, lo: int, hi: int, limit: int, guess: int
 ) -> int | None:
-    """The largest ``x`` in ``[lo, hi]`` with ``count(text[start:x]) <= limit``, or ``None``
-    when not even ``lo`` fits: gallop from ``guess`` to bracket it, then bisect."""
+    """The largest ``x`` in ``[lo, hi]`` with ``size(x) <= limit``, where ``size(x)`` is the
+    count of ``text[start:x]``, or ``None`` when not even ``lo`` fits: gallop from
+    ``guess`` to bracket it, then bisect."""
 
     def fits(x: int) -> bool:
-        return count(text[start:x]) <= limit
+        return size(x) <= limit
 
     x = min(max(guess, lo), hi)
     if fits(x):
@@ -159,7 +163,7 @@ def exact_split(
     pos = lo
     while pos < hi:
         guess = pos + int(limit * chars_per_token)
-        x = largest_fit(count, text, pos, pos + 1, hi, limit, guess)
+        x = largest_fit(partial(_count_to, count, text, pos), pos, pos + 1, hi, limit, guess)
         if x is None:
             x = pos + 1
         elif x < hi:
@@ -170,6 +174,10 @@ def exact_split(
     return out
 
 
+def _count_to(count: Counter, text: str, start: int, end: int) -> int:
+    return count(text[start:end])
+
+
 def _word_cut(count: Counter, text: str, lo: int, x: int, limit: int) -> int:
     """``x`` moved back to the start of the last whitespace before it, if that still fits."""
     last = None
@@ -178,6 +186,78 @@ def _word_cut(count: Counter, text: str, lo: int, x: int, limit: int) -> int:
     if last is None or last.start() <= lo or count(text[lo : last.start()]) > limit:
         return x
     return last.start()
+
+
+class PieceCounter:
+    """Exact counts of spans of one long region ``text[lo:hi]``, for probing many ends
+    of a segment: the pieces between the tokenizer's ``cuts`` (where counts add up) are
+    counted once each, a block at a time, so a span costs at most two counts of partial
+    pieces instead of a count of the whole span. Without cuts, spans are counted whole.
+    """
+
+    def __init__(self, tokenizer: Tokenizer, text: str, lo: int, hi: int) -> None:
+        self._tokenizer, self._text, self._hi = tokenizer, text, hi
+        self._cuts_of: Callable[[str, int, int], list[int]] | None = getattr(
+            tokenizer, "cuts", None
+        )
+        self._cuts = [lo]  # lo (no span starts before it), then the cuts found so far
+        self._sums = [0]  # the count of text[lo:c] for each c in _cuts (lo: see forget)
+        self._scanned = lo  # every cut before this is in _cuts
+        self._head = (-1, 0)  # the last start's partial piece: (start, count)
+
+    def count(self, start: int, end: int) -> int:
+        """The count of ``text[start:end]`` (``start`` not before the last ``forget``)."""
+        text, count = self._text, self._tokenizer.count_tokens
+        if self._cuts_of is None:
+            return count(text[start:end])
+        if end > self._scanned:
+            self._scan(end)
+        cuts = self._cuts
+        i = bisect_left(cuts, start)  # the first cut at or after start
+        j = bisect_right(cuts, end) - 1  # the last cut at or before end
+        if j < i:
+            return count(text[start:end])
+        if cuts[i] == start:
+            head = 0
+        elif self._head[0] == start:
+            head = self._head[1]
+        else:
+            head = count(text[start : cuts[i]])
+            self._head = (start, head)
+        tail = count(text[cuts[j] : end]) if end > cuts[j] else 0
+        return head + self._sums[j] - self._sums[i] + tail
+
+    def forget(self, before: int) -> None:
+        """Drop what only spans starting before ``before`` need (bounded memory)."""
+        k = bisect_right(self._cuts, before) - 1
+        if k >= _FORGET:
+            del self._cuts[:k], self._sums[:k]
+
+    def _scan(self, end: int) -> None:
+        """Find the cuts before ``end`` (and a block beyond) and count the new pieces."""
+        assert self._cuts_of is not None
+        stop = min(self._hi, max(end, self._scanned + _SCAN))
+        found, last = [], self._cuts[-1]
+        for p in self._cuts_of(self._text, self._scanned - 1, stop):
+            if p - last >= _PIECE:  # an encoding costs as much as ~10-100 characters
+                found.append(p)
+                last = p
+        if found:
+            text, cuts = self._text, self._cuts
+            pieces = [text[a:b] for a, b in zip([cuts[-1], *found[:-1]], found, strict=True)]
+            total = self._sums[-1]
+            for p, size in zip(found, count_tokens_batch(self._tokenizer, pieces), strict=True):
+                total += size
+                cuts.append(p)
+                self._sums.append(total)
+        self._scanned = stop
+
+
+# Characters scanned for cuts (and their pieces counted) at a time by ``PieceCounter``,
+# the shortest piece it counts, and the cuts it keeps before forgetting those behind.
+_SCAN = 1 << 12
+_PIECE = 32
+_FORGET = 1 << 10
 
 
 def counts(tokenizer: Tokenizer, pieces: list[str], additive: bool) -> Iterator[int]:
