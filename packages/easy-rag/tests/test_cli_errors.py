@@ -97,7 +97,7 @@ def test_missing_index(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> No
 
 
 def test_unknown_command(capsys: pytest.CaptureFixture[str]) -> None:
-    assert "(see `ragloom --help`)" in one_line_error(capsys, ["serve"], EXIT_USAGE)
+    assert "(see `ragloom --help`)" in one_line_error(capsys, ["frobnicate"], EXIT_USAGE)
 
 
 def test_a_closed_pipe_ends_quietly(index: str) -> None:
