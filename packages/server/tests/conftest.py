@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -82,3 +83,11 @@ def headers() -> dict[str, dict[str, str]]:
     """The Authorization header of each key, by name: admin, acme, globex."""
     keys = {"admin": ADMIN_KEY, "acme": ACME_KEY, "globex": GLOBEX_KEY}
     return {name: {"Authorization": f"Bearer {key}"} for name, key in keys.items()}
+
+
+@pytest.fixture(scope="session")
+def keys() -> dict[str, str]:
+    """The raw keys by name, and ``env``: all three as RAGLOOM_SERVER_API_KEYS JSON."""
+    raw = {"admin": ADMIN_KEY, "acme": ACME_KEY, "globex": GLOBEX_KEY}
+    listed = [{"key": k, "name": n, "tenant": None if n == "admin" else n} for n, k in raw.items()]
+    return {**raw, "env": json.dumps(listed)}
