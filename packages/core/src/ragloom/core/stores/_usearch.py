@@ -239,10 +239,10 @@ class GraphFile:
             at, level = starts[half::2], levels[half::2]
             if not at.size:
                 continue
-            head = _words_at(data, at, 3)  # key low and high, level and 2 bytes more
-            if not np.array_equal(head[:, 2] & 0xFFFF, level.view(np.uint16)):
+            words, key = _uint32s(data, int(at[0]) % 4), at >> 2  # each node's first word
+            if not np.array_equal(words[key + 2] & 0xFFFF, level.view(np.uint16)):
                 raise ValueError("a node's level differs from the level table")
-            keys.append(head[:, 0].astype(np.uint64) | head[:, 1].astype(np.uint64) << _HIGH)
+            keys.append(words[key].astype(np.uint64) | words[key + 1].astype(np.uint64) << _HIGH)
             lists = at + _NODE_HEAD
             _check_lists(data, lists, self._base, nodes)
             upper = np.flatnonzero(level)
@@ -261,12 +261,18 @@ class GraphFile:
         return live
 
 
+def _uint32s(data: npt.NDArray[np.uint8], shift: int) -> Words:
+    """``data``'s bytes from ``shift`` on as little-endian uint32 words: the word of a
+    byte offset ``at`` (``at % 4 == shift``) is ``at >> 2``."""
+    words: Words = data[shift : shift + (data.size - shift) // 4 * 4].view("<u4")
+    return words
+
+
 def _words_at(data: npt.NDArray[np.uint8], at: Offsets, width: int) -> Words:
     """The ``width`` little-endian uint32 words at each byte offset of ``at`` (all the
     same mod 4), gathered as rows of a sliding window over one uint32 view of ``data``."""
-    shift = int(at[0]) % 4
-    words = data[shift : shift + (data.size - shift) // 4 * 4].view("<u4")
-    rows: Words = sliding_window_view(words, width)[at >> 2]  # (at - shift) // 4
+    words = _uint32s(data, int(at[0]) % 4)
+    rows: Words = sliding_window_view(words, width)[at >> 2]
     return rows
 
 
