@@ -13,6 +13,7 @@ pids=()
 names=()
 for service in scripts/services/*.sh; do
   name=$(basename "$service" .sh)
+  [ "$name" = env ] && continue  # the ports (sourced by the scripts), not a service
   bash "$service" "$action" >"$logs/$name" 2>&1 &
   pids+=($!)
   names+=("$name")

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # An S3 server for the ragloom-loader-amazon-s3 (and -tencent-cos) integration tests:
 # moto's standalone server (`moto_server`, from the PyPI `moto[server]` wheel in the
-# packages' test groups). Listens on 127.0.0.1:${RAGLOOM_AMAZON_S3_PORT:-20233} only; it
-# keeps objects in memory (nothing on disk), log under .services/amazon-s3/. Test data only.
+# packages' test groups). Listens on 127.0.0.1:$RAGLOOM_AMAZON_S3_PORT only; it
+# keeps objects in memory (nothing on disk), log under $RAGLOOM_SERVICES_DIR/amazon-s3/. Test data only.
 #
 #   bash scripts/services/amazon-s3.sh start     start; idempotent
 #   bash scripts/services/amazon-s3.sh stop      stop and delete the data; idempotent
@@ -10,14 +10,15 @@
 #   bash scripts/services/amazon-s3.sh status    exit 0 when running
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+source scripts/services/env.sh  # the ports and where the servers keep their files
 
 action=${1:?usage: amazon-s3.sh start|stop|restart|status}
 NAME=amazon-s3
 HOST=127.0.0.1
 PORT_VAR=RAGLOOM_AMAZON_S3_PORT
 URL_SCHEME=http
-PORT=${RAGLOOM_AMAZON_S3_PORT:-20233}
-BASE=$PWD/.services/amazon-s3
+PORT=$RAGLOOM_AMAZON_S3_PORT
+BASE=$RAGLOOM_SERVICES_DIR/amazon-s3
 DATA=$BASE/data
 LOG=$BASE/amazon-s3.log
 PIDFILE=$BASE/amazon-s3.pid

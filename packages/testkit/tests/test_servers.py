@@ -6,7 +6,7 @@ import socket
 
 import pytest
 
-from ragloom.testkit.servers import require_server
+from ragloom.testkit.servers import local_service_setting, require_server, service_setting
 
 
 def test_require_server_passes_a_listening_server() -> None:
@@ -25,3 +25,27 @@ def test_require_server_fails_with_the_start_command() -> None:
         require_server(
             f"http://127.0.0.1:{port}", "bash scripts/services/x.sh start", variable="X_URL"
         )
+
+
+def test_service_setting_derives_the_address_from_a_moved_port(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("RAGLOOM_PG_DSN", raising=False)
+    monkeypatch.setenv("RAGLOOM_PG_PORT", "41234")
+    assert service_setting("RAGLOOM_PG_DSN") == "postgresql://postgres@127.0.0.1:41234/postgres"
+    monkeypatch.setenv("RAGLOOM_NEO4J_PORT", "12345")
+    assert service_setting("RAGLOOM_NEO4J_URL") == "bolt://127.0.0.1:12345"
+
+
+def test_an_address_in_the_environment_points_elsewhere(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("RAGLOOM_AMAZON_S3_PORT", "41235")
+    monkeypatch.setenv("RAGLOOM_AMAZON_S3_URL", "http://s3.example:9000")
+    assert service_setting("RAGLOOM_AMAZON_S3_URL") == "http://s3.example:9000"
+    assert local_service_setting("RAGLOOM_AMAZON_S3_URL") == "http://127.0.0.1:41235"
+
+
+def test_an_unknown_setting_fails_naming_env_sh() -> None:
+    with pytest.raises(
+        pytest.fail.Exception, match=r"RAGLOOM_NOPE_URL is not defined by .*env\.sh"
+    ):
+        service_setting("RAGLOOM_NOPE_URL")

@@ -1,5 +1,8 @@
 """Helpers for integration tests against the real local servers of scripts/services/.
 
+``service_setting`` is where a test finds a server: the address scripts/services/env.sh
+derives from the ``RAGLOOM_*_PORT`` variables (the same code the service scripts run, so a
+moved port moves both), or the environment's own value pointing elsewhere.
 ``require_server`` is the check every such test fixture starts with: the server answers,
 or the test fails (never skips) with the command that starts it. ``deny_object_reads``
 gives a real 403 on an S3-compatible server (moto enforces a bucket policy's explicit
@@ -10,7 +13,10 @@ Deny on object requests whoever asks, with or without IAM checks), and
 from __future__ import annotations
 
 import json
+import os
 import socket
+import subprocess
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -19,7 +25,70 @@ import pytest
 from ragloom.core.errors import ObjectStoreAccessError
 from ragloom.core.loaders.result import LoadedDocuments
 
-__all__ = ["assert_denied_alone", "deny_object_reads", "require_server"]
+__all__ = [
+    "assert_denied_alone",
+    "deny_object_reads",
+    "local_service_setting",
+    "require_server",
+    "service_setting",
+]
+
+ENV_SCRIPT = Path("scripts") / "services" / "env.sh"
+# What env.sh derives (it keeps a value already set); ports and RAGLOOM_SERVICES_DIR are
+# its inputs.
+_DERIVED_SUFFIXES = ("_URL", "_DSN", "_ADDRESS")
+
+
+def _env_script() -> Path:
+    """scripts/services/env.sh of the repository around the working directory (or this file)."""
+    for start in (Path.cwd(), Path(__file__).resolve().parent):
+        for folder in (start, *start.parents):
+            if (folder / ENV_SCRIPT).is_file():
+                return folder / ENV_SCRIPT
+    pytest.fail(
+        f"{ENV_SCRIPT} (the test servers' ports) not found above {Path.cwd()}: "
+        "run the tests from the ragloom repository",
+        pytrace=False,
+    )
+
+
+def _local_settings() -> dict[str, str]:
+    """env.sh's RAGLOOM_* values from the environment's ports alone (addresses not inherited)."""
+    inherited = {
+        name: value
+        for name, value in os.environ.items()
+        if not (name.startswith("RAGLOOM_") and name.endswith(_DERIVED_SUFFIXES))
+    }
+    done = subprocess.run(
+        ["bash", "-c", 'source "$1" && env -0', "env.sh", str(_env_script())],
+        env=inherited,
+        capture_output=True,
+        check=True,
+    )
+    pairs = (item.partition("=") for item in done.stdout.decode().split("\0") if item)
+    return {name: value for name, _, value in pairs if name.startswith("RAGLOOM_")}
+
+
+def local_service_setting(variable: str) -> str:
+    """What env.sh derives for ``variable`` from the ports: the server scripts/services/ runs.
+
+    ``variable`` set in the environment is ignored here (see ``service_setting``).
+    """
+    settings = _local_settings()
+    if variable not in settings:
+        known = ", ".join(sorted(settings))
+        pytest.fail(f"{variable} is not defined by {ENV_SCRIPT} ({known})", pytrace=False)
+    return settings[variable]
+
+
+def service_setting(variable: str) -> str:
+    """``variable`` from the environment (a server elsewhere), else env.sh's local one.
+
+    E.g. ``service_setting("RAGLOOM_PG_DSN")`` is the DSN of the pgvector.sh server on
+    ``$RAGLOOM_PG_PORT`` (default in env.sh) unless ``RAGLOOM_PG_DSN`` is set.
+    """
+    local = local_service_setting(variable)
+    return os.environ.get(variable) or local
 
 
 def require_server(url: str, start: str, *, variable: str | None = None) -> str:
