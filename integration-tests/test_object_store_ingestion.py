@@ -15,7 +15,6 @@ Needs the services: `bash scripts/services/amazon-s3.sh start`, `azure-blob.sh`,
 from __future__ import annotations
 
 import io
-import os
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -45,13 +44,13 @@ from ragloom.loaders.google_cloud_storage import GoogleCloudStorageDocumentLoade
 from ragloom.loaders.tencent_cos import TencentCosDocumentLoader
 from ragloom.parsers.pdf.testing import make_pdf
 from ragloom.testkit import FakeEmbeddingModel
-from ragloom.testkit.servers import require_server
+from ragloom.testkit.servers import require_server, service_setting
 
 pytestmark = pytest.mark.integration
 
-S3_URL = os.environ.get("RAGLOOM_AMAZON_S3_URL", "http://127.0.0.1:20233")
-AZURE_URL = os.environ.get("RAGLOOM_AZURE_BLOB_URL", "http://127.0.0.1:28329")
-GCS_URL = os.environ.get("RAGLOOM_GOOGLE_CLOUD_STORAGE_URL", "http://127.0.0.1:34326")
+S3_URL = service_setting("RAGLOOM_AMAZON_S3_URL")
+AZURE_URL = service_setting("RAGLOOM_AZURE_BLOB_URL")
+GCS_URL = service_setting("RAGLOOM_GOOGLE_CLOUD_STORAGE_URL")
 S3_KEYS = {"aws_access_key_id": "testing", "aws_secret_access_key": "testing"}
 # Azurite's well-known development account (public, documented by Microsoft).
 AZURE_ACCOUNT = "devstoreaccount1"

@@ -12,7 +12,6 @@ testkit's fake embedding model keeps it fast. pgvector needs its service
 from __future__ import annotations
 
 import contextlib
-import os
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -43,11 +42,9 @@ from ragloom.stores.milvus import MilvusEmbeddingStore
 from ragloom.stores.pgvector import PgVectorEmbeddingStore
 from ragloom.stores.qdrant import QdrantEmbeddingStore
 from ragloom.testkit.fake_embedding_model import FakeEmbeddingModel
+from ragloom.testkit.servers import service_setting
 
-DSN = os.environ.get(
-    "RAGLOOM_PG_DSN",
-    f"postgresql://postgres@127.0.0.1:{os.environ.get('RAGLOOM_PG_PORT', '55433')}/postgres",
-)
+DSN = service_setting("RAGLOOM_PG_DSN")
 TEXTS = {
     "solar": (
         "The Sun is a star at the centre of the Solar System. It is a nearly perfect ball of "

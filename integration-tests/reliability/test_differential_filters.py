@@ -7,7 +7,6 @@ and Qdrant's local mode run in process.
 
 from __future__ import annotations
 
-import os
 import random
 import uuid
 from collections.abc import Iterator
@@ -28,13 +27,11 @@ from ragloom.core import (
     metadata_key,
 )
 from ragloom.core.filters import Filter
+from ragloom.testkit.servers import service_setting
 
 FILTERS = 250
 DIMENSION = 4
-DSN = os.environ.get(
-    "RAGLOOM_PG_DSN",
-    f"postgresql://postgres@127.0.0.1:{os.environ.get('RAGLOOM_PG_PORT', '55433')}/postgres",
-)
+DSN = service_setting("RAGLOOM_PG_DSN")
 U = [uuid.UUID(int=n) for n in (1, 2, 3)]
 # One type per key (stores refuse a write of another type); filters may still mismatch.
 VALUES: dict[str, list[Any]] = {

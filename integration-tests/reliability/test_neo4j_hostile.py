@@ -18,11 +18,11 @@ from ragloom.core.errors import RetrievalError
 from ragloom.core.query import Query
 from ragloom.retrievers.neo4j import CypherDeadlineError, Neo4jContentRetriever
 from ragloom.testkit import ScriptedChatModel
-from ragloom.testkit.servers import require_server
+from ragloom.testkit.servers import require_server, service_setting
 
 pytestmark = pytest.mark.integration
 
-URL = os.environ.get("RAGLOOM_NEO4J_URL", "bolt://127.0.0.1:23948")
+URL = service_setting("RAGLOOM_NEO4J_URL")
 START = "bash scripts/services/neo4j.sh start"
 REPO = Path(__file__).resolve().parents[2]
 TIMEOUT = 5.0

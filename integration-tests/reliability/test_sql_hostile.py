@@ -9,7 +9,6 @@ but not in bytes. PostgreSQL is the server of ``bash scripts/services/pgvector.s
 from __future__ import annotations
 
 import gc
-import os
 import socket
 import threading
 import time
@@ -26,12 +25,9 @@ from psycopg import sql
 from ragloom.core.query import Query
 from ragloom.retrievers.sql import SqlDatabaseContentRetriever, SqlExecutionError, UnsafeSqlError
 from ragloom.testkit import ScriptedChatModel
-from ragloom.testkit.servers import require_server
+from ragloom.testkit.servers import require_server, service_setting
 
-PG_DSN = os.environ.get(
-    "RAGLOOM_PG_DSN",
-    f"postgresql://postgres@127.0.0.1:{os.environ.get('RAGLOOM_PG_PORT', '55433')}/postgres",
-)
+PG_DSN = service_setting("RAGLOOM_PG_DSN")
 START = "bash scripts/services/pgvector.sh start"
 MB = 1024 * 1024
 

@@ -18,9 +18,9 @@ import pytest
 from psycopg import sql
 
 import ragloom
-from ragloom.testkit.servers import require_server
+from ragloom.testkit.servers import require_server, service_setting
 
-RAY_SETTINGS = Path(__file__).resolve().parents[3] / ".services" / "ray" / "driver.env"
+RAY_SETTINGS = Path(service_setting("RAGLOOM_SERVICES_DIR")) / "ray" / "driver.env"
 
 
 def use_cluster_settings(path: Path) -> None:
@@ -40,12 +40,7 @@ def use_cluster_settings(path: Path) -> None:
 
 use_cluster_settings(RAY_SETTINGS)
 
-DEFAULT_DSN = (
-    f"postgresql://postgres@127.0.0.1:{os.environ.get('RAGLOOM_PG_PORT', '55433')}/postgres"
-)
-RAY_ADDRESS = os.environ.get(
-    "RAGLOOM_RAY_ADDRESS", f"127.0.0.1:{os.environ.get('RAGLOOM_RAY_PORT', '46379')}"
-)
+RAY_ADDRESS = service_setting("RAGLOOM_RAY_ADDRESS")
 RAY_START = "bash scripts/services/ray.sh start"
 
 
@@ -82,7 +77,7 @@ def ray_cluster() -> Iterator[dict[str, float]]:
 
 @pytest.fixture(scope="session")
 def pg_dsn() -> str:
-    target = os.environ.get("RAGLOOM_PG_DSN", DEFAULT_DSN)
+    target = service_setting("RAGLOOM_PG_DSN")
     try:
         with psycopg.connect(target, connect_timeout=3) as conn:
             conn.execute("SELECT 1")

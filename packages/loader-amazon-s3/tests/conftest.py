@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -11,9 +10,9 @@ import boto3
 import pytest
 
 from ragloom.loaders.amazon_s3 import AmazonS3DocumentLoader
-from ragloom.testkit.servers import require_server
+from ragloom.testkit.servers import require_server, service_setting
 
-SERVER_URL = os.environ.get("RAGLOOM_AMAZON_S3_URL", "http://127.0.0.1:20233")
+SERVER_URL = service_setting("RAGLOOM_AMAZON_S3_URL")
 START_HINT = "bash scripts/services/amazon-s3.sh start"
 CREDENTIALS = {
     "aws_access_key_id": "testing",

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import uuid
 from collections.abc import Callable, Iterator
 
@@ -10,9 +9,9 @@ import pytest
 from azure.storage.blob import BlobServiceClient, ContainerClient
 
 from ragloom.loaders.azure_blob import AzureBlobStorageDocumentLoader
-from ragloom.testkit.servers import require_server
+from ragloom.testkit.servers import require_server, service_setting
 
-SERVER_URL = os.environ.get("RAGLOOM_AZURE_BLOB_URL", "http://127.0.0.1:28329")
+SERVER_URL = service_setting("RAGLOOM_AZURE_BLOB_URL")
 START_HINT = "bash scripts/services/azure-blob.sh start"
 # Azurite's well-known development account (public, documented by Microsoft).
 ACCOUNT = "devstoreaccount1"

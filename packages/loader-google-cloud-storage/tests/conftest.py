@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import uuid
 from collections.abc import Callable, Iterator
 
@@ -12,9 +11,9 @@ from google.cloud import storage
 
 from ragloom.loaders.google_cloud_storage import GoogleCloudStorageDocumentLoader
 from ragloom.loaders.google_cloud_storage.testing import DenyingProxy
-from ragloom.testkit.servers import require_server
+from ragloom.testkit.servers import require_server, service_setting
 
-SERVER_URL = os.environ.get("RAGLOOM_GOOGLE_CLOUD_STORAGE_URL", "http://127.0.0.1:34326")
+SERVER_URL = service_setting("RAGLOOM_GOOGLE_CLOUD_STORAGE_URL")
 START_HINT = "bash scripts/services/google-cloud-storage.sh start"
 
 

@@ -3,7 +3,6 @@ ChromeDriver of scripts/services/selenium.sh (headless Debian Chromium)."""
 
 from __future__ import annotations
 
-import os
 import socket
 import threading
 from collections.abc import Callable, Iterator
@@ -16,8 +15,9 @@ from selenium import webdriver
 from selenium.webdriver.remote.webdriver import WebDriver
 
 from ragloom.loaders.selenium import CHROMIUM_ARGUMENTS, SeleniumDocumentLoader
+from ragloom.testkit.servers import service_setting
 
-CHROMEDRIVER_URL = os.environ.get("RAGLOOM_SELENIUM_URL", "http://127.0.0.1:24301")
+CHROMEDRIVER_URL = service_setting("RAGLOOM_SELENIUM_URL")
 START_HINT = "bash scripts/services/selenium.sh start"
 
 PAGES = {

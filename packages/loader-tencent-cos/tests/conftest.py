@@ -6,7 +6,6 @@ There is no COS emulator; COS's XML API is S3's, so the COS SDK is pointed at mo
 
 from __future__ import annotations
 
-import os
 import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -15,9 +14,9 @@ import boto3
 import pytest
 
 from ragloom.loaders.tencent_cos import TencentCosDocumentLoader
-from ragloom.testkit.servers import require_server
+from ragloom.testkit.servers import require_server, service_setting
 
-SERVER_URL = os.environ.get("RAGLOOM_TENCENT_COS_URL", "http://127.0.0.1:20233")
+SERVER_URL = service_setting("RAGLOOM_TENCENT_COS_URL")
 START_HINT = "bash scripts/services/amazon-s3.sh start"
 
 

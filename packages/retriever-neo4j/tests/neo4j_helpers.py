@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Sequence
 
@@ -10,8 +9,9 @@ import neo4j
 
 from ragloom.core.chat.messages import ChatMessage
 from ragloom.core.document import Document
+from ragloom.testkit.servers import service_setting
 
-SERVER_URL = os.environ.get("RAGLOOM_NEO4J_URL", "bolt://127.0.0.1:23948")
+SERVER_URL = service_setting("RAGLOOM_NEO4J_URL")
 START_HINT = "bash scripts/services/neo4j.sh start"
 
 

@@ -9,7 +9,6 @@ refused write is refused by the read-only transaction, not by a missing grant.
 
 from __future__ import annotations
 
-import os
 import re
 import sqlite3
 import uuid
@@ -21,9 +20,8 @@ import pytest
 import sqlalchemy as sa
 from psycopg import sql
 
-DEFAULT_DSN = (
-    f"postgresql://postgres@127.0.0.1:{os.environ.get('RAGLOOM_PG_PORT', '55433')}/postgres"
-)
+from ragloom.testkit.servers import service_setting
+
 START_HINT = "bash scripts/services/pgvector.sh start"
 
 SHOP_DDL = [
@@ -36,7 +34,7 @@ ORDERS = [(1, 1, "lamp", 25.5), (2, 1, "desk", 120.0), (3, 2, "chair", 60.0), (4
 
 
 def pg_admin_dsn() -> str:
-    return os.environ.get("RAGLOOM_PG_DSN", DEFAULT_DSN)
+    return service_setting("RAGLOOM_PG_DSN")
 
 
 def with_user(dsn: str, user: str) -> str:

@@ -7,7 +7,6 @@ the tests with that instruction; nothing is skipped.
 
 from __future__ import annotations
 
-import os
 import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -17,15 +16,15 @@ import pytest
 from psycopg import sql
 from psycopg_pool import ConnectionPool
 
-DEFAULT_DSN = (
-    f"postgresql://postgres@127.0.0.1:{os.environ.get('RAGLOOM_PG_PORT', '55433')}/postgres"
-)
+from ragloom.testkit.servers import local_service_setting, service_setting
+
+DEFAULT_DSN = local_service_setting("RAGLOOM_PG_DSN")  # pgvector.sh's server
 START_HINT = "bash scripts/services/pgvector.sh start"
 
 
 def dsn() -> str:
     """The server the tests use: ``RAGLOOM_PG_DSN`` or the local test server."""
-    return os.environ.get("RAGLOOM_PG_DSN", DEFAULT_DSN)
+    return service_setting("RAGLOOM_PG_DSN")
 
 
 def require_server(target: str) -> None:
