@@ -82,6 +82,7 @@ def test_every_package_takes_its_version_from_the_version_file() -> None:
 
 
 @pytest.mark.install
+@pytest.mark.slow
 def test_wheelhouse_has_every_distribution(wheelhouse: Path) -> None:
     names = {wheel.name.split("-")[0] for wheel in wheelhouse.glob("ragloom_*.whl")}
     expected = set()
@@ -93,6 +94,7 @@ def test_wheelhouse_has_every_distribution(wheelhouse: Path) -> None:
 
 
 @pytest.mark.install
+@pytest.mark.slow
 def test_core_alone_imports_without_heavy_modules(wheelhouse: Path, tmp_path: Path) -> None:
     python = _install(wheelhouse, tmp_path / "core", "ragloom-core")
     probe = (
@@ -110,6 +112,7 @@ def test_core_alone_imports_without_heavy_modules(wheelhouse: Path, tmp_path: Pa
 
 
 @pytest.mark.install
+@pytest.mark.slow
 def test_core_with_pgvector_store_imports(wheelhouse: Path, tmp_path: Path) -> None:
     python = _install(wheelhouse, tmp_path / "pgvector", "ragloom-core", "ragloom-store-pgvector")
     probe = "from ragloom.stores.pgvector import PgVectorEmbeddingStore; print('ok')"
@@ -117,6 +120,7 @@ def test_core_with_pgvector_store_imports(wheelhouse: Path, tmp_path: Path) -> N
 
 
 @pytest.mark.install
+@pytest.mark.slow
 def test_easy_rag_pulls_its_defaults_and_answers(wheelhouse: Path, tmp_path: Path) -> None:
     python = _install(wheelhouse, tmp_path / "easy", "ragloom-easy-rag")
     ragloom = str(python.parent / "ragloom")

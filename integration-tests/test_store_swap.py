@@ -15,7 +15,6 @@ local mode run in-process on temporary files.
 
 from __future__ import annotations
 
-import os
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -46,12 +45,10 @@ from ragloom.stores.milvus import MilvusEmbeddingStore
 from ragloom.stores.pgvector import PgVectorEmbeddingStore
 from ragloom.stores.qdrant import QdrantEmbeddingStore
 from ragloom.testkit.scripted_chat_model import ScriptedChatModel
+from ragloom.testkit.servers import service_setting
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
-DSN = os.environ.get(
-    "RAGLOOM_PG_DSN",
-    f"postgresql://postgres@127.0.0.1:{os.environ.get('RAGLOOM_PG_PORT', '55433')}/postgres",
-)
+DSN = service_setting("RAGLOOM_PG_DSN")
 QUERIES = [
     "How do I filter by metadata?",
     "What happens when I ingest the same documents again?",
@@ -59,7 +56,7 @@ QUERIES = [
 ]
 TOLERANCE = {"pgvector": 1e-5, "milvus": 1e-6, "qdrant": 1e-6}
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.slow]  # real embeddings, three stores
 
 
 class CachedModel(EmbeddingModel):

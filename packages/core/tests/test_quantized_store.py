@@ -94,6 +94,7 @@ def _store(
     return store
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("kind", "bound"), [("int8", 0.97), ("binary", 0.9), ("hnsw", 0.95)])
 def test_recall_at_10_against_exact_on_clustered_data(
     data: tuple[npt.NDArray[np.float32], npt.NDArray[np.float32]], kind: str, bound: float
@@ -144,6 +145,7 @@ def _walk_misses(kind: str, probes: int) -> int:
     return probes // 10 + 1 if kind == "hnsw" else 0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", KINDS)
 def test_codes_follow_replacement_removal_and_compaction(
     data: tuple[npt.NDArray[np.float32], npt.NDArray[np.float32]], kind: str
@@ -166,6 +168,7 @@ def test_codes_follow_replacement_removal_and_compaction(
     assert len(_not_found_first(store, appended)) <= _walk_misses(kind, len(appended))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", KINDS)
 def test_filters_fall_back_to_exact_when_selective_and_stay_correct_otherwise(
     data: tuple[npt.NDArray[np.float32], npt.NDArray[np.float32]], kind: str
@@ -225,6 +228,7 @@ def test_popcount_fallback_matches_numpy() -> None:
     assert (_popcount_table(values) == expected).all()
 
 
+@pytest.mark.slow
 def test_hnsw_skips_tombstones_and_rebuilds_after_many_removals(
     data: tuple[npt.NDArray[np.float32], npt.NDArray[np.float32]],
 ) -> None:
@@ -256,6 +260,7 @@ def test_hnsw_skips_tombstones_and_rebuilds_after_many_removals(
     assert float(np.mean(recalls)) >= 0.95
 
 
+@pytest.mark.slow
 def test_hnsw_filtered_walk_keeps_only_matching_rows(
     data: tuple[npt.NDArray[np.float32], npt.NDArray[np.float32]],
 ) -> None:

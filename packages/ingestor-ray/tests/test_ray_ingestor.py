@@ -40,7 +40,7 @@ from ragloom.testkit import FakeEmbeddingModel
 # gives it a name the workers cannot import).
 ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
 
-pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("ray_cluster")]
+pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.usefixtures("ray_cluster")]
 
 DIMENSION = 64
 WORDS = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu".split()  # noqa: SIM905
