@@ -1,7 +1,7 @@
-"""LangChain's VectorStoreIntegrationTests against ragloom's pgvector and Qdrant stores,
-through the same adapter, unchanged.
+"""LangChain's VectorStoreIntegrationTests against ragloom's pgvector, Qdrant and Milvus
+stores, through the same adapter, unchanged.
 
-Qdrant runs in qdrant-client's local mode (no server); pgvector
+Qdrant runs in qdrant-client's local mode and Milvus as Milvus Lite (no server); pgvector
 needs `bash scripts/services/pgvector.sh start` (127.0.0.1:55433, or RAGLOOM_PG_DSN) and
 fails, never skips, without it.
 """
@@ -20,8 +20,10 @@ from langchain_tests.integration_tests import VectorStoreIntegrationTests
 from langchain_tests.integration_tests.vectorstores import EMBEDDING_SIZE
 from psycopg import sql
 from psycopg_pool import ConnectionPool
+from pymilvus import MilvusClient  # type: ignore[import-untyped]
 
 from ragloom.langchain import RagloomVectorStore
+from ragloom.stores.milvus import MilvusEmbeddingStore
 from ragloom.stores.pgvector import PgVectorEmbeddingStore
 from ragloom.stores.qdrant import QdrantEmbeddingStore
 
@@ -55,6 +57,13 @@ def pg_pool() -> Iterator[ConnectionPool[Any]]:
     pool.close()
 
 
+@pytest.fixture(scope="module")
+def milvus_client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MilvusClient]:
+    client = MilvusClient(str(tmp_path_factory.mktemp("milvus") / "langchain.db"))
+    yield client
+    client.close()
+
+
 @pytest.mark.integration
 class TestPgVectorStoreAsLangChainVectorStore(VectorStoreIntegrationTests):
     pytestmark = ASYNC_SUITE
@@ -76,3 +85,18 @@ class TestQdrantStoreAsLangChainVectorStore(VectorStoreIntegrationTests):
         store = QdrantEmbeddingStore("langchain", location=":memory:", dimension=EMBEDDING_SIZE)
         yield RagloomVectorStore(store, self.get_embeddings())
         store.close()
+
+
+class TestMilvusStoreAsLangChainVectorStore(VectorStoreIntegrationTests):
+    pytestmark = ASYNC_SUITE
+
+    @pytest.fixture
+    def vectorstore(self, milvus_client: MilvusClient) -> Iterator[VectorStore]:
+        collection = f"lc_{uuid.uuid4().hex[:16]}"
+        with MilvusEmbeddingStore(
+            client=milvus_client, collection_name=collection, dimension=EMBEDDING_SIZE
+        ) as store:
+            yield RagloomVectorStore(store, self.get_embeddings())
+        for name in milvus_client.list_collections():
+            if name.startswith(collection):
+                milvus_client.drop_collection(name)
