@@ -2,13 +2,13 @@
 stores, through the same adapter, unchanged.
 
 Qdrant runs in qdrant-client's local mode and Milvus as Milvus Lite (no server); pgvector
-needs `bash scripts/services/pgvector.sh start` (127.0.0.1:55433, or RAGLOOM_PG_DSN) and
+needs `bash scripts/services/pgvector.sh start` (its port from scripts/services/env.sh,
+or RAGLOOM_PG_DSN) and
 fails, never skips, without it.
 """
 
 from __future__ import annotations
 
-import os
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -26,6 +26,7 @@ from ragloom.langchain import RagloomVectorStore
 from ragloom.stores.milvus import MilvusEmbeddingStore
 from ragloom.stores.pgvector import PgVectorEmbeddingStore
 from ragloom.stores.qdrant import QdrantEmbeddingStore
+from ragloom.testkit.servers import service_setting
 
 ASYNC_SUITE = [
     pytest.mark.asyncio,
@@ -33,10 +34,7 @@ ASYNC_SUITE = [
         "ignore:.*is marked with '@pytest.mark.asyncio':pytest.PytestWarning"
     ),
 ]
-PG_DSN = os.environ.get(
-    "RAGLOOM_PG_DSN",
-    f"postgresql://postgres@127.0.0.1:{os.environ.get('RAGLOOM_PG_PORT', '55433')}/postgres",
-)
+PG_DSN = service_setting("RAGLOOM_PG_DSN")  # pgvector.sh's server, or RAGLOOM_PG_DSN
 
 
 @pytest.fixture(scope="module")
