@@ -33,6 +33,7 @@ import asyncio
 import contextlib
 import threading
 import time
+import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import nullcontext
 from typing import Any, ClassVar, NamedTuple, Self, TypeVar
@@ -46,7 +47,12 @@ from ragloom.core.embedding import Embedding
 from ragloom.core.errors import EmbeddingStoreError, RagloomError
 from ragloom.core.filters import Filter
 from ragloom.core.metadata import MetadataValue
-from ragloom.core.stores.base import EmbeddingSearchRequest, EmbeddingSearchResult, EmbeddingStore
+from ragloom.core.stores.base import (
+    EmbeddingMatch,
+    EmbeddingSearchRequest,
+    EmbeddingSearchResult,
+    EmbeddingStore,
+)
 from ragloom.core.stores.metadata_types import (
     BatchKinds,
     batch_kinds,
@@ -56,16 +62,27 @@ from ragloom.core.stores.metadata_types import (
 from ragloom.core.stores.metadata_types import metadata_schema as metadata_schema_kinds
 from ragloom.core.stores.scores import exact_cosines, relevance_score
 from ragloom.core.stores.validation import (
+    check_filter,
     generate_ids,
     split_segments,
     validate_embeddings,
     validate_ids,
 )
 
-__all__ = ["Candidates", "NewEntries", "RemoteEmbeddingStore", "new_entries", "positive_int"]
+__all__ = [
+    "Candidates",
+    "Compiled",
+    "Matrix",
+    "NewEntries",
+    "RemoteEmbeddingStore",
+    "new_entries",
+    "positive_int",
+    "renamed_option",
+]
 
 T = TypeVar("T")
 Matrix = npt.NDArray[np.float32]
+"""Vectors, one a row (float32)."""
 Cosines = npt.NDArray[np.float64]
 
 
@@ -75,6 +92,19 @@ def positive_int(value: object, what: str, upper: int | None = None) -> int:
         limit = f" <= {upper}" if upper is not None else ""
         raise EmbeddingStoreError(f"{what} must be an int >= 1{limit}, got {value!r}")
     return value
+
+
+def renamed_option(value: T | None, name: str, old_value: T | None, old_name: str) -> T | None:
+    """The option ``name``, or its deprecated former name ``old_name`` (kept one release,
+    with a DeprecationWarning); giving both raises."""
+    if old_value is None:
+        return value
+    warnings.warn(
+        f"the option {old_name} is deprecated; use {name}", DeprecationWarning, stacklevel=3
+    )
+    if value is not None:
+        raise EmbeddingStoreError(f"give {name} or {old_name} (deprecated), not both")
+    return old_value
 
 
 class NewEntries(NamedTuple):
@@ -112,13 +142,23 @@ class Candidates(NamedTuple):
     """One answer of the server's nearest-neighbour search (see ``_nearest``)."""
 
     rows: list[Any]
-    """The candidates kept (a filter finished in Python may drop some)."""
+    """The candidates, nearest first, as the store reads them back."""
     vectors: Matrix
-    """The kept rows' vectors as added, one row each."""
-    returned: int
-    """How many candidates the server returned."""
+    """Their vectors as added, one row each."""
     last_score: float
-    """The server's cosine of the last (lowest) candidate returned."""
+    """The server's cosine of the last (lowest) candidate."""
+
+
+class Compiled(NamedTuple):
+    """A filter as the server takes it (what a store's ``_compile`` returns)."""
+
+    native: Any
+    """The server's form of the filter (None: every entry)."""
+    exact: bool = True
+    """Whether ``native`` selects exactly the filter's entries (else a superset: the filter
+    is finished in Python on what it selects)."""
+    empty: bool = False
+    """No entry can pass."""
 
 
 class RemoteEmbeddingStore(EmbeddingStore, AsyncAddMixin):
@@ -299,7 +339,7 @@ class RemoteEmbeddingStore(EmbeddingStore, AsyncAddMixin):
             return []
         batch = self._prepare(entries)
         self._ensure_collection(int(entries.vectors.shape[1]))
-        self._run(self._write(batch))
+        self._run(self._write(entries, batch))
         return entries.ids
 
     async def aadd_all(
@@ -316,7 +356,7 @@ class RemoteEmbeddingStore(EmbeddingStore, AsyncAddMixin):
         batch = self._prepare(entries)
         if self._dimension is None:  # creating the collection: the sync client does it
             await asyncio.to_thread(self._ensure_collection, int(entries.vectors.shape[1]))
-        await self._arun(self._write(batch))
+        await self._arun(self._write(entries, batch))
         return entries.ids
 
     def search(self, request: EmbeddingSearchRequest) -> EmbeddingSearchResult:
@@ -345,18 +385,9 @@ class RemoteEmbeddingStore(EmbeddingStore, AsyncAddMixin):
         """Create the collection on the first write (or adopt one made meanwhile)."""
         raise NotImplementedError
 
-    def _write(self, batch: Any) -> Steps[None]:
-        """Write a prepared batch."""
-        raise NotImplementedError
-        yield  # pragma: no cover - makes this a generator
-
-    def _search(self, request: EmbeddingSearchRequest) -> Steps[EmbeddingSearchResult]:
-        """A search (see :meth:`_nearest` and :meth:`_ranked`)."""
-        raise NotImplementedError
-        yield  # pragma: no cover - makes this a generator
-
-    def _remove(self, ids: Iterable[str] | None, filter: Filter | None) -> Steps[None]:
-        """A removal by ids, by filter or of everything."""
+    def _write(self, entries: NewEntries, batch: Any) -> Steps[None]:
+        """Write a checked batch (``batch``: what :meth:`_prepare` made of it); start with
+        :meth:`_check_kinds`."""
         raise NotImplementedError
         yield  # pragma: no cover - makes this a generator
 
@@ -389,19 +420,59 @@ class RemoteEmbeddingStore(EmbeddingStore, AsyncAddMixin):
 
     # ------------------------------------------------------------------ search
 
+    def _search(self, request: EmbeddingSearchRequest) -> Steps[EmbeddingSearchResult]:
+        """The best ``max_results`` entries passing the filter: from the server's index
+        (:meth:`_nearest`) when it can answer exactly, else from a scan; exact scores."""
+        query = self._checked_query(request)
+        condition = request.filter
+        compiled = Compiled(None) if condition is None else (yield from self._compile(condition))
+        if self._dimension is None or compiled.empty:
+            return EmbeddingSearchResult([])
+        k, cap = request.max_results, self._ann_limit
+        if np.any(query) and (cap is None or (compiled.exact and k <= cap // 4)):
+            fetch = self._fetch(query, compiled, request.min_score)
+            unfinished = None if compiled.exact else condition
+            rows, cosines = yield from self._nearest(query, k, request.min_score, fetch, unfinished)
+        else:  # a zero query (all ties), a filter finished in Python, or a huge k
+            rows = yield from self._scan(compiled.native)
+            if condition is not None and not compiled.exact:
+                rows = [row for row in rows if self._passes(condition, row)]
+            cosines = self._cosines(self._vectors(rows) if rows else None, query)
+        seqs = [self._seq(row) for row in rows]
+        ranked = self._ranked(cosines, seqs, k, request.min_score)
+        return EmbeddingSearchResult([self._match(rows[i], score) for i, score in ranked])
+
+    def _checked_query(self, request: EmbeddingSearchRequest) -> Matrix:
+        """The query vector, checked against the collection's dimension."""
+        if not isinstance(request, EmbeddingSearchRequest):
+            raise EmbeddingStoreError(
+                f"search takes an EmbeddingSearchRequest, got {type(request).__name__}"
+            )
+        query = np.asarray(request.query_embedding.vector, dtype=np.float32)
+        if self._dimension is not None and query.shape != (self._dimension,):
+            raise EmbeddingStoreError(
+                f"query embedding has dimension {query.size}, but {self._label} "
+                f"{self._collection!r} holds vectors of dimension {self._dimension}"
+            )
+        if not np.all(np.isfinite(query)):
+            raise EmbeddingStoreError("query embedding has non-finite values")
+        return query
+
     def _nearest(
         self,
         query: Matrix,
         k: int,
         min_score: float,
         fetch: Callable[[int], Steps[Candidates]],
+        condition: Filter | None = None,
     ) -> Steps[tuple[list[Any], Cosines]]:
-        """Candidates from the server's index and their exact cosines: enough that none
-        left out could tie or beat the k-th after exact rescoring (or pass ``min_score``).
+        """Candidates from the server's index (those passing ``condition`` when given) and
+        their exact cosines: enough that none left out could tie or beat the k-th after
+        exact rescoring (or pass ``min_score``).
 
         ``fetch(limit)`` asks the server for the ``limit`` nearest; while the k-th exact
         cosine does not beat the server's last score (plus :attr:`_ann_slack`), the limit
-        grows fourfold.
+        grows fourfold (up to :attr:`_ann_limit`).
         """
         min_cosine = 2.0 * min_score - 1.0
         cap = self._ann_limit
@@ -410,16 +481,23 @@ class RemoteEmbeddingStore(EmbeddingStore, AsyncAddMixin):
             if cap is not None:
                 limit = min(cap, limit)
             found = yield from fetch(limit)
-            cosines = (
-                exact_cosines(found.vectors, query) if found.rows else np.zeros(0, dtype=np.float64)
-            )
-            if found.returned < limit or limit == cap:  # every candidate seen
-                return found.rows, cosines
+            rows, vectors = found.rows, found.vectors
+            if condition is not None:
+                kept = [i for i, row in enumerate(rows) if self._passes(condition, row)]
+                rows, vectors = [rows[i] for i in kept], vectors[kept]
+            cosines = self._cosines(vectors if rows else None, query)
+            if len(found.rows) < limit or limit == cap:  # every candidate seen
+                return rows, cosines
             reachable = found.last_score + self._ann_slack  # no unseen entry scores above
             best = np.sort(cosines)[::-1]
             if (len(best) >= k and best[k - 1] > reachable) or min_cosine > reachable:
-                return found.rows, cosines
+                return rows, cosines
             limit *= 4
+
+    @staticmethod
+    def _cosines(vectors: Matrix | None, query: Matrix) -> Cosines:
+        """The exact cosines of ``vectors`` (None: no rows) with the query."""
+        return np.zeros(0, dtype=np.float64) if vectors is None else exact_cosines(vectors, query)
 
     @staticmethod
     def _ranked(
@@ -433,3 +511,83 @@ class RemoteEmbeddingStore(EmbeddingStore, AsyncAddMixin):
             if scores[i] < min_score:
                 return
             yield i, float(scores[i])
+
+    # ------------------------------------------------------------------ removal
+
+    def _remove(self, ids: Iterable[str] | None, filter: Filter | None) -> Steps[None]:
+        """Remove ``ids``, the entries passing ``filter`` or (neither) every entry."""
+        if ids is not None and filter is not None:
+            raise EmbeddingStoreError("remove_all takes ids or a filter, not both")
+        if ids is not None:
+            keys = self._keys(validate_ids(ids, unique=False))
+            if keys and self._dimension is not None:
+                yield from self._delete_keys(keys)
+            return
+        compiled = None if filter is None else (yield from self._compile(check_filter(filter)))
+        if self._dimension is None or (compiled is not None and compiled.empty):
+            return
+        if compiled is None or compiled.exact:
+            yield from self._delete_where(None if compiled is None else compiled.native)
+            return
+        assert filter is not None
+        rows = yield from self._scan(compiled.native)
+        keys = [self._key(row) for row in rows if self._passes(filter, row)]
+        if keys:
+            yield from self._delete_keys(keys)
+
+    # ------------------------------------------------------------------ the client's part
+
+    def _compile(self, condition: Filter) -> Steps[Compiled]:
+        """``condition`` in the server's terms; raises InvalidFilterError (as in memory)
+        if the collection holds a value of a type the filter cannot compare."""
+        raise NotImplementedError
+        yield  # pragma: no cover - makes this a generator
+
+    def _fetch(
+        self, query: Matrix, compiled: Compiled, min_score: float
+    ) -> Callable[[int], Steps[Candidates]]:
+        """How to ask the server for the ``limit`` nearest entries passing ``compiled``."""
+        raise NotImplementedError
+
+    def _scan(self, native: Any) -> Steps[list[Any]]:
+        """Every entry the server's filter ``native`` selects (None: every entry)."""
+        raise NotImplementedError
+        yield  # pragma: no cover - makes this a generator
+
+    def _passes(self, condition: Filter, row: Any) -> bool:
+        """Whether a row read back passes ``condition`` (a filter finished in Python)."""
+        return condition.test(self._row_metadata(row))
+
+    def _row_metadata(self, row: Any) -> dict[str, MetadataValue]:
+        """The metadata of a row read back."""
+        raise NotImplementedError
+
+    def _vectors(self, rows: list[Any]) -> Matrix:
+        """The vectors as added of rows read back, one row each."""
+        raise NotImplementedError
+
+    def _seq(self, row: Any) -> int:
+        """The insertion sequence of a row read back."""
+        raise NotImplementedError
+
+    def _match(self, row: Any, score: float) -> EmbeddingMatch:
+        """A search result of a row read back."""
+        raise NotImplementedError
+
+    def _keys(self, ids: list[str]) -> list[Any]:
+        """The server's keys of entry ids (that could be stored)."""
+        return list(ids)
+
+    def _key(self, row: Any) -> Any:
+        """The server's key of a row read back."""
+        raise NotImplementedError
+
+    def _delete_keys(self, keys: list[Any]) -> Steps[None]:
+        """Delete the entries with these keys."""
+        raise NotImplementedError
+        yield  # pragma: no cover - makes this a generator
+
+    def _delete_where(self, native: Any) -> Steps[None]:
+        """Delete the entries the server's filter ``native`` selects (None: every entry)."""
+        raise NotImplementedError
+        yield  # pragma: no cover - makes this a generator

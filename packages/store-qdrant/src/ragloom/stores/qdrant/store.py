@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import os
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -34,19 +34,16 @@ from ragloom.core.filter_values import BOOL, NUMBER, STR, UUID
 from ragloom.core.filters import Filter
 from ragloom.core.kit.remote_store import (
     Candidates,
+    Compiled,
     NewEntries,
     RemoteEmbeddingStore,
     positive_int,
 )
 from ragloom.core.metadata import MetadataValue
-from ragloom.core.stores import EmbeddingMatch, EmbeddingSearchRequest, EmbeddingSearchResult
-from ragloom.core.stores.metadata_types import BatchKinds
-from ragloom.core.stores.validation import check_filter, validate_ids
+from ragloom.core.stores import EmbeddingMatch
 from ragloom.stores.qdrant import _journal
 from ragloom.stores.qdrant._connect import collection_name, connect
 from ragloom.stores.qdrant._filters import (
-    CompiledFilter,
-    Native,
     check_types,
     compile_filter,
 )
@@ -69,13 +66,11 @@ _PAGE = 1000  # points per scroll page
 
 
 class _Batch(NamedTuple):
-    """A validated ``add_all`` batch, ready to write."""
+    """The points of a checked ``add_all`` batch."""
 
-    ids: list[str]
     pids: list[str]
     vectors: Matrix
     payloads: list[dict[str, Any]]
-    kinds: BatchKinds
 
 
 class _Row(NamedTuple):
@@ -291,15 +286,15 @@ class QdrantEmbeddingStore(RemoteEmbeddingStore):
             for i, entry_id in enumerate(entries.ids)
         ]
         pids = [point_id(entry_id) for entry_id in entries.ids]
-        return _Batch(entries.ids, pids, entries.vectors, payloads, entries.kinds)
+        return _Batch(pids, entries.vectors, payloads)
 
     def _ensure_collection(self, dimension: int) -> None:
         with self._guard():
             if self._dimension is None:
                 self._create_collection(dimension)
 
-    def _write(self, batch: _Batch) -> Steps[None]:
-        yield from self._check_kinds(batch.kinds)
+    def _write(self, entries: NewEntries, batch: _Batch) -> Steps[None]:
+        yield from self._check_kinds(entries.kinds)
         if self._journal is None:
             existing = yield from self._existing_seqs(batch.pids)
             yield from self._upsert(batch, existing)
@@ -379,7 +374,7 @@ class QdrantEmbeddingStore(RemoteEmbeddingStore):
         if pending is None:
             return
         pids, prior = pending
-        yield from self._delete_points(pids)
+        yield from self._delete_keys(pids)
         for start in range(0, len(prior), self._batch_size):
             points = [
                 models.PointStruct(**point) for point in prior[start : start + self._batch_size]
@@ -412,65 +407,42 @@ class QdrantEmbeddingStore(RemoteEmbeddingStore):
 
     # ------------------------------------------------------------------ searching
 
-    def _search(self, request: EmbeddingSearchRequest) -> Steps[EmbeddingSearchResult]:
-        compiled = None if request.filter is None else compile_filter(request.filter)
-        query = np.asarray(request.query_embedding.vector, dtype=np.float32)
-        if self._dimension is None:
-            return EmbeddingSearchResult([])
-        if query.shape != (self._dimension,):
-            raise EmbeddingStoreError(
-                f"query embedding has dimension {query.size}, but collection "
-                f"{self._collection!r} holds vectors of dimension {self._dimension}"
+    def _compile(self, condition: Filter) -> Steps[Compiled]:
+        compiled = compile_filter(condition)
+        if self._dimension is not None:  # raises if a stored value's type cannot meet the filter's
+            yield from check_types(compiled, self._collection)
+        return Compiled(compiled.native.filter, compiled.native.exact)
+
+    def _fetch(
+        self, query: Matrix, compiled: Compiled, min_score: float
+    ) -> Callable[[int], Steps[Candidates]]:
+        threshold = 2.0 * min_score - 1.0 - self._ann_slack if min_score > 0 else None
+
+        def fetch(limit: int) -> Steps[Candidates]:
+            result = yield ClientCall.of(
+                "searching",
+                "query_points",
+                self._collection,
+                query=query.tolist(),
+                limit=limit,
+                query_filter=compiled.native,
+                search_params=None if self._local else self._search_params,
+                score_threshold=threshold,
+                with_payload=_RESULT_FIELDS,
+                with_vectors=False,
             )
-        if not np.all(np.isfinite(query)):
-            raise EmbeddingStoreError("query embedding has non-finite values")
-        native = Native(None, exact=True)
-        if compiled is not None:
-            yield from self._probe(compiled)
-            native = compiled.native
-        k, condition = request.max_results, request.filter
-        if not np.any(query):  # cosine 0 with everything: insertion order decides
-            rows = yield from self._scan(native, condition)
-            cosines = np.zeros(len(rows), dtype=np.float64)
-        else:
-            min_score = request.min_score
-            threshold = 2.0 * min_score - 1.0 - self._ann_slack if min_score > 0 else None
+            points = result.points
+            rows = self._rows(points)
+            return Candidates(rows, self._vectors(rows), points[-1].score if points else 0.0)
 
-            def fetch(limit: int) -> Steps[Candidates]:
-                result = yield ClientCall.of(
-                    "searching",
-                    "query_points",
-                    self._collection,
-                    query=query.tolist(),
-                    limit=limit,
-                    query_filter=native.filter,
-                    search_params=None if self._local else self._search_params,
-                    score_threshold=threshold,
-                    with_payload=_RESULT_FIELDS,
-                    with_vectors=False,
-                )
-                points = result.points
-                rows = self._rows(points, native, condition)
-                last = points[-1].score if points else 0.0
-                return Candidates(rows, self._vectors(rows), len(points), last)
+        return fetch
 
-            rows, cosines = yield from self._nearest(query, k, min_score, fetch)
-        ranked = self._ranked(cosines, [row.seq for row in rows], k, request.min_score)
-        return EmbeddingSearchResult([self._match(rows[i], score) for i, score in ranked])
+    def _scan(self, native: models.Filter | None) -> Steps[list[_Row]]:
+        return self._rows((yield from self._scroll(native, _RESULT_FIELDS)))
 
     @staticmethod
-    def _rows(
-        points: Iterable[models.ScoredPoint | models.Record],
-        native: Native,
-        condition: Filter | None,
-    ) -> list[_Row]:
-        """The points read back that pass the filter (checked here where Qdrant's is not exact)."""
-        return [
-            _Row(str(p.id), int(p.payload["seq"]), p.payload)
-            for p in points
-            if p.payload is not None
-            and (native.exact or condition is None or condition.test(decode_meta(p.payload)))
-        ]
+    def _rows(points: Iterable[models.ScoredPoint | models.Record]) -> list[_Row]:
+        return [_Row(str(p.id), int(p.payload["seq"]), p.payload) for p in points if p.payload]
 
     def _vectors(self, rows: list[_Row]) -> Matrix:
         assert self._dimension is not None
@@ -478,10 +450,19 @@ class QdrantEmbeddingStore(RemoteEmbeddingStore):
             return np.zeros((0, self._dimension), dtype=np.float32)
         return np.stack([decode_vector(row.payload, self._dimension) for row in rows])
 
-    def _scan(self, native: Native, condition: Filter | None) -> Steps[list[_Row]]:
-        """Every point passing the filter (a zero query scores all alike)."""
-        records = yield from self._scroll(native.filter, _RESULT_FIELDS)
-        return self._rows(records, native, condition)
+    def _row_metadata(self, row: _Row) -> dict[str, MetadataValue]:
+        return decode_meta(row.payload)
+
+    def _seq(self, row: _Row) -> int:
+        return row.seq
+
+    def _match(self, row: _Row, score: float) -> EmbeddingMatch:
+        assert self._dimension is not None
+        payload = row.payload
+        text = payload.get("text")
+        segment = None if text is None else TextSegment(text, decode_meta(payload))
+        vector = decode_vector(payload, self._dimension)
+        return EmbeddingMatch(score, str(payload["rid"]), Embedding(vector), segment)
 
     def _scroll(
         self, condition: models.Filter | None, fields: list[str]
@@ -504,47 +485,15 @@ class QdrantEmbeddingStore(RemoteEmbeddingStore):
             if offset is None:
                 return found
 
-    def _match(self, row: _Row, score: float) -> EmbeddingMatch:
-        assert self._dimension is not None
-        payload = row.payload
-        text = payload.get("text")
-        segment = None if text is None else TextSegment(text, decode_meta(payload))
-        vector = decode_vector(payload, self._dimension)
-        return EmbeddingMatch(score, str(payload["rid"]), Embedding(vector), segment)
-
-    def _probe(self, compiled: CompiledFilter) -> Steps[None]:
-        """Raise InvalidFilterError if a stored value's type cannot meet the filter's."""
-        if self._dimension is not None:
-            yield from check_types(compiled, self._collection)
-
     # ------------------------------------------------------------------ removing
 
-    def _remove(self, ids: Iterable[str] | None, filter: Filter | None) -> Steps[None]:
-        if ids is not None and filter is not None:
-            raise EmbeddingStoreError("remove_all takes ids or a filter, not both")
-        if ids is not None:
-            id_list = validate_ids(ids, unique=False)
-            if id_list and self._dimension is not None:
-                yield from self._delete_points([point_id(entry_id) for entry_id in id_list])
-            return
-        compiled = None if filter is None else compile_filter(check_filter(filter))
-        if self._dimension is None:
-            return
-        if compiled is None:
-            yield self._delete_matching(models.Filter())
-            return
-        yield from self._probe(compiled)
-        native = compiled.native
-        if native.exact:
-            yield self._delete_matching(native.filter or models.Filter())
-            return
-        assert filter is not None
-        records = yield from self._scroll(native.filter, ["meta"])
-        yield from self._delete_points(
-            [str(r.id) for r in records if filter.test(decode_meta(r.payload or {}))]
-        )
+    def _keys(self, ids: list[str]) -> list[str]:
+        return [point_id(entry_id) for entry_id in ids]
 
-    def _delete_points(self, pids: list[str]) -> Steps[None]:
+    def _key(self, row: _Row) -> str:
+        return row.pid
+
+    def _delete_keys(self, pids: list[str]) -> Steps[None]:
         for start in range(0, len(pids), self._batch_size):
             chunk: list[models.ExtendedPointId] = list(pids[start : start + self._batch_size])
             yield ClientCall.of(
@@ -555,12 +504,12 @@ class QdrantEmbeddingStore(RemoteEmbeddingStore):
                 wait=True,
             )
 
-    def _delete_matching(self, condition: models.Filter) -> ClientCall:
-        return ClientCall.of(
+    def _delete_where(self, native: models.Filter | None) -> Steps[None]:
+        yield ClientCall.of(
             "deleting points",
             "delete",
             self._collection,
-            points_selector=models.FilterSelector(filter=condition),
+            points_selector=models.FilterSelector(filter=native or models.Filter()),
             wait=True,
         )
 
