@@ -350,6 +350,19 @@ def test_settings_are_validated_at_the_edge(kwargs: dict[str, object], message: 
         MilvusEmbeddingStore(**kwargs)  # type: ignore[arg-type]
 
 
+def test_collection_name_is_a_deprecated_alias_of_collection(
+    milvus_client: MilvusClient, collection_name: str
+) -> None:
+    with pytest.warns(DeprecationWarning, match="collection_name is deprecated"):
+        store = MilvusEmbeddingStore(client=milvus_client, collection_name=collection_name)
+    assert store.collection == collection_name
+    with pytest.warns(DeprecationWarning, match="collection_name is deprecated"):
+        assert store.collection_name == collection_name
+    deprecated = pytest.warns(DeprecationWarning, match="collection_name is deprecated")
+    with pytest.raises(EmbeddingStoreError, match="not both"), deprecated:
+        MilvusEmbeddingStore(client=milvus_client, collection="a", collection_name="b")
+
+
 def test_an_unreachable_server_is_a_clear_error() -> None:
     with pytest.raises(EmbeddingStoreError, match="127.0.0.1:1"):
         MilvusEmbeddingStore("http://127.0.0.1:1", "c", dimension=4, timeout=2)

@@ -117,3 +117,11 @@ def render_template(expr: Expr) -> tuple[str, dict[str, Any]]:
 def render_literal(expr: Expr) -> str:
     """The expression text with every parameter written as a literal (Milvus Lite)."""
     return "".join(literal(part.value) if isinstance(part, Param) else part for part in expr)
+
+
+def filter_arguments(expr: Expr, templates: bool) -> dict[str, Any]:
+    """The ``filter`` (and, with ``templates``, ``filter_params``) arguments of a call."""
+    if templates:
+        text, params = render_template(expr)
+        return {"filter": text, "filter_params": params} if params else {"filter": text}
+    return {"filter": render_literal(expr)}

@@ -69,7 +69,7 @@ class MilvusHybridContentRetriever:
             )
         if not store.full_text:
             raise EmbeddingStoreError(
-                f"Milvus collection {store.collection_name!r} has no BM25 keyword index: "
+                f"Milvus collection {store.collection!r} has no BM25 keyword index: "
                 "create the store with MilvusEmbeddingStore(..., full_text=True) (for an "
                 "existing dense-only collection, a new collection_name) to search it hybridly"
             )
@@ -92,7 +92,7 @@ class MilvusHybridContentRetriever:
 
     def __repr__(self) -> str:
         return (
-            f"MilvusHybridContentRetriever(collection_name={self.store.collection_name!r}, "
+            f"MilvusHybridContentRetriever(collection_name={self.store.collection!r}, "
             f"max_results={self.max_results}, candidates={self.candidates}, k={self.k})"
         )
 
@@ -128,7 +128,7 @@ class MilvusHybridContentRetriever:
         dense = self.embedding_model.embed(query.text).embedding.vector
         if dense.shape[0] != store.dimension:
             raise EmbeddingStoreError(
-                f"Milvus collection {store.collection_name!r} has dimension {store.dimension}, "
+                f"Milvus collection {store.collection!r} has dimension {store.dimension}, "
                 f"the embedding model gives {dense.shape[0]}"
             )
         where: dict[str, Any] = {}
@@ -150,7 +150,7 @@ class MilvusHybridContentRetriever:
         found = store._call(
             "hybrid search",
             store.client.hybrid_search,
-            store.collection_name,
+            store.collection,
             requests,
             RRFRanker(self.k),
             limit=self.max_results,
