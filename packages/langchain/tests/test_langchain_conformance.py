@@ -5,8 +5,21 @@ from __future__ import annotations
 import pytest
 from langchain_core.language_models.fake_chat_models import FakeListChatModel
 
-from ragloom.langchain import LangChainChatModel, LangChainEmbeddingModel, RagloomEmbeddings
-from ragloom.testkit import ChatModelSuite, EmbeddingModelSuite, FakeEmbeddingModel
+from ragloom.core.document import Document
+from ragloom.core.stores.in_memory import InMemoryEmbeddingStore
+from ragloom.langchain import (
+    LangChainChatModel,
+    LangChainContentRetriever,
+    LangChainEmbeddingModel,
+    RagloomEmbeddings,
+    RagloomVectorStore,
+)
+from ragloom.testkit import (
+    ChatModelSuite,
+    ContentRetrieverSuite,
+    EmbeddingModelSuite,
+    FakeEmbeddingModel,
+)
 
 
 class TestLangChainEmbeddingModelConformance(EmbeddingModelSuite):
@@ -21,3 +34,14 @@ class TestLangChainChatModelConformance(ChatModelSuite):
     @pytest.fixture
     def model(self) -> LangChainChatModel:
         return LangChainChatModel(FakeListChatModel(responses=["Hello Ada, nice to meet you."]))
+
+
+class TestLangChainContentRetrieverConformance(ContentRetrieverSuite):
+    @pytest.fixture
+    def retriever(self, corpus: list[Document]) -> LangChainContentRetriever:
+        # A plain LangChain VectorStoreRetriever (as_retriever), here over the adapter.
+        vectorstore = RagloomVectorStore(
+            InMemoryEmbeddingStore(), RagloomEmbeddings(FakeEmbeddingModel())
+        )
+        vectorstore.add_texts([d.text for d in corpus], [d.metadata.to_dict() for d in corpus])
+        return LangChainContentRetriever(vectorstore.as_retriever(search_kwargs={"k": 5}))

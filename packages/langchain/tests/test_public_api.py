@@ -10,6 +10,7 @@ def test_public_api() -> None:
         [
             "FilterLike",
             "LangChainChatModel",
+            "LangChainContentRetriever",
             "LangChainDocumentLoader",
             "LangChainEmbeddingModel",
             "RagloomEmbeddings",

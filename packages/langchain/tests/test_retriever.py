@@ -11,11 +11,13 @@ from langchain_core.output_parsers import StrOutputParser
 from langchain_core.prompts import ChatPromptTemplate
 from langchain_core.runnables import RunnablePassthrough
 
+from ragloom.core.content import Content
 from ragloom.core.document import TextSegment
-from ragloom.core.errors import InvalidArgumentError
+from ragloom.core.errors import InvalidArgumentError, RetrievalError
+from ragloom.core.query import Query
 from ragloom.core.retrievers.embedding_store import EmbeddingStoreContentRetriever
 from ragloom.core.stores.in_memory import InMemoryEmbeddingStore
-from ragloom.langchain import RagloomRetriever
+from ragloom.langchain import LangChainContentRetriever, RagloomRetriever
 from ragloom.testkit import FakeEmbeddingModel
 
 TEXTS = [
@@ -78,3 +80,26 @@ def test_a_ragloom_retriever_runs_inside_a_langchain_chain(
     )
     answer = chain.invoke("how does hybrid retrieval fuse rankings?")
     assert answer == (f"Context:\n{TEXTS[2]}\n\nQuestion: how does hybrid retrieval fuse rankings?")
+
+
+def test_a_langchain_retriever_serves_ragloom(
+    ragloom_retriever: EmbeddingStoreContentRetriever,
+) -> None:
+    langchain_side = RagloomRetriever(retriever=ragloom_retriever)
+    back = LangChainContentRetriever(langchain_side)
+    [first, *_] = back.retrieve(Query("hybrid keyword rankings"))
+    assert (first.text, first.text_segment.metadata["n"], first.metadata) == (
+        TEXTS[2],
+        2,
+        {"segment_id": "s2"},
+    )
+    assert [c.text for c in asyncio.run(back.aretrieve(Query("ingestor")))] == [
+        c.text for c in back.retrieve(Query("ingestor"))
+    ]
+    with pytest.raises(RetrievalError, match="RagloomRetriever.invoke failed"):
+        LangChainContentRetriever(RagloomRetriever(retriever=_Failing())).retrieve(Query("x"))
+
+
+class _Failing:
+    def retrieve(self, query: Query) -> list[Content]:
+        raise ConnectionError("index offline")

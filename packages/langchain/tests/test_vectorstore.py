@@ -204,12 +204,15 @@ def test_bad_input_is_refused_and_leaves_the_store_unchanged(
     assert len(vectorstore.similarity_search("cat", k=10)) == len(TEXTS)
 
 
-def test_from_texts_builds_an_in_memory_store(model: FakeEmbeddingModel) -> None:
+def test_from_texts_fills_the_store_given(model: FakeEmbeddingModel) -> None:
+    store = InMemoryEmbeddingStore()
     vectorstore = RagloomVectorStore.from_texts(
-        ["alpha beta", "gamma delta"], RagloomEmbeddings(model), ids=["a", "b"]
+        ["alpha beta", "gamma delta"], RagloomEmbeddings(model), ids=["a", "b"], store=store
     )
-    assert isinstance(vectorstore.store, InMemoryEmbeddingStore)
+    assert vectorstore.store is store
     assert _ids(vectorstore.similarity_search("gamma", k=1)) == ["b"]
+    with pytest.raises(InvalidArgumentError, match="from_texts needs store="):
+        RagloomVectorStore.from_texts(["alpha"], RagloomEmbeddings(model))
 
 
 def test_entries_added_by_ragloom_are_searchable(model: FakeEmbeddingModel) -> None:

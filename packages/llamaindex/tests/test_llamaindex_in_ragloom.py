@@ -8,25 +8,26 @@ from pathlib import Path
 
 import pytest
 from llama_index.core import Document as LiDocument
-from llama_index.core import SimpleDirectoryReader
+from llama_index.core import SimpleDirectoryReader, VectorStoreIndex
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.llms import MockLLM
 from llama_index.core.query_engine import RetrieverQueryEngine
 from llama_index.core.readers.base import BaseReader
 
-from ragloom.core.document import TextSegment
-from ragloom.core.errors import DocumentLoadError, EmbeddingModelError
+from ragloom.core.document import Document, TextSegment
+from ragloom.core.errors import DocumentLoadError, EmbeddingModelError, RetrievalError
 from ragloom.core.ingestor import EmbeddingStoreIngestor
 from ragloom.core.query import Query
 from ragloom.core.retrievers.embedding_store import EmbeddingStoreContentRetriever
 from ragloom.core.stores.in_memory import InMemoryEmbeddingStore
 from ragloom.llamaindex import (
+    LlamaIndexContentRetriever,
     LlamaIndexDocumentLoader,
     LlamaIndexEmbeddingModel,
     RagloomEmbedding,
     RagloomRetriever,
 )
-from ragloom.testkit import EmbeddingModelSuite, FakeEmbeddingModel
+from ragloom.testkit import ContentRetrieverSuite, EmbeddingModelSuite, FakeEmbeddingModel
 
 
 class TestLlamaIndexEmbeddingModelConformance(EmbeddingModelSuite):
@@ -35,6 +36,39 @@ class TestLlamaIndexEmbeddingModelConformance(EmbeddingModelSuite):
         # LlamaIndex's MockEmbedding gives one constant vector, so "related texts are
         # closer" needs a real model: the testkit's, through both adapters.
         return LlamaIndexEmbeddingModel(RagloomEmbedding(FakeEmbeddingModel()))
+
+
+class TestLlamaIndexContentRetrieverConformance(ContentRetrieverSuite):
+    @pytest.fixture
+    def retriever(self, corpus: list[Document]) -> LlamaIndexContentRetriever:
+        # LlamaIndex's own stack: a VectorStoreIndex on its SimpleVectorStore.
+        index = VectorStoreIndex.from_documents(
+            [LiDocument(text=d.text, metadata=d.metadata.to_dict()) for d in corpus],
+            embed_model=RagloomEmbedding(FakeEmbeddingModel()),
+        )
+        return LlamaIndexContentRetriever(index.as_retriever(similarity_top_k=5))
+
+
+def test_llamaindex_retriever_contents_and_errors() -> None:
+    index = VectorStoreIndex.from_documents(
+        [LiDocument(text="Paris is in France.", metadata={"country": "fr", "tags": ["eu"]})],
+        embed_model=RagloomEmbedding(FakeEmbeddingModel()),
+    )
+    retriever = LlamaIndexContentRetriever(index.as_retriever(similarity_top_k=1))
+    [content] = retriever.retrieve(Query("France"))
+    assert content.text == "Paris is in France."
+    assert content.text_segment.metadata.to_dict() == {"country": "fr", "tags": '["eu"]'}
+    assert content.score is not None
+    assert content.metadata["segment_id"]
+    assert asyncio.run(retriever.aretrieve(Query("France")))[0].text == content.text
+    broken = LlamaIndexContentRetriever(RagloomRetriever(_Failing()))
+    with pytest.raises(RetrievalError, match="RagloomRetriever.retrieve failed: index offline"):
+        broken.retrieve(Query("x"))
+
+
+class _Failing:
+    def retrieve(self, query: Query) -> list[object]:
+        raise ConnectionError("index offline")
 
 
 @pytest.fixture

@@ -8,6 +8,7 @@ def test_public_api() -> None:
     check_public_api(
         ragloom.llamaindex,
         [
+            "LlamaIndexContentRetriever",
             "LlamaIndexDocumentLoader",
             "LlamaIndexEmbeddingModel",
             "RagloomEmbedding",

@@ -4,7 +4,8 @@ ragloom in LangChain: :class:`RagloomVectorStore` (any ragloom store as a ``Vect
 :class:`RagloomRetriever` (any ragloom retriever as a ``BaseRetriever``) and
 :class:`RagloomEmbeddings` (a ragloom model as ``Embeddings``).
 
-LangChain in ragloom: :class:`LangChainDocumentLoader` (a ``BaseLoader``),
+LangChain in ragloom: :class:`LangChainContentRetriever` (a ``BaseRetriever``),
+:class:`LangChainDocumentLoader` (a ``BaseLoader``),
 :class:`LangChainEmbeddingModel` (``Embeddings``) and :class:`LangChainChatModel` (a chat
 model, streaming included).
 """
@@ -13,12 +14,13 @@ from ragloom.langchain.chat import LangChainChatModel
 from ragloom.langchain.embeddings import LangChainEmbeddingModel, RagloomEmbeddings
 from ragloom.langchain.filters import FilterLike, to_ragloom_filter
 from ragloom.langchain.loader import LangChainDocumentLoader, to_ragloom_document
-from ragloom.langchain.retriever import RagloomRetriever
+from ragloom.langchain.retriever import LangChainContentRetriever, RagloomRetriever
 from ragloom.langchain.vectorstore import RagloomVectorStore
 
 __all__ = [
     "FilterLike",
     "LangChainChatModel",
+    "LangChainContentRetriever",
     "LangChainDocumentLoader",
     "LangChainEmbeddingModel",
     "RagloomEmbeddings",

@@ -1,4 +1,5 @@
-"""RagloomRetriever: any ragloom ContentRetriever (hybrid included) as a LangChain retriever."""
+"""Retrievers both ways: any ragloom ContentRetriever (hybrid included) as a LangChain
+retriever, and any LangChain retriever as a ragloom ContentRetriever."""
 
 from __future__ import annotations
 
@@ -13,13 +14,20 @@ from langchain_core.retrievers import BaseRetriever
 from pydantic import ConfigDict, Field
 
 from ragloom.core import aio
-from ragloom.core.content import Content
-from ragloom.core.errors import InvalidArgumentError
+from ragloom.core.content import SEGMENT_ID, Content
+from ragloom.core.document import TextSegment
+from ragloom.core.errors import (
+    InvalidArgumentError,
+    InvalidArgumentTypeError,
+    RagloomError,
+    RetrievalError,
+)
 from ragloom.core.query import Query
 from ragloom.core.retrievers.base import ContentRetriever
 from ragloom.langchain._documents import content_to_document
+from ragloom.langchain.loader import to_ragloom_document
 
-__all__ = ["RagloomRetriever"]
+__all__ = ["LangChainContentRetriever", "RagloomRetriever"]
 
 
 class RagloomRetriever(BaseRetriever):
@@ -71,3 +79,51 @@ def _check_k(k: int | None) -> int | None:
     if k is not None and (type(k) is not int or k < 1):
         raise InvalidArgumentError(f"k must be a positive int or None, got {k!r}")
     return k
+
+
+class LangChainContentRetriever:
+    """A LangChain ``BaseRetriever`` as a ragloom ``ContentRetriever``, so that a LangChain
+    retriever (a vector database's, a web search's, a self-query one) serves a ragloom
+    pipeline, alone or fused in a ``HybridContentRetriever``.
+
+    Documents keep their order (LangChain gives no scores); metadata is converted as the
+    loader converts it, and the document's ``id`` is the content's ``segment_id``.
+    Failures of the wrapped retriever are :class:`RetrievalError` naming it.
+    """
+
+    def __init__(self, retriever: BaseRetriever) -> None:
+        if not isinstance(retriever, BaseRetriever):
+            raise InvalidArgumentTypeError(
+                f"retriever must be a LangChain BaseRetriever, got {type(retriever).__name__}"
+            )
+        self.retriever = retriever
+
+    def retrieve(self, query: Query) -> list[Content]:
+        """The retriever's documents for ``query.text``, as contents, in its order."""
+        try:
+            documents = self.retriever.invoke(query.text)
+        except RagloomError:
+            raise
+        except Exception as exc:
+            raise RetrievalError(f"{self._name}.invoke failed: {exc}") from exc
+        return [_content(document) for document in documents]
+
+    async def aretrieve(self, query: Query) -> list[Content]:
+        """:meth:`retrieve` through ``ainvoke``, without blocking."""
+        try:
+            documents = await self.retriever.ainvoke(query.text)
+        except RagloomError:
+            raise
+        except Exception as exc:
+            raise RetrievalError(f"{self._name}.ainvoke failed: {exc}") from exc
+        return [_content(document) for document in documents]
+
+    @property
+    def _name(self) -> str:
+        return type(self.retriever).__name__
+
+
+def _content(document: LcDocument) -> Content:
+    converted = to_ragloom_document(document)
+    segment = TextSegment(converted.text, converted.metadata)
+    return Content(segment, {} if document.id is None else {SEGMENT_ID: document.id})

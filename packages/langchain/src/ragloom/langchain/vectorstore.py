@@ -29,7 +29,6 @@ from ragloom.core.stores.base import (
     EmbeddingSearchResult,
     EmbeddingStore,
 )
-from ragloom.core.stores.in_memory import InMemoryEmbeddingStore
 from ragloom.langchain._documents import ID_KEY, to_document, to_embeddings, to_segment
 from ragloom.langchain.filters import FilterLike, to_ragloom_filter
 
@@ -67,9 +66,14 @@ class RagloomVectorStore(VectorStore):
         store: EmbeddingStore | None = None,
         **kwargs: Any,
     ) -> Self:
-        """A store holding ``texts`` (a new in-memory ragloom store unless ``store``)."""
+        """``store`` (required: e.g. ``InMemoryEmbeddingStore()``) holding ``texts``."""
         _no_options("from_texts", kwargs)
-        vectorstore = cls(InMemoryEmbeddingStore() if store is None else store, embedding)
+        if store is None:
+            raise InvalidArgumentError(
+                "from_texts needs store=<a ragloom EmbeddingStore>, e.g. "
+                "store=InMemoryEmbeddingStore() from ragloom.core.stores.in_memory"
+            )
+        vectorstore = cls(store, embedding)
         vectorstore.add_texts(texts, metadatas, ids=ids)
         return vectorstore
 

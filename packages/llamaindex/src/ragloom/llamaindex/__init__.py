@@ -4,17 +4,19 @@ ragloom in LlamaIndex: :class:`RagloomVectorStore` (any ragloom store as a vecto
 for ``VectorStoreIndex``), :class:`RagloomRetriever` (any ragloom retriever) and
 :class:`RagloomEmbedding` (a ragloom embedding model).
 
-LlamaIndex in ragloom: :class:`LlamaIndexDocumentLoader` (a reader) and
+LlamaIndex in ragloom: :class:`LlamaIndexContentRetriever` (a retriever),
+:class:`LlamaIndexDocumentLoader` (a reader) and
 :class:`LlamaIndexEmbeddingModel` (an embedding model).
 """
 
 from ragloom.llamaindex.embeddings import LlamaIndexEmbeddingModel, RagloomEmbedding
 from ragloom.llamaindex.filters import to_ragloom_filter
 from ragloom.llamaindex.reader import LlamaIndexDocumentLoader, to_ragloom_document
-from ragloom.llamaindex.retriever import RagloomRetriever
+from ragloom.llamaindex.retriever import LlamaIndexContentRetriever, RagloomRetriever
 from ragloom.llamaindex.vector_store import RagloomVectorStore
 
 __all__ = [
+    "LlamaIndexContentRetriever",
     "LlamaIndexDocumentLoader",
     "LlamaIndexEmbeddingModel",
     "RagloomEmbedding",

@@ -87,10 +87,13 @@ class LlamaIndexDocumentLoader:
 def to_ragloom_document(document: LiDocument) -> Document:
     """A ragloom document of a LlamaIndex one: its text; metadata values of ragloom's
     types kept, ``None`` dropped, lists and dicts as JSON text, anything else as ``str``."""
-    metadata = {key: _value(key, value) for key, value in document.metadata.items()}
-    return Document(
-        document.text, {key: value for key, value in metadata.items() if value is not None}
-    )
+    return Document(document.text, convert_metadata(document.metadata))
+
+
+def convert_metadata(metadata: Mapping[str, Any]) -> dict[str, MetadataValue]:
+    """LlamaIndex metadata made ragloom-typed, by the rules of :func:`to_ragloom_document`."""
+    converted = {key: _value(key, value) for key, value in metadata.items()}
+    return {key: value for key, value in converted.items() if value is not None}
 
 
 def _value(key: Any, value: Any) -> MetadataValue | None:

@@ -1,19 +1,23 @@
-"""RagloomRetriever: any ragloom ContentRetriever (hybrid included) as a LlamaIndex retriever."""
+"""Retrievers both ways: any ragloom ContentRetriever (hybrid included) as a LlamaIndex
+retriever, and any LlamaIndex retriever as a ragloom ContentRetriever."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from llama_index.core.base.base_retriever import BaseRetriever
-from llama_index.core.schema import NodeWithScore, QueryBundle
+from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle
 
 from ragloom.core import aio
-from ragloom.core.errors import InvalidArgumentTypeError
+from ragloom.core.content import SCORE, SEGMENT_ID, Content
+from ragloom.core.document import TextSegment
+from ragloom.core.errors import InvalidArgumentTypeError, RagloomError, RetrievalError
 from ragloom.core.query import Query
 from ragloom.core.retrievers.base import ContentRetriever
 from ragloom.llamaindex._nodes import content_node
+from ragloom.llamaindex.reader import convert_metadata
 
-__all__ = ["RagloomRetriever"]
+__all__ = ["LlamaIndexContentRetriever", "RagloomRetriever"]
 
 
 class RagloomRetriever(BaseRetriever):
@@ -37,3 +41,55 @@ class RagloomRetriever(BaseRetriever):
     async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         contents = await aio.aretrieve(self.retriever, Query(query_bundle.query_str))
         return [content_node(content) for content in contents]
+
+
+class LlamaIndexContentRetriever:
+    """A LlamaIndex retriever as a ragloom ``ContentRetriever``: a ``VectorStoreIndex``'s,
+    a BM25 one, a router, any ``BaseRetriever``, serving a ragloom pipeline.
+
+    Each node becomes a content with the node's text (without its metadata), its metadata
+    converted as the reader converts it, its score as ``score`` and its id as
+    ``segment_id``. Failures of the wrapped retriever are :class:`RetrievalError`.
+    """
+
+    def __init__(self, retriever: BaseRetriever) -> None:
+        if not isinstance(retriever, BaseRetriever):
+            raise InvalidArgumentTypeError(
+                f"retriever must be a LlamaIndex BaseRetriever, got {type(retriever).__name__}"
+            )
+        self.retriever = retriever
+
+    def retrieve(self, query: Query) -> list[Content]:
+        """The retriever's nodes for ``query.text``, as contents, in its order."""
+        try:
+            nodes = self.retriever.retrieve(query.text)
+        except RagloomError:
+            raise
+        except Exception as exc:
+            raise RetrievalError(f"{self._name}.retrieve failed: {exc}") from exc
+        return [_content(node) for node in nodes]
+
+    async def aretrieve(self, query: Query) -> list[Content]:
+        """:meth:`retrieve` through ``aretrieve``, without blocking."""
+        try:
+            nodes = await self.retriever.aretrieve(query.text)
+        except RagloomError:
+            raise
+        except Exception as exc:
+            raise RetrievalError(f"{self._name}.aretrieve failed: {exc}") from exc
+        return [_content(node) for node in nodes]
+
+    @property
+    def _name(self) -> str:
+        return type(self.retriever).__name__
+
+
+def _content(scored: NodeWithScore) -> Content:
+    node = scored.node
+    segment = TextSegment(
+        node.get_content(metadata_mode=MetadataMode.NONE), convert_metadata(node.metadata)
+    )
+    metadata: dict[str, object] = {SEGMENT_ID: node.node_id}
+    if scored.score is not None:
+        metadata[SCORE] = scored.score
+    return Content(segment, metadata)
