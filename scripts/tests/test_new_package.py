@@ -8,6 +8,7 @@ from __future__ import annotations
 import ast
 import importlib.util
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -25,8 +26,8 @@ SCRIPT = REPO / "scripts" / "new_package.py"
 HELPER_MODULES = {
     "store": {
         "ragloom.core.stores",
-        "ragloom.core.stores.validation",
-        "ragloom.core.stores.scores",
+        "ragloom.core.kit.remote_store",
+        "ragloom.core.kit.metadata_codec",
         "ragloom.core.filter_compiler",
     },
     "retriever": {"ragloom.core.retrievers.dynamic", "ragloom.core.stores.validation"},
@@ -298,3 +299,65 @@ def test_no_service_omits_the_script(tmp_path: Path) -> None:
     assert generate(tmp_path, "--kind", "store", "--name", "acme", "--no-service").returncode == 0
     assert (tmp_path / "packages" / "store-acme" / "pyproject.toml").is_file()
     assert not (tmp_path / "scripts").exists()
+
+
+CONTRIBUTING = REPO / "docs" / "contributing.md"
+MAX_ADAPTER_LINES = 300  # issue 33: a new remote store in at most this much code
+EXAMPLE_TEST = """
+import uuid
+
+import pytest
+
+from example_store import ExampleEmbeddingStore
+from ragloom.testkit import EmbeddingStoreFilterSuite, EmbeddingStoreSuite
+
+
+class TestExampleConformance(EmbeddingStoreSuite, EmbeddingStoreFilterSuite):
+    @pytest.fixture
+    def store(self, dimension):
+        store = ExampleEmbeddingStore(":memory:", f"t_{uuid.uuid4().hex[:8]}", dimension=dimension)
+        yield store
+        store.close()
+"""
+
+
+def worked_example() -> str:
+    """The store of docs/contributing.md's worked example (its code block)."""
+    blocks = re.findall(r"```python\n(.*?)```", CONTRIBUTING.read_text(), re.DOTALL)
+    [code] = [b for b in blocks if "class ExampleEmbeddingStore(RemoteEmbeddingStore)" in b]
+    return str(code)
+
+
+def store_methods(source: str) -> set[str]:
+    """The methods of the module's store class."""
+    return {
+        node.name
+        for cls in ast.parse(source).body
+        if isinstance(cls, ast.ClassDef) and cls.name.endswith("EmbeddingStore")
+        for node in cls.body
+        if isinstance(node, ast.FunctionDef)
+    }
+
+
+def test_the_worked_example_is_the_store_skeleton_filled_in(root: Path) -> None:
+    code = worked_example()
+    assert len(code.splitlines()) <= MAX_ADAPTER_LINES
+    skeleton = store_methods(package_files(root, "store")["module"].read_text())
+    assert "_fetch" in skeleton
+    assert store_methods(code) == skeleton
+    assert "implement me" not in code
+
+
+def test_the_worked_example_passes_the_store_suites(tmp_path: Path) -> None:
+    pytest.importorskip("qdrant_client")
+    (tmp_path / "example_store.py").write_text(worked_example())
+    (tmp_path / "test_example_conformance.py").write_text(EXAMPLE_TEST)
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(tmp_path)],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
+    assert re.search(r"\b\d{2,} passed\b", result.stdout), result.stdout[-2000:]
