@@ -145,8 +145,8 @@ class GraphFile:
     a page, whatever the graph's size. Raises ``ValueError`` (``OSError`` if unreadable).
 
     Nothing reads the nodes until :meth:`check`; :meth:`graph` hands usearch only a file
-    that passed it, and the same mapping, so a file changed on disk since cannot slip
-    through, and one deleted since (a later save) stays readable."""
+    that passed it, through the same mapping: a file a later save replaced (saves write
+    new files and delete the old ones) cannot slip in, and this one stays readable."""
 
     def __init__(self, path: Path, dimension: int) -> None:
         with open(path, "rb") as file:
