@@ -3,11 +3,17 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
-from collections.abc import Iterator
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import cast
 
+import httpx
 import pytest
 from fastapi.testclient import TestClient
 
@@ -54,13 +60,14 @@ def index_dir(built_index: Path, tmp_path: Path) -> Path:
 
 
 def keyed_settings(index: Path, **overrides: object) -> ServerSettings:
-    """Settings with an admin key and one key for each of the tenants acme and globex."""
+    """Settings with an admin key and one key for each of the tenants acme and globex, no
+    rate limit (tests poll in tight loops; test_limits covers the limit)."""
     keys = [
         ApiKey.model_validate({"key": ADMIN_KEY, "name": "admin"}),
         ApiKey.model_validate({"key": ACME_KEY, "tenant": "acme", "name": "acme"}),
         ApiKey.model_validate({"key": GLOBEX_KEY, "tenant": "globex", "name": "globex"}),
     ]
-    return ServerSettings.load(index=index, api_keys=keys, **overrides)
+    return ServerSettings.load(index=index, api_keys=keys, **{"rate_limit": 0, **overrides})
 
 
 @pytest.fixture
@@ -91,3 +98,44 @@ def keys() -> dict[str, str]:
     raw = {"admin": ADMIN_KEY, "acme": ACME_KEY, "globex": GLOBEX_KEY}
     listed = [{"key": k, "name": n, "tenant": None if n == "admin" else n} for n, k in raw.items()]
     return {**raw, "env": json.dumps(listed)}
+
+
+Served = tuple[subprocess.Popen[bytes], str]
+RAGLOOM = [sys.executable, "-m", "ragloom.easy_rag.cli"]
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@pytest.fixture(scope="session")
+def serve(keys: dict[str, str]) -> Callable[..., Served]:
+    """Starts ``ragloom serve`` on ``index`` (a free port, the three keys, ``env`` added)
+    and returns the process and its URL once it answers /readyz."""
+
+    def start(index: Path, log: Path, **env: str) -> Served:
+        port = free_port()
+        environment = {**os.environ, "RAGLOOM_SERVER_API_KEYS": keys["env"], **env}
+        process = subprocess.Popen(
+            [*RAGLOOM, "serve", "--index", str(index), "--port", str(port)],
+            env=environment,
+            stdout=log.open("wb"),
+            stderr=subprocess.STDOUT,
+        )
+        url = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if process.poll() is not None:
+                raise AssertionError(f"ragloom serve exited: {log.read_text()}")
+            try:
+                if httpx.get(f"{url}/readyz", timeout=1).status_code == 200:
+                    return process, url
+            except httpx.TransportError:
+                pass
+            time.sleep(0.2)
+        process.kill()
+        raise AssertionError(f"ragloom serve did not become ready: {log.read_text()}")
+
+    return start

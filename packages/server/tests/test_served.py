@@ -7,11 +7,10 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,49 +23,19 @@ from mcp.client import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
-RAGLOOM = [sys.executable, "-m", "ragloom.easy_rag.cli"]
 # uvicorn shuts down gracefully, then re-raises SIGTERM so the exit status tells the signal
 STOPPED = {0, -signal.SIGTERM}
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
-def start(index: Path, keys: dict[str, str], log: Path) -> tuple[subprocess.Popen[bytes], str]:
-    """``ragloom serve`` on a free port, once it answers /readyz."""
-    port = free_port()
-    env = {**os.environ, "RAGLOOM_SERVER_API_KEYS": keys["env"]}
-    process = subprocess.Popen(
-        [*RAGLOOM, "serve", "--index", str(index), "--port", str(port)],
-        env=env,
-        stdout=log.open("wb"),
-        stderr=subprocess.STDOUT,
-    )
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise AssertionError(f"ragloom serve exited: {log.read_text()}")
-        try:
-            if httpx.get(f"{url}/readyz", timeout=1).status_code == 200:
-                return process, url
-        except httpx.TransportError:
-            pass
-        time.sleep(0.2)
-    process.kill()
-    raise AssertionError(f"ragloom serve did not become ready: {log.read_text()}")
+pytestmark = pytest.mark.slow  # each test runs a ragloom serve (or ragloom mcp) process
+Served = tuple[subprocess.Popen[bytes], str]  # what conftest's ``serve`` returns
 
 
 @pytest.fixture(scope="module")
 def served(
-    built_index: Path, keys: dict[str, str], tmp_path_factory: pytest.TempPathFactory
+    built_index: Path, serve: Callable[..., Served], tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[str]:
     folder = tmp_path_factory.mktemp("served")
     shutil.copytree(built_index, folder / "index", ignore=shutil.ignore_patterns(".lock"))
-    process, url = start(folder / "index", keys, folder / "server.log")
+    process, url = serve(folder / "index", folder / "server.log")
     try:
         yield url
     finally:
@@ -184,11 +153,11 @@ def test_mcp_over_stdio(built_index: Path, tmp_path: Path) -> None:
 
 
 def test_sigterm_during_ingestion_loses_nothing_acknowledged(
-    built_index: Path, keys: dict[str, str], tmp_path: Path
+    built_index: Path, keys: dict[str, str], serve: Callable[..., Served], tmp_path: Path
 ) -> None:
     index = tmp_path / "index"
     shutil.copytree(built_index, index, ignore=shutil.ignore_patterns(".lock"))
-    process, url = start(index, keys, tmp_path / "server.log")
+    process, url = serve(index, tmp_path / "server.log")
     acme = {"Authorization": f"Bearer {keys['acme']}"}
     accepted = []
     for number in range(4):

@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import math
 import re
 import time
 import uuid
@@ -49,6 +50,7 @@ from ragloom.core import (
 )
 from ragloom.core.assistant import Result
 from ragloom.server.auth import Authenticator
+from ragloom.server.limits import TokenBucket
 from ragloom.server.mcp_server import build_mcp
 from ragloom.server.metrics import ServerMetrics, route_label
 from ragloom.server.schemas import (
@@ -88,6 +90,7 @@ HTTP_KINDS = {
     403: "permission_error",
     404: "not_found",
     405: "method_not_allowed",
+    408: "request_timeout",
     413: "request_too_large",
     415: "unsupported_media_type",
     429: "rate_limit_exceeded",
@@ -112,8 +115,18 @@ class _TooLarge(HTTPException):
         super().__init__(413, f"request body exceeds {limit} bytes")
 
 
+class _SlowBody(HTTPException):
+    def __init__(self, timeout: float) -> None:
+        super().__init__(
+            408,
+            f"the request body did not arrive within {timeout:g} s",
+            headers={"Connection": "close"},
+        )
+
+
 class _Limits:
-    """ASGI middleware: refuses bodies over the cap (uploads have their own), and records
+    """ASGI middleware: refuses bodies over the cap (uploads have their own) or slower than
+    ``body_timeout`` from the start of the request (408, connection closed), and records
     metrics and one structured access-log line per request."""
 
     def __init__(self, app: ASGIApp, settings: ServerSettings, metrics: ServerMetrics) -> None:
@@ -132,12 +145,16 @@ class _Limits:
             else self.settings.max_body_bytes
         )
         started = time.perf_counter()
+        loop = asyncio.get_running_loop()
+        body_ends = loop.time() + self.settings.body_timeout
         status = 500
+        responded = False
 
         async def sending(message: Message) -> None:
-            nonlocal status
+            nonlocal status, responded
             if message["type"] == "http.response.start":
                 status = int(message["status"])
+                responded = True
             await send(message)
 
         try:
@@ -154,17 +171,30 @@ class _Limits:
                 await response(scope, receive, sending)
                 return
             received = 0
+            body_done = False
 
             async def receiving() -> Message:
-                nonlocal received
-                message = await receive()
+                nonlocal received, body_done
+                if body_done:  # later reads wait for a disconnect: no deadline
+                    return await receive()
+                try:
+                    message = await asyncio.wait_for(receive(), max(0.0, body_ends - loop.time()))
+                except TimeoutError:
+                    raise _SlowBody(self.settings.body_timeout) from None
                 if message["type"] == "http.request":
                     received += len(message.get("body", b""))
                     if received > limit:
                         raise _TooLarge(limit)
+                    body_done = not message.get("more_body", False)
                 return message
 
-            await self.app(scope, receiving, sending)
+            try:
+                await self.app(scope, receiving, sending)
+            except _SlowBody as exc:  # raised where no route handler turned it into a response
+                if responded:
+                    raise
+                slow = _error(408, str(exc.detail), "request_timeout", dict(exc.headers or {}))
+                await slow(scope, receive, sending)
         finally:
             elapsed = time.perf_counter() - started
             self.metrics.requests.labels(route, scope["method"], str(status)).inc()
@@ -182,6 +212,67 @@ class _Limits:
                     }
                 )
             )
+
+
+class _Admission:
+    """ASGI middleware for the API (``/v1/...``, ``POST /mcp``): a token bucket per key
+    (``429``) and a cap on requests in flight (``503``), both with ``Retry-After``, so one
+    key cannot starve the others. A request without a valid key goes on to its ``401``."""
+
+    def __init__(
+        self, app: ASGIApp, settings: ServerSettings, authenticator: Authenticator
+    ) -> None:
+        self.app = app
+        self.settings = settings
+        self.authenticator = authenticator
+        self.buckets: dict[int, TokenBucket | None] = {}
+        self.in_flight = 0
+
+    def bucket(self, position: int) -> TokenBucket | None:
+        """The bucket of the key at ``position`` (its own rate, else the server's)."""
+        if position not in self.buckets:
+            own = self.settings.api_keys[position] if position >= 0 else None
+            rate, burst = self.settings.rate_limit, self.settings.rate_burst
+            if own is not None and own.rate_limit is not None:
+                rate = own.rate_limit
+            if own is not None and own.rate_burst is not None:
+                burst = own.rate_burst
+            self.buckets[position] = TokenBucket(rate, burst) if rate > 0 else None
+        return self.buckets[position]
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        path = scope.get("path", "")
+        if scope["type"] != "http" or not (
+            path.startswith("/v1/") or (path == "/mcp" and scope["method"] == "POST")
+        ):
+            await self.app(scope, receive, send)
+            return
+        headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
+        found = self.authenticator.lookup(headers)
+        bucket = None if found is None else self.bucket(found[0])
+        if bucket is not None and (wait := bucket.take()) > 0:
+            refused = _error(
+                429,
+                f"rate limit of {bucket.rate:g} requests per second for this key exceeded",
+                "rate_limit_exceeded",
+                {"Retry-After": str(math.ceil(wait))},
+            )
+            await refused(scope, receive, send)
+            return
+        if self.in_flight >= self.settings.max_concurrency:
+            busy = _error(
+                503,
+                f"the server is at its limit of {self.settings.max_concurrency} requests in flight",
+                "service_unavailable",
+                {"Retry-After": "1"},
+            )
+            await busy(scope, receive, send)
+            return
+        self.in_flight += 1
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            self.in_flight -= 1
 
 
 def create_app(
@@ -229,7 +320,8 @@ def create_app(
         redoc_url=None,
     )
     app.state.metrics = metrics
-    app.add_middleware(_Limits, settings=settings, metrics=metrics)
+    app.add_middleware(_Admission, settings=settings, authenticator=authenticator)
+    app.add_middleware(_Limits, settings=settings, metrics=metrics)  # outermost: sees 429/503
 
     # --- errors ---------------------------------------------------------------------------
 

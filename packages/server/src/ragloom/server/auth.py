@@ -29,14 +29,20 @@ class Authenticator:
 
     def principal(self, headers: Mapping[str, str] | None) -> Principal | None:
         """The principal of ``headers``' bearer key; every key is compared (no early exit)."""
+        found = self.lookup(headers)
+        return None if found is None else found[1]
+
+    def lookup(self, headers: Mapping[str, str] | None) -> tuple[int, Principal] | None:
+        """The position of ``headers``' key in ``api_keys`` (``-1``: no keys configured)
+        and its principal; ``None`` for a missing or wrong key."""
         if self.open:
-            return ANONYMOUS
+            return -1, ANONYMOUS
         value = (headers or {}).get("authorization") or (headers or {}).get("Authorization")
         if not value or value[:7].lower() != "bearer ":
             return None
         given = value[7:].strip().encode()
         found = None
-        for key, principal in self._keys:
+        for position, (key, principal) in enumerate(self._keys):
             if hmac.compare_digest(key, given):
-                found = principal
+                found = position, principal
         return found

@@ -37,6 +37,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     import uvicorn
 
     from ragloom.server.app import create_app
+    from ragloom.server.limits import MAX_HEADER_BYTES, header_deadline_protocol
     from ragloom.server.settings import ServerConfigError
 
     settings = _settings(args, index=args.index, host=args.host, port=args.port)
@@ -52,8 +53,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
         create_app(settings),
         host=settings.host,
         port=settings.port,
-        limit_concurrency=settings.max_concurrency,
-        timeout_keep_alive=5,
+        http=header_deadline_protocol(settings.header_timeout),  # h11, headers under deadline
+        h11_max_incomplete_event_size=MAX_HEADER_BYTES,
+        limit_concurrency=settings.max_connections,  # the app's own cap is max_concurrency
+        timeout_keep_alive=5,  # idle keep-alive connections close after 5 s
         timeout_graceful_shutdown=int(settings.request_timeout) + 5,
         log_level="info",
         access_log=False,  # ragloom.server.access logs one JSON line per request

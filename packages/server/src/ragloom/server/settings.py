@@ -43,6 +43,10 @@ class ApiKey(BaseModel):
     key: SecretStr = Field(min_length=16, description="the bearer token, 16+ characters")
     tenant: str | None = None
     name: str = Field(default="", max_length=64, description="a label for logs and metrics")
+    rate_limit: float | None = Field(
+        default=None, ge=0, description="requests per second for this key (else the server's)"
+    )
+    rate_burst: int | None = Field(default=None, ge=1, description="this key's bucket size")
 
     @field_validator("tenant")
     @classmethod
@@ -76,7 +80,20 @@ class ServerSettings(BaseSettings):
     request_timeout: float = Field(default=60.0, gt=0, description="seconds per request")
     memory_users: int = Field(default=1000, ge=1, description="conversations remembered")
     memory_messages: int = Field(default=10, ge=2, description="messages per conversation")
-    max_concurrency: int = Field(default=64, ge=1, description="connections before 503")
+    max_concurrency: int = Field(default=64, ge=1, description="API requests in flight before 503")
+    max_connections: int = Field(
+        default=256, ge=1, description="open connections before uvicorn answers 503"
+    )
+    rate_limit: float = Field(
+        default=20.0, ge=0, description="requests per second per key (0: unlimited)"
+    )
+    rate_burst: int = Field(default=40, ge=1, description="requests a key may send at once")
+    body_timeout: float = Field(
+        default=30.0, gt=0, description="seconds to receive a whole request body, else 408"
+    )
+    header_timeout: float = Field(
+        default=10.0, gt=0, description="seconds to receive a request's headers, else closed"
+    )
     max_jobs: int = Field(default=1000, ge=1, description="ingestion jobs kept for status")
 
     @classmethod
