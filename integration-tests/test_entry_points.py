@@ -29,6 +29,7 @@ from ragloom.core import (
     plugins,
 )
 from ragloom.core.web_search import WebSearchEngine
+from ragloom.easy_rag.cli import COMMAND_PLUGINS
 
 ROOT = Path(__file__).resolve().parent.parent
 NOT_INTEGRATIONS = {"core", "testkit", "easy-rag"}
@@ -122,10 +123,14 @@ def test_the_interface_check_can_fail() -> None:
 def test_package_registers_its_components(package: Path) -> None:
     groups = declared(package)
     assert groups, f"{package.name}/pyproject.toml declares no [project.entry-points.*]"
-    unknown = set(groups) - set(plugins.GROUPS)
+    unknown = set(groups) - set(plugins.GROUPS) - {COMMAND_PLUGINS}
     assert not unknown, f"{package.name}: groups {unknown} are not in ragloom.core.plugins"
     for group, entries in groups.items():
         assert entries, f"{package.name}: [project.entry-points.{group!r}] is empty"
+        if group == COMMAND_PLUGINS:  # the ragloom CLI's subcommands: register(subparsers)
+            for name, target in entries.items():
+                assert callable(resolve(target)), f"{package.name}: {name} = {target!r}"
+            continue
         for name, target in entries.items():
             cls = component_class(target, resolve(target))
             assert has_interface(group, cls), (
