@@ -20,6 +20,7 @@ from ragloom.core.document import TextSegment
 from ragloom.core.embedding import Embedding
 from ragloom.core.errors import EmbeddingStoreError, InvalidFilterError
 from ragloom.core.filters import Filter, metadata_key
+from ragloom.core.metadata import MetadataValue
 from ragloom.core.stores.base import EmbeddingSearchRequest, EmbeddingStore
 from ragloom.stores.milvus import MilvusEmbeddingStore
 from ragloom.stores.milvus._filters import matches
@@ -406,6 +407,34 @@ def test_without_type_checks_mismatches_match_neither_side(
             i for i, row in zip(ids, rows, strict=True) if matches(condition, row, lenient=True)
         }
         assert {i for i, _ in _found(store, condition)} == expected, str(condition)
+
+
+def test_minus_infinity_written_with_the_old_letter_still_reads_and_filters(
+    milvus_client: MilvusClient, collection_name: str
+) -> None:
+    """Collections written before the one metadata codec stored -inf as kind "n" (now
+    "m"): such rows still read back as -inf and compare as numbers."""
+    store = MilvusEmbeddingStore(client=milvus_client, collection=collection_name, dimension=DIM)
+    vectors = np.array([v.vector for v in _vectors(3)], dtype=np.float32)
+    metadata: list[dict[str, MetadataValue]] = [{"x": -math.inf}, {"x": 1.5}, {"x": math.inf}]
+    columns = store._columns(["old", "mid", "top"], vectors, ["a", "b", "c"], metadata)
+    assert columns.kinds[0] == {"x": "m"}
+    columns.kinds[0] = {"x": "n"}
+    store._run(store._registry.register(columns.kinds))  # as the old writer did
+    milvus_client.upsert(collection_name, columns.rows())
+    request = EmbeddingSearchRequest(Embedding(vectors[0]), max_results=10)
+    segments = {m.embedding_id: m.embedded for m in store.search(request).matches}
+    old = segments["old"]
+    assert old is not None
+    assert old.metadata["x"] == -math.inf
+    below = metadata_key("x").is_less_than(0)
+    assert [id for id, _ in _found(store, below)] == ["old"]
+    assert {id for id, _ in _found(store, metadata_key("x").is_greater_than(-1e308))} == {
+        "mid",
+        "top",
+    }
+    with pytest.raises(InvalidFilterError):
+        _found(store, metadata_key("x").is_equal_to("a str"))
 
 
 def test_contains_the_empty_string_matches_every_str(store: MilvusEmbeddingStore) -> None:

@@ -49,7 +49,7 @@ from ragloom.stores.milvus._expr import Expr, Param, expressible, join, key_expr
 from ragloom.stores.milvus._metadata import ALL_STORED_KINDS, KINDS_OF
 
 _EXACT_LIMIT = 2**53
-_FINITE_OR_INF = ("i", "f", "p", "n")  # number kinds that order (NaN does not)
+_FINITE_OR_INF = ("i", "f", "p", "m", "n")  # number kinds that order (not NaN; "n": old -inf)
 _INVERSE = {">": "<=", ">=": "<", "<": ">=", "<=": ">"}
 
 

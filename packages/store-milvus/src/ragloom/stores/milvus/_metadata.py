@@ -13,8 +13,10 @@ kinds       key -> one letter (table below)             decoding; type-mismatch 
 exact       key -> decimal text of an int beyond int64  decoding
 ==========  =========================================  ==============================
 
-Kinds: ``s`` str, ``i`` int, ``f`` finite float, ``p`` +inf, ``n`` -inf, ``x`` NaN,
-``b`` bool, ``u`` UUID.
+Kinds: the kit's one alphabet (``ragloom.core.kit.metadata_codec.EXACT_LETTERS``): ``s``
+str, ``i`` int, ``f`` finite float, ``p`` +inf, ``m`` -inf, ``x`` NaN, ``b`` bool, ``u``
+UUID. Collections written before the one codec hold -inf as ``n`` (a letter that means
+"number" everywhere else); it is still read, and filters treat it as a number.
 """
 
 from __future__ import annotations
@@ -26,18 +28,16 @@ from collections.abc import Mapping
 from typing import Any
 
 from ragloom.core.errors import EmbeddingStoreError
-from ragloom.core.filter_values import BOOL, NUMBER, STR, UUID
+from ragloom.core.filter_values import NUMBER
+from ragloom.core.kit.metadata_codec import EXACT_LETTERS, EXACT_LETTERS_OF
 from ragloom.core.metadata import MetadataValue
 
-NUMBER_KINDS = ("i", "f", "p", "n", "x")
-KINDS_OF: dict[str, tuple[str, ...]] = {
-    NUMBER: NUMBER_KINDS,
-    STR: ("s",),
-    BOOL: ("b",),
-    UUID: ("u",),
-}
+LEGACY_MINUS_INF = "n"
+"""How collections written before the one codec store -inf (still read)."""
+NUMBER_KINDS = (*EXACT_LETTERS_OF[NUMBER], LEGACY_MINUS_INF)
+KINDS_OF: dict[str, tuple[str, ...]] = {**EXACT_LETTERS_OF, NUMBER: NUMBER_KINDS}
 """The stored kinds of each filter value kind (core's ``filter_values`` kinds)."""
-ALL_STORED_KINDS = ("s", "i", "f", "p", "n", "x", "b", "u")
+ALL_STORED_KINDS = (*EXACT_LETTERS, LEGACY_MINUS_INF)
 _INT64 = 2**63
 _MAX = sys.float_info.max
 
@@ -88,7 +88,7 @@ def encode_metadata(
             if math.isnan(real):
                 kinds[key] = "x"
             elif math.isinf(real):
-                values[key], kinds[key] = (_MAX, "p") if real > 0 else (-_MAX, "n")
+                values[key], kinds[key] = (_MAX, "p") if real > 0 else (-_MAX, "m")
             else:
                 values[key], kinds[key] = real, "f"
         elif isinstance(value, str):
@@ -129,7 +129,7 @@ def decode_metadata(
             result[key] = float(value)
         elif kind == "p":
             result[key] = math.inf
-        elif kind == "n":
+        elif kind == "m" or kind == LEGACY_MINUS_INF:
             result[key] = -math.inf
         elif kind == "x":
             result[key] = math.nan
