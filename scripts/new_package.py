@@ -136,8 +136,28 @@ def check_client(client: str) -> str:
 
 
 def port_for(name: str) -> int:
-    """A stable test port in [20000, 40000) for the service of ``name``."""
-    return 20000 + zlib.crc32(name.encode()) % 20000
+    """A stable test port in [20000, 32000) for the service of ``name`` (below Linux's
+    ephemeral ports, where clients' own ports come from)."""
+    return 20000 + zlib.crc32(name.encode()) % 12000
+
+
+ENV_SCRIPT = Path("scripts") / "services" / "env.sh"
+
+
+def env_lines(root: Path, name: str, env_prefix: str, port: int) -> str:
+    """scripts/services/env.sh with the service's port and URL added (the one definition
+    the service script and the tests read)."""
+    path = root / ENV_SCRIPT
+    if not path.is_file():
+        raise GeneratorError(f"{path} not found: --root must be the repository root")
+    text = path.read_text()
+    if f"export {env_prefix}_PORT=" in text:
+        raise GeneratorError(f"{ENV_SCRIPT} already defines {env_prefix}_PORT")
+    return text + (
+        f"\n# {name} (scripts/services/{name}.sh)\n"
+        f"export {env_prefix}_PORT=${{{env_prefix}_PORT:-{port}}}\n"
+        f"export {env_prefix}_URL=${{{env_prefix}_URL:-http://127.0.0.1:${env_prefix}_PORT}}\n"
+    )
 
 
 def render(template: str, values: dict[str, str]) -> str:
@@ -215,12 +235,15 @@ def plan(
     }
     if with_service:
         files[Path("scripts") / "services" / f"{name}.sh"] = render("service.sh.tmpl", values)
-    existing = [str(path) for path in (package, *files) if (root / path).exists()]
+    new = [package, *(path for path in files if path != ENV_SCRIPT)]
+    existing = [str(path) for path in new if (root / path).exists()]
     if existing:
         shared = " (--no-service uses the existing service script)" if with_service else ""
         raise GeneratorError(
             f"refusing to overwrite: {', '.join(existing)} already exists under {root}{shared}"
         )
+    if with_service:
+        files[ENV_SCRIPT] = env_lines(root, name, values["env_prefix"], port)
     return files
 
 
@@ -250,7 +273,7 @@ def main(argv: list[str] | None = None) -> int:
         target.write_text(content)
         if target.suffix == ".sh":
             target.chmod(0o755)
-        print(f"created {path}")
+        print(f"{'updated' if path == ENV_SCRIPT else 'created'} {path}")
     print("next: run scripts/setup.sh, then replace every 'implement me' (docs/contributing.md)")
     return 0
 

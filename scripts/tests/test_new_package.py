@@ -69,6 +69,8 @@ def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("repo")
     lib = Path("scripts", "services", "lib")  # the generated service scripts source it
     shutil.copytree(REPO / lib, root / lib)
+    env = Path("scripts", "services", "env.sh")  # and this, which the generator extends
+    shutil.copy(REPO / env, root / env)
     for kind in KINDS:
         result = generate(root, "--kind", kind, "--name", name_for(kind), "--client", "acme>=1")
         assert result.returncode == 0, result.stderr
@@ -253,10 +255,15 @@ def test_service_script_is_a_stub_that_says_what_to_implement(root: Path, kind: 
     script = root / "scripts" / "services" / f"{name_for(kind)}.sh"
     text = script.read_text()
     port = GENERATOR.port_for(name_for(kind))
-    assert 10000 < port < 65536
-    assert f":-{port}}}" in text
+    assert 10000 < port < 32768
+    variable = f"RAGLOOM_{name_for(kind).replace('-', '_').upper()}"
+    env_sh = (root / "scripts" / "services" / "env.sh").read_text()
+    assert f"export {variable}_PORT=${{{variable}_PORT:-{port}}}" in env_sh
+    assert f"export {variable}_URL=${{{variable}_URL:-http://127.0.0.1:${variable}_PORT}}" in env_sh
+    assert f"PORT=${variable}_PORT" in text
+    assert "source scripts/services/env.sh" in text
     assert "HOST=127.0.0.1" in text
-    assert f".services/{name_for(kind)}" in text
+    assert f"BASE=$RAGLOOM_SERVICES_DIR/{name_for(kind)}" in text
     assert subprocess.run(["bash", "-n", str(script)], check=False).returncode == 0
     status = subprocess.run(["bash", str(script), "status"], capture_output=True, text=True)
     assert status.returncode == 1
