@@ -224,7 +224,9 @@ def short_configurations() -> list[str]:
         for kind in ("recursive", "paragraph", "line", "sentence")
         for size, overlap in SHORT_SIZES
     ]
-    names += [f"recursive/{size}/{overlap}/{t}" for size, overlap in TOKEN_SIZES for t in TOKENIZERS]
+    names += [
+        f"recursive/{size}/{overlap}/{t}" for size, overlap in TOKEN_SIZES for t in TOKENIZERS
+    ]
     return names
 
 

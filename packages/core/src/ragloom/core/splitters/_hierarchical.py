@@ -21,7 +21,6 @@ from itertools import accumulate, islice, pairwise
 from ragloom.core._gc import gc_paused
 from ragloom.core.document import END, INDEX, START, Document, TextSegment
 from ragloom.core.errors import DocumentSplitError
-from ragloom.core.metadata import Metadata
 from ragloom.core.splitters._patterns import SENTENCE_BOUNDARY, WINDOW_END, WORD_START
 from ragloom.core.splitters._text import (
     _BOUNDARY_LOOKBACK,
@@ -98,13 +97,11 @@ class HierarchicalSplitter:
         spans = self._pack(source, lo, strip_end(text, lo, len(text)), None)
         if self.tokenizer is not None:
             spans = verify(self.tokenizer, text, spans, self.max_segment_size, self.max_overlap)
-        base, segment, metadata = (
-            document.metadata.to_dict(),
-            TextSegment._trusted,
-            Metadata._trusted,
-        )
+        # Each segment gets a validated dict, wrapped in a Metadata on first access (one
+        # object a segment fewer while a document's segments are built).
+        base, segment = document.metadata.to_dict(), TextSegment._trusted
         return [
-            segment(text[s:e], metadata({**base, INDEX: k, START: s, END: e}))
+            segment(text[s:e], {**base, INDEX: k, START: s, END: e})
             for k, (s, e, _, _) in enumerate(spans)
         ]
 
