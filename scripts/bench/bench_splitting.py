@@ -72,6 +72,29 @@ def generate(mb: float, seed: int) -> str:
     return "\n\n".join(paragraphs)[:target].rstrip()
 
 
+def short_paragraphs(mb: float, seed: int) -> str:
+    """About ``mb`` million characters of short paragraphs, 1-2 sentences of 4-15 words
+    each (~110 characters): many whole paragraphs go into one segment, and each segment
+    takes its overlap from the paragraphs before (issue 37, item 5)."""
+    rng = np.random.default_rng(seed)
+    made = ["".join(rng.choice(SYLLABLES, size=rng.integers(2, 5))) for _ in range(3000)]
+    vocabulary = np.array(COMMON * 4 + made + SPECIAL, dtype=object)
+    target, size = int(mb * 1_000_000), 0
+    paragraphs: list[str] = []
+    while size < target:
+        lengths = rng.integers(4, 16, size=int(rng.integers(1, 3)))
+        words = vocabulary[rng.integers(0, len(vocabulary), size=int(lengths.sum()))]
+        ends = rng.choice(ENDINGS, size=len(lengths))
+        sentences, k = [], 0
+        for length, end in zip(lengths, ends, strict=True):
+            sentence = " ".join(words[k : k + length])
+            sentences.append(sentence[:1].upper() + sentence[1:] + end)
+            k += length
+        paragraphs.append(" ".join(sentences))
+        size += len(paragraphs[-1]) + 2
+    return "\n\n".join(paragraphs)[:target].rstrip()
+
+
 def tokenizer_json() -> str:
     """Path of all-MiniLM-L6-v2's tokenizer.json shipped in ragloom-embedding-onnx."""
     from ragloom.embeddings.onnx.all_minilm import tokenizer_file

@@ -506,15 +506,24 @@ def ratio_lists(a: list[float], b: list[float]) -> tuple[float, float, float]:
 
 
 def bench_splitting(args: argparse.Namespace) -> dict[str, Any]:
-    """MB/s of ragloom's recursive splitter and LangChain's, 1000/100 characters."""
+    """MB/s of ragloom's recursive splitter and LangChain's, 1000/100 characters, on the
+    generated prose and (under ``short_paragraphs``) on short paragraphs."""
+    from bench_splitting import generate, short_paragraphs  # type: ignore[import-not-found]
+
+    return {
+        **split_corpus(generate(args.split_mb, args.seed), args.rounds),
+        "short_paragraphs": split_corpus(short_paragraphs(args.split_mb, args.seed), args.rounds),
+    }
+
+
+def split_corpus(text: str, rounds: int) -> dict[str, Any]:
+    """One corpus split by each contender, interleaved; wall and CPU time per round."""
     from _common import interleave
-    from bench_splitting import generate  # type: ignore[import-not-found]
     from langchain_core.documents import Document as LcDocument
     from langchain_text_splitters import RecursiveCharacterTextSplitter
 
     from ragloom.core import Document, document_splitters
 
-    text = generate(args.split_mb, args.seed)
     splitter = document_splitters.recursive(1000, 100)
     document = Document(text, {"source": "bench"})
     strings = RecursiveCharacterTextSplitter(chunk_size=1000, chunk_overlap=100)
@@ -522,13 +531,29 @@ def bench_splitting(args: argparse.Namespace) -> dict[str, Any]:
         chunk_size=1000, chunk_overlap=100, add_start_index=True
     )
     lc_document = LcDocument(page_content=text, metadata={"source": "bench"})
+    cpu: dict[str, list[float]] = {}
+
+    def timed(name: str, run: Callable[[], Any]) -> Callable[[], Any]:
+        """``run`` with its process CPU time recorded per round, beside interleave's wall."""
+
+        def go() -> Any:
+            start = time.process_time()
+            result = run()
+            cpu.setdefault(name, []).append(time.process_time() - start)
+            return result
+
+        return go
+
+    load_before = os.getloadavg()[0]
     timings = interleave(
         {
-            "ragloom": lambda: splitter.split(document),
-            "langchain split_text": lambda: strings.split_text(text),
-            "langchain split_documents": lambda: documents.split_documents([lc_document]),
+            "ragloom": timed("ragloom", lambda: splitter.split(document)),
+            "langchain split_text": timed("langchain split_text", lambda: strings.split_text(text)),
+            "langchain split_documents": timed(
+                "langchain split_documents", lambda: documents.split_documents([lc_document])
+            ),
         },
-        args.rounds,
+        rounds,
     )
     segments = timings.results["ragloom"]
     assert all(text[s.metadata["start"] : s.metadata["end"]] == s.text for s in segments)
@@ -540,6 +565,7 @@ def bench_splitting(args: argparse.Namespace) -> dict[str, Any]:
     mb = len(text) / 1e6
     return {
         "mb": mb,
+        "load": [load_before, os.getloadavg()[0]],
         "mb_per_s": {name: mb / timings.median(name) for name in timings.seconds},
         "pieces": {name: len(result) for name, result in timings.results.items()},
         "overlapping": {"ragloom": overlapping(ours), "langchain": overlapping(theirs)},
@@ -551,6 +577,9 @@ def bench_splitting(args: argparse.Namespace) -> dict[str, Any]:
         },
         "speedup": {  # their time over ragloom's
             name: timings.ratio(name, "ragloom") for name in timings.seconds if name != "ragloom"
+        },
+        "cpu_speedup": {  # their CPU time over ragloom's, round by round
+            name: ratio_lists(cpu[name], cpu["ragloom"]) for name in cpu if name != "ragloom"
         },
     }
 
@@ -928,28 +957,42 @@ def bm25_section(bm25: dict[str, Any], meta: dict[str, Any], images: list[str]) 
 
 
 def splitting_section(split: dict[str, Any], meta: dict[str, Any], images: list[str]) -> list[str]:
-    """Recursive splitting against LangChain's splitters."""
+    """Recursive splitting against LangChain's splitters, on two corpora."""
     lines: list[str] = []
+    short = split.get("short_paragraphs")
     lines += [
         "## Recursive splitting",
         "",
         f"{split['mb']:.1f} MB of generated English-like prose (`bench_splitting.py`'s",
-        "generator), 1,000 characters with 100 of overlap. ragloom returns",
+        "`generate`, paragraphs of 1-8 sentences) and as much of short paragraphs",
+        "(`short_paragraphs`, 1-2 sentences, ~110 characters: a segment packs many whole",
+        "paragraphs), 1,000 characters with 100 of overlap. ragloom returns",
         "`TextSegment`s with `index`/`start`/`end` metadata (exact offsets, checked);",
         "LangChain's `split_text` returns plain strings, `split_documents` with",
-        "`add_start_index=True` documents with offsets.",
+        "`add_start_index=True` documents with offsets. Ratios are the peer's time over",
+        "ragloom's, median and spread over the interleaved rounds, by CPU and by wall time.",
         "",
-        "| splitter | MB/s | pieces | ragloom is faster by |",
-        "|---|---|---|---|",
+        "| corpus | splitter | MB/s | pieces | faster by (CPU) | faster by (wall) | load |",
+        "|---|---|---|---|---|---|---|",
     ]
-    for name, speed in split["mb_per_s"].items():
-        faster = "-" if name == "ragloom" else ratio_text(split["speedup"][name])
-        lines.append(f"| {name} | {speed:.1f} | {split['pieces'][name]:,} | {faster} |")
+    for label, corpus in (("generated", split), ("short paragraphs", short)):
+        if corpus is None:
+            continue
+        load = corpus.get("load")
+        load_text = f"{load[0]:.1f}-{load[1]:.1f}" if load else "-"
+        for name, speed in corpus["mb_per_s"].items():
+            wall = "-" if name == "ragloom" else ratio_text(corpus["speedup"][name])
+            cpu_ratio = corpus.get("cpu_speedup", {}).get(name)
+            cpu = "-" if cpu_ratio is None else ratio_text(cpu_ratio)
+            lines.append(
+                f"| {label} | {name} | {speed:.1f} | {corpus['pieces'][name]:,} | {cpu} | "
+                f"{wall} | {load_text} |"
+            )
     share, exact = split["overlapping"], split["exact_offsets"]
     lines += [
         "",
-        f"Pieces that overlap the previous one: ragloom {share['ragloom']:.0%}, LangChain "
-        f"{share['langchain']:.0%} (LangChain overlaps only pieces cut from the same",
+        f"Pieces that overlap the previous one (generated): ragloom {share['ragloom']:.0%}, "
+        f"LangChain {share['langchain']:.0%} (LangChain overlaps only pieces cut from the same",
         "paragraph; ragloom carries up to 100 characters, from a sentence or word start,",
         "into every segment that follows another). Offsets exact (`text[start:end]` is",
         f"the piece): ragloom {exact['ragloom']}, LangChain {exact['langchain']}.",
