@@ -400,6 +400,19 @@ def test_tables_that_are_not_ours_or_missing_are_clear_errors(
         PgVectorEmbeddingStore(pg_pool, table_name, dimension=4)
 
 
+def test_table_is_a_deprecated_alias_of_collection(
+    pg_pool: ConnectionPool[Any], table_name: str
+) -> None:
+    with (
+        pytest.warns(DeprecationWarning, match="table is deprecated"),
+        PgVectorEmbeddingStore(pg_pool, table=table_name, dimension=4) as store,
+    ):
+        assert store.collection == table_name == store.table_name
+    deprecated = pytest.warns(DeprecationWarning, match="table is deprecated")
+    with pytest.raises(EmbeddingStoreError, match="not both"), deprecated:
+        PgVectorEmbeddingStore(pg_pool, "a", table="b", dimension=4)
+
+
 def test_bad_input_is_rejected_before_writing(
     pg_pool: ConnectionPool[Any], table_name: str
 ) -> None:

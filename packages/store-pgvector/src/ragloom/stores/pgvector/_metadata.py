@@ -15,7 +15,7 @@ NaN, ±inf ``{"$float": "nan"|"inf"|"-inf"}`` JSON numbers cannot hold them
 UUID      ``{"$uuid": "<canonical str>"}``  distinct from a str with the same text
 ========  ===============================  ===========================================
 
-(the same ``$uuid``/``$float`` forms as the in-memory store's saved format).
+(the same ``$uuid``/``$float`` forms as the kit's ``metadata_codec``).
 
 Numbers are compared as ``numeric``, exactly. A finite float below 2**53 in magnitude is
 written as its shortest ``repr``, which rounds back to the same float: this preserves
@@ -26,8 +26,9 @@ are integers and are written with all their digits (``2.0**70`` as
 Negative zero is stored as ``0.0`` (``numeric`` has no signed zero; ``-0.0 == 0.0``).
 
 The kind tags (``metadata_kinds text[]``, one ``<kind letter>:<key>`` per key, letters
-``s`` str, ``n`` number, ``b`` bool, ``u`` UUID) let a GIN index answer "does any row
-hold key k with a kind this filter cannot compare?" without reading the rows.
+``s`` str, ``n`` number, ``b`` bool, ``u`` UUID: the codec's ``KIND_LETTERS``) let a GIN
+index answer "does any row hold key k with a kind this filter cannot compare?" without
+reading the rows.
 """
 
 from __future__ import annotations
@@ -38,11 +39,15 @@ import uuid
 from collections.abc import Mapping
 from typing import Any
 
+from ragloom.core import filter_values as kinds
 from ragloom.core.errors import EmbeddingStoreError
+from ragloom.core.kit.metadata_codec import KIND_LETTERS
 from ragloom.core.metadata import MetadataValue
 from ragloom.core.stores.validation import check_segment_text
 
-STR, NUMBER, BOOL, UUID = "s", "n", "b", "u"
+STR, NUMBER, BOOL, UUID = (
+    KIND_LETTERS[k] for k in (kinds.STR, kinds.NUMBER, kinds.BOOL, kinds.UUID)
+)
 _FLOAT_LIMIT = 2.0**53
 _NON_FINITE = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}
 _encode_str = json.JSONEncoder(ensure_ascii=False).encode

@@ -43,8 +43,9 @@ from ragloom.core.aio import AsyncAddMixin
 from ragloom.core.document import TextSegment
 from ragloom.core.embedding import Embedding
 from ragloom.core.errors import EmbeddingStoreError, InvalidFilterError
-from ragloom.core.filter_values import BOOL, NUMBER, STR, UUID
 from ragloom.core.filters import Filter
+from ragloom.core.kit.metadata_codec import KIND_LETTERS
+from ragloom.core.kit.remote_store import new_entries, renamed_option
 from ragloom.core.metadata import Metadata
 from ragloom.core.stores.base import (
     EmbeddingMatch,
@@ -54,7 +55,6 @@ from ragloom.core.stores.base import (
 )
 from ragloom.core.stores.metadata_types import (
     BatchKinds,
-    batch_kinds,
     check_held_row,
     conflicting_kinds,
 )
@@ -62,9 +62,6 @@ from ragloom.core.stores.metadata_types import metadata_schema as metadata_schem
 from ragloom.core.stores.scores import exact_cosines, relevance_score
 from ragloom.core.stores.validation import (
     check_filter,
-    generate_ids,
-    split_segments,
-    validate_embeddings,
     validate_ids,
 )
 from ragloom.stores.pgvector._async_database import AsyncConnection, AsyncDatabase
@@ -99,7 +96,7 @@ IterativeScan = Literal["off", "strict_order", "relaxed_order"]
 _MAX_IDENTIFIER_BYTES = 63
 _MAX_DIMENSION = 16000  # pgvector's limit for the vector type
 _EF_SEARCH_MAX = 1000  # pgvector's limit for hnsw.ef_search
-_LETTER = {STR: "s", NUMBER: "n", BOOL: "b", UUID: "u"}  # core kinds -> _metadata's tags
+_LETTER = KIND_LETTERS  # core kinds -> _metadata's tags
 _STAGING_FROM = 64  # batches with ids of at least this size go through COPY + upsert
 _COLUMNS = ("id", "embedding", "text", "metadata", "metadata_kinds")
 # A transaction's lock on one metadata key of one table (see _kind_locks).
@@ -180,7 +177,7 @@ class PgVectorEmbeddingStore(EmbeddingStore, AsyncAddMixin):
     def __init__(
         self,
         connection: str | ConnectionPool[Any],
-        table: str = "ragloom_embeddings",
+        collection: str | None = None,
         *,
         dimension: int | None = None,
         schema: str | None = None,
@@ -199,8 +196,10 @@ class PgVectorEmbeddingStore(EmbeddingStore, AsyncAddMixin):
         pool_size: int = 4,
         timeout: float = 10.0,
         metadata_schema: Mapping[str, type] | None = None,
+        table: str | None = None,
     ) -> None:
-        self._table_name = _identifier(table, "table name")
+        name = renamed_option(collection, "collection", table, "table")
+        self._table_name = _identifier("ragloom_embeddings" if name is None else name, "table name")
         self._schema = None if schema is None else _identifier(schema, "schema name")
         self._table = (
             sql.Identifier(self._schema, self._table_name)
@@ -266,6 +265,11 @@ class PgVectorEmbeddingStore(EmbeddingStore, AsyncAddMixin):
     def dimension(self) -> int:
         """The vector dimension of the table."""
         return self._dimension
+
+    @property
+    def collection(self) -> str:
+        """The table's name (without its schema)."""
+        return self._table_name
 
     @property
     def table_name(self) -> str:
@@ -558,13 +562,10 @@ class PgVectorEmbeddingStore(EmbeddingStore, AsyncAddMixin):
     ) -> tuple[Batch | None, bool, BatchKinds]:
         """The validated rows to write (None for none), whether to upsert (ids given) and
         the metadata types they bring (checked against the table's when written)."""
-        count = len(embeddings)
-        texts, segment_metadata = split_segments(segments, count)
-        metadata = [{}] * count if segment_metadata is None else segment_metadata
-        id_list = None if ids is None else _storable_ids(validate_ids(ids, count))
-        if count == 0:
+        entries = new_entries(embeddings, segments, ids, self._dimension, self._declared)
+        if entries is None:
             return None, False, {}
-        matrix = validate_embeddings(embeddings, self._dimension)
+        texts, metadata = entries.texts, entries.metadata or [{}] * len(entries.ids)
         documents: list[str] = []
         tags: list[list[str]] = []
         for entry in metadata:
@@ -574,10 +575,9 @@ class PgVectorEmbeddingStore(EmbeddingStore, AsyncAddMixin):
         for position, text in enumerate(texts):
             if text is not None:
                 check_text(text, f"text of segment {position}")
-        kinds = batch_kinds(segment_metadata, self._declared)
-        if id_list is None:
-            return Batch(generate_ids(count), matrix, texts, documents, tags), False, kinds
-        return Batch(id_list, matrix, texts, documents, tags), True, kinds
+        entry_ids = entries.ids if entries.generated else _storable_ids(entries.ids)
+        batch = Batch(entry_ids, entries.vectors, texts, documents, tags)
+        return batch, not entries.generated, entries.kinds
 
     @staticmethod
     def _copy_statement(table: sql.Composable) -> sql.Composed:
