@@ -46,7 +46,7 @@ from azure.search.documents.models import VectorizedQuery
 from ragloom.core.document import TextSegment
 from ragloom.core.embedding import Embedding
 from ragloom.core.errors import EmbeddingStoreError
-from ragloom.core.filter_values import BOOL, NUMBER, STR, UUID, FilterValue, value_kind
+from ragloom.core.filter_values import BOOL, NUMBER, STR, FilterValue, value_kind
 from ragloom.core.filters import (
     Filter,
     IsEqualTo,
@@ -54,6 +54,8 @@ from ragloom.core.filters import (
     IsNotEqualTo,
     IsNotIn,
 )
+from ragloom.core.kit.metadata_codec import KIND_LETTERS
+from ragloom.core.kit.remote_store import new_entries
 from ragloom.core.metadata import MetadataValue
 from ragloom.core.stores.base import (
     EmbeddingMatch,
@@ -63,16 +65,12 @@ from ragloom.core.stores.base import (
 )
 from ragloom.core.stores.metadata_types import (
     BatchKinds,
-    batch_kinds,
     check_held_row,
     conflicting_kinds,
 )
 from ragloom.core.stores.metadata_types import metadata_schema as metadata_schema_kinds
 from ragloom.core.stores.scores import relevance_score
 from ragloom.core.stores.validation import (
-    generate_ids,
-    split_segments,
-    validate_embeddings,
     validate_ids,
 )
 from ragloom.retrievers.azure_ai_search.odata import (
@@ -103,8 +101,9 @@ def _id(key: str) -> str:
         return key
 
 
-#: The typed field an entry of each metadata kind sets (ints set ``n`` too).
-_FIELD_OF_KIND = {STR: "s", NUMBER: "n", BOOL: "b", UUID: "u"}
+#: The typed field an entry of each metadata kind sets (ints set ``n`` too): the kit's
+#: metadata-codec letters.
+_FIELD_OF_KIND = KIND_LETTERS
 
 
 def _encode_value(key: str, value: MetadataValue) -> dict[str, Any]:
@@ -337,13 +336,10 @@ class AzureAiSearchEmbeddingStore(EmbeddingStore):
         ids: Sequence[str] | None = None,
     ) -> list[str]:
         """Upload a batch (``upload`` replaces an existing id's document); validated first."""
-        count = len(embeddings)
-        texts, metadata = split_segments(segments, count)
-        id_list = generate_ids(count) if ids is None else validate_ids(ids, count)
-        if count == 0:
+        entries = new_entries(embeddings, segments, ids, self._dimension, self._declared)
+        if entries is None:
             return []
-        matrix = validate_embeddings(embeddings, self._dimension)
-        kinds = batch_kinds(metadata, self._declared)
+        id_list, matrix, texts, metadata = entries[:4]
         keys = [_key(i) for i in id_list]
         too_long = next((i for i, k in zip(id_list, keys, strict=True) if len(k) > _MAX_KEY), None)
         if too_long is not None:
@@ -365,7 +361,7 @@ class AzureAiSearchEmbeddingStore(EmbeddingStore):
         if self._dimension is None:
             self._create_index(matrix.shape[1])
         else:
-            self._check_kinds(kinds)
+            self._check_kinds(entries.kinds)
         self._index(documents, "upload")
         return id_list
 
