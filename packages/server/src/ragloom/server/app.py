@@ -59,6 +59,7 @@ from ragloom.server.schemas import (
     RetrieveRequest,
     TextUpload,
     citation,
+    user_metadata,
 )
 from ragloom.server.service import IndexService, Principal
 from ragloom.server.settings import ServerSettings
@@ -489,30 +490,41 @@ def create_app(
 
     @app.post("/v1/documents", status_code=202)
     async def upload(request: Request, caller: Caller) -> dict[str, Any]:
-        """Queue files (multipart field ``files``) or a JSON ``{"name", "text"}`` for
-        ingestion; each job's status is at ``/v1/jobs/{id}``."""
+        """Queue files (multipart field ``files``, optional field ``metadata``: a JSON
+        object) or a JSON ``{"name", "text", "metadata"}`` for ingestion; each job's
+        status is at ``/v1/jobs/{id}``. The metadata is filterable like any other."""
         index = current()
         content_type = request.headers.get("content-type", "")
         uploads: list[tuple[str, bytes | str]] = []
+        metadata: dict[str, str | bool | int | float] = {}
         if content_type.startswith("multipart/form-data"):
             async with request.form(max_files=MAX_UPLOAD_FILES, max_fields=8) as form:
                 for value in form.getlist("files"):
                     if not isinstance(value, UploadFile):
                         raise InvalidArgumentError("files: send file parts, not text fields")
                     uploads.append((value.filename or "", await value.read()))
+                given = form.get("metadata")
+                if isinstance(given, UploadFile):
+                    raise InvalidArgumentError("metadata: send a text field, not a file")
+                if given is not None:
+                    try:
+                        metadata = user_metadata(given)
+                    except ValidationError as exc:
+                        raise InvalidArgumentError(_describe(exc.errors(), "metadata")) from None
         elif content_type.startswith("application/json"):
             try:
                 text = TextUpload.model_validate_json(await request.body())
             except ValidationError as exc:
                 raise InvalidArgumentError(_describe(exc.errors())) from None
             uploads.append((text.name, text.text))
+            metadata = text.metadata
         else:
             raise HTTPException(
                 415, "send multipart/form-data (field 'files') or application/json {name, text}"
             )
         if not uploads:
             raise InvalidArgumentError("no files: send one or more parts named 'files'")
-        jobs = [index.submit(caller, name, data) for name, data in uploads]
+        jobs = [index.submit(caller, name, data, metadata) for name, data in uploads]
         metrics.ingested.inc(len(jobs))
         return {"jobs": [job.to_dict() for job in jobs]}
 
@@ -571,11 +583,11 @@ CSP = (
 )
 
 
-def _describe(errors: Any) -> str:
+def _describe(errors: Any, *prefix: str) -> str:
     """``body.max_results: Input should be ...``: each bad field and why (no input echoed)."""
     parts = []
     for item in errors:
-        where = ".".join(str(p) for p in item.get("loc", ())) or "body"
+        where = ".".join(str(p) for p in (*prefix, *item.get("loc", ()))) or "body"
         parts.append(f"{where}: {item.get('msg', 'invalid')}")
     return "invalid request: " + "; ".join(parts)
 

@@ -2,15 +2,31 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+import re
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictFloat,
+    StrictInt,
+    StrictStr,
+    TypeAdapter,
+)
 
 from ragloom.core import Content
 
 __all__ = [
     "MAX_FILTER_CHARS",
+    "MAX_METADATA_KEYS",
+    "MAX_METADATA_VALUE_CHARS",
     "MAX_QUERY_CHARS",
+    "RESERVED_METADATA",
+    "UserMetadata",
+    "user_metadata",
     "RetrieveRequest",
     "RagloomOptions",
     "TextPart",
@@ -22,6 +38,43 @@ __all__ = [
 
 MAX_QUERY_CHARS = 4000
 MAX_FILTER_CHARS = 2000
+MAX_METADATA_KEYS = 32
+MAX_METADATA_VALUE_CHARS = 1024
+# Set by the server from the key and the upload; a client can neither set nor override them.
+RESERVED_METADATA = frozenset({"tenant", "document_id", "file_name"})
+_METADATA_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,63}")
+
+
+def _metadata_keys(metadata: dict[str, Any]) -> dict[str, Any]:
+    for key in metadata:
+        if not _METADATA_KEY.fullmatch(key):
+            raise ValueError(
+                f"key {key[:80]!r}: use 1-64 letters, digits, '_', '.', '-' (first a letter or '_')"
+            )
+        if key in RESERVED_METADATA:
+            raise ValueError(f"key {key!r} is set by the server (from the API key and upload)")
+    return metadata
+
+
+MetadataValue = (
+    Annotated[StrictStr, Field(max_length=MAX_METADATA_VALUE_CHARS)]
+    | StrictBool
+    | StrictInt
+    | Annotated[StrictFloat, Field(allow_inf_nan=False)]
+)
+#: A client's own metadata on an upload: flat, typed scalars, bounded, no reserved key.
+UserMetadata = Annotated[
+    dict[str, MetadataValue],
+    Field(max_length=MAX_METADATA_KEYS),
+    AfterValidator(_metadata_keys),
+]
+_user_metadata: TypeAdapter[dict[str, str | bool | int | float]] = TypeAdapter(UserMetadata)
+
+
+def user_metadata(raw: str | bytes) -> dict[str, str | bool | int | float]:
+    """The metadata of a JSON object (a multipart ``metadata`` field); ``ValidationError``
+    names what is wrong."""
+    return _user_metadata.validate_json(raw)
 
 
 class RetrieveRequest(BaseModel):
@@ -91,6 +144,7 @@ class TextUpload(BaseModel):
 
     name: str = Field(min_length=1, max_length=256)
     text: str = Field(min_length=1)
+    metadata: UserMetadata = Field(default_factory=dict)
 
 
 def citation(number: int, content: Content) -> dict[str, Any]:

@@ -6,7 +6,8 @@
   only records its writes; they are then applied under a writer lock that retrievals
   hold as readers, so a query sees a document's old or new segments, never a mix.
 - Uploads get the ingestor's stable ids (``document_id`` = ``upload:<tenant>/<name>``);
-  the manifest keeps each upload's SHA-256, so re-uploading the same bytes is a no-op.
+  the manifest keeps each upload's SHA-256 and client metadata, so re-uploading the same
+  bytes with the same metadata is a no-op.
 - The index is saved when the queue runs empty and on :meth:`close`, which first
   finishes every accepted job: nothing acknowledged is lost on a graceful shutdown.
 """
@@ -16,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import itertools
+import json
 import logging
 import queue
 import tempfile
@@ -75,6 +77,7 @@ __all__ = [
 
 TENANT = "tenant"
 UPLOAD_PREFIX = "upload:"
+METADATA = "metadata"
 MAX_FILENAME = 128
 Mode = Literal["hybrid", "dense", "keyword"]
 logger = logging.getLogger("ragloom.server")
@@ -132,9 +135,16 @@ class SourceEntry:
     name: str
     tenant: str | None
     sha256: str
+    metadata: dict[str, Scalar] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"id": self.id, "name": self.name, "tenant": self.tenant, "sha256": self.sha256}
+        return {
+            "id": self.id,
+            "name": self.name,
+            "tenant": self.tenant,
+            "sha256": self.sha256,
+            "metadata": self.metadata,
+        }
 
 
 class ReadWriteLock:
@@ -263,7 +273,8 @@ def _model_name(model: EmbeddingModel) -> str:
     return f"{type(model).__module__}.{type(model).__qualname__}"
 
 
-_Upload = tuple[Job, str, "bytes | str"]
+Scalar = str | bool | int | float
+_Upload = tuple[Job, str, "bytes | str", dict[str, Scalar]]
 
 
 class IndexService:
@@ -361,8 +372,15 @@ class IndexService:
 
     # --- documents ------------------------------------------------------------------------
 
-    def submit(self, principal: Principal, name: str, data: bytes | str) -> Job:
-        """Queue one upload for ingestion; :class:`InvalidArgumentError` for a bad name."""
+    def submit(
+        self,
+        principal: Principal,
+        name: str,
+        data: bytes | str,
+        metadata: dict[str, Scalar] | None = None,
+    ) -> Job:
+        """Queue one upload with the client's ``metadata`` (validated by the caller: no
+        reserved key) for ingestion; :class:`InvalidArgumentError` for a bad name."""
         if not self._accepting:
             raise RagloomError("the server is shutting down; retry on the next instance")
         source = safe_filename(name)
@@ -373,7 +391,7 @@ class IndexService:
             self.jobs[job.id] = job
             while len(self.jobs) > self.settings.max_jobs:
                 self.jobs.popitem(last=False)
-        self._queue.put((job, source, data))
+        self._queue.put((job, source, data, dict(metadata or {})))
         return job
 
     def job(self, principal: Principal, job_id: str) -> Job | None:
@@ -391,7 +409,11 @@ class IndexService:
             tenant = entry.get(TENANT)
             if principal.may_see(tenant):
                 name = entry.get("name") or Path(key).name
-                result.append(SourceEntry(key, name, tenant, entry["sha256"]))
+                result.append(
+                    SourceEntry(
+                        key, name, tenant, entry["sha256"], json.loads(entry.get(METADATA, "{}"))
+                    )
+                )
         return result
 
     def delete(self, principal: Principal, source_id: str) -> bool:
@@ -431,17 +453,24 @@ class IndexService:
             finally:
                 self._queue.task_done()
 
-    def _ingest(self, job: Job, source: str, data: bytes | str) -> None:
+    def _ingest(
+        self, job: Job, source: str, data: bytes | str, metadata: dict[str, Scalar]
+    ) -> None:
         job.status = "running"
         key = f"{UPLOAD_PREFIX}{job.tenant or '-'}/{source}"
         raw = data.encode("utf-8") if isinstance(data, str) else data
         digest = hashlib.sha256(raw).hexdigest()
         known = self.index.files.get(key)
-        if known is not None and known["sha256"] == digest:
+        recorded = json.dumps(metadata, sort_keys=True)
+        if (
+            known is not None
+            and known["sha256"] == digest
+            and known.get(METADATA, "{}") == recorded
+        ):
             job.status = "unchanged"
             return
         try:
-            document = self._document(key, job.tenant, source, data)
+            document = self._document(key, job.tenant, source, data, metadata)
             staged = _StagedWrites()
             outcome = EmbeddingStoreIngestor(staged, self.embedding_model).ingest([document])
             error = outcome.outcomes[0].error
@@ -451,6 +480,8 @@ class IndexService:
             job.status, job.error = "failed", str(exc)
             return
         entry = {"sha256": digest, "document_id": key, "name": source}
+        if metadata:
+            entry[METADATA] = recorded  # the manifest holds strings: the metadata as JSON
         if job.tenant is not None:
             entry[TENANT] = job.tenant
         with self.lock.writing():
@@ -462,9 +493,12 @@ class IndexService:
         job.status = "done"
 
     @staticmethod
-    def _document(key: str, tenant: str | None, source: str, data: bytes | str) -> Document:
-        """The document of an upload: parsed by the parser for its type, with the
-        server's metadata (client metadata is never trusted)."""
+    def _document(
+        key: str, tenant: str | None, source: str, data: bytes | str, extra: dict[str, Scalar]
+    ) -> Document:
+        """The document of an upload: parsed by the parser for its type, with the client's
+        ``extra`` metadata over the parser's and the server's (file name, id, tenant) over
+        both: a client never sets those."""
         if isinstance(data, str):
             text = data
             metadata: dict[str, Any] = {}
@@ -479,6 +513,7 @@ class IndexService:
                 for k, v in parsed.metadata.to_dict().items()
                 if k not in {"absolute_directory_path", "file_name", TENANT, "document_id"}
             }
+        metadata.update(extra)
         metadata.update({"file_name": source, "document_id": key})
         if tenant is not None:
             metadata[TENANT] = tenant
