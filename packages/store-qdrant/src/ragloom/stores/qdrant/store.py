@@ -352,20 +352,24 @@ class QdrantEmbeddingStore(RemoteEmbeddingStore):
 
     def _prior_points(self, pids: list[str]) -> Steps[list[_journal.PriorPoint]]:
         """Those of ``pids`` already stored, whole (what a rollback writes back)."""
-        prior: list[_journal.PriorPoint] = []
+        records = yield from self._retrieve(pids, True, vectors=True)
+        return [{"id": str(r.id), "vector": r.vector, "payload": r.payload or {}} for r in records]
+
+    def _retrieve(
+        self, pids: list[str], payload: bool | list[str], *, vectors: bool = False
+    ) -> Steps[list[models.Record]]:
+        """Those of ``pids`` already stored, read page by page."""
+        records: list[models.Record] = []
         for start in range(0, len(pids), _PAGE):
-            records = yield ClientCall.of(
+            records += yield ClientCall.of(
                 "reading existing points",
                 "retrieve",
                 self._collection,
                 ids=pids[start : start + _PAGE],
-                with_payload=True,
-                with_vectors=True,
+                with_payload=payload,
+                with_vectors=vectors,
             )
-            prior += [
-                {"id": str(r.id), "vector": r.vector, "payload": r.payload or {}} for r in records
-            ]
-        return prior
+        return records
 
     def _roll_back(self) -> Steps[None]:
         """Undo the unfinished batch the journal records (see ``_journal``)."""
@@ -390,20 +394,10 @@ class QdrantEmbeddingStore(RemoteEmbeddingStore):
 
     def _existing_seqs(self, pids: list[str]) -> Steps[dict[str, int]]:
         """The sequence numbers of those of ``pids`` already stored."""
-        found: dict[str, int] = {}
-        for start in range(0, len(pids), _PAGE):
-            records = yield ClientCall.of(
-                "reading existing points",
-                "retrieve",
-                self._collection,
-                ids=pids[start : start + _PAGE],
-                with_payload=["seq"],
-                with_vectors=False,
-            )
-            for record in records:
-                if record.payload and "seq" in record.payload:
-                    found[str(record.id)] = int(record.payload["seq"])
-        return found
+        records = yield from self._retrieve(pids, ["seq"])
+        return {
+            str(r.id): int(r.payload["seq"]) for r in records if r.payload and "seq" in r.payload
+        }
 
     # ------------------------------------------------------------------ searching
 
