@@ -22,6 +22,7 @@ import pytest
 from mcp.client import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
 
 # uvicorn shuts down gracefully, then re-raises SIGTERM so the exit status tells the signal
 STOPPED = {0, -signal.SIGTERM}
@@ -172,3 +173,51 @@ def test_sigterm_during_ingestion_loses_nothing_acknowledged(
     manifest = json.loads((index / "files.json").read_text())
     names = {entry.get("name") for entry in manifest["files"].values()}
     assert set(accepted) <= names
+
+
+async def _mcp_documents(url: str, key: str, read: str | None) -> tuple[dict[str, str], Any]:
+    """The resources the key lists (name → URI) and, for ``read``, that resource's JSON
+    (or the error the server gave)."""
+    headers = {"Authorization": f"Bearer {key}"}
+    async with (
+        httpx2.AsyncClient(headers=headers, timeout=30) as http,
+        Client(streamable_http_client(url, http_client=http)) as client,
+    ):
+        listed = {str(r.name): str(r.uri) for r in (await client.list_resources()).resources}
+        if read is None:
+            return listed, None
+        try:
+            result = await client.read_resource(read)
+        except MCPError as exc:
+            return listed, exc
+        return listed, json.loads(result.contents[0].text)  # type: ignore[union-attr]
+
+
+def test_documents_are_mcp_resources_scoped_by_key(served: str, keys: dict[str, str]) -> None:
+    acme = {"Authorization": f"Bearer {keys['acme']}"}
+    text = "Hangar nine holds the acme zeppelin. " * 30
+    posted = httpx.post(
+        f"{served}/v1/documents", json={"name": "hangar.md", "text": text}, headers=acme
+    ).json()
+    job = posted["jobs"][0]["id"]
+    deadline = time.monotonic() + 30
+    while httpx.get(f"{served}/v1/jobs/{job}", headers=acme).json()["status"] != "done":
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
+    url = f"{served}/mcp"
+    listed, _ = anyio.run(_mcp_documents, url, keys["acme"], None)
+    assert "hangar.md" in listed
+    assert "filters.md" not in listed  # the admin's (untagged) documents are not acme's
+    hangar = listed["hangar.md"]
+    assert hangar == "ragloom://documents/upload%3Aacme%2Fhangar.md"
+    _, document = anyio.run(_mcp_documents, url, keys["acme"], hangar)
+    assert document["id"] == "upload:acme/hangar.md"
+    assert "".join(p["text"] for p in document["passages"]).count("zeppelin") >= 30
+    starts = [p["start"] for p in document["passages"]]
+    assert starts == sorted(starts)
+    others, refused = anyio.run(_mcp_documents, url, keys["globex"], hangar)
+    assert "hangar.md" not in others
+    assert isinstance(refused, MCPError)
+    assert "no document" in str(refused)
+    everything, _ = anyio.run(_mcp_documents, url, keys["admin"], None)
+    assert {"hangar.md", "filters.md"} <= set(everything)

@@ -1,5 +1,6 @@
-"""The MCP server: tools ``search`` and ``ask`` over the same index, for stdio
-(``ragloom mcp``) and streamable HTTP (mounted at ``/mcp`` by ``ragloom serve``).
+"""The MCP server: tools ``search`` and ``ask`` over the same index, and each document the
+caller may see as a resource (``ragloom://documents/<id>``: its passages in order), for
+stdio (``ragloom mcp``) and streamable HTTP (mounted at ``/mcp`` by ``ragloom serve``).
 
 Over HTTP the caller's bearer key picks the tenant exactly as for the HTTP API; over
 stdio the caller is whoever started the process (every tenant, or ``--tenant``).
@@ -8,17 +9,39 @@ stdio the caller is whoever started the process (every tenant, or ``--tenant``).
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Callable
 from typing import Any
+from urllib.parse import quote, unquote
 
+from mcp.server.context import ServerRequestContext
 from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ResourceNotFoundError
+from mcp.types import ListResourcesResult, PaginatedRequestParams, Resource
 
 from ragloom.core import Query
 from ragloom.server.auth import Authenticator
 from ragloom.server.schemas import MAX_FILTER_CHARS, MAX_QUERY_CHARS, citation
 from ragloom.server.service import IndexService, Principal
 
-__all__ = ["build_mcp"]
+__all__ = ["DOCUMENT_URI", "build_mcp"]
+
+DOCUMENT_URI = "ragloom://documents/{ref}"  # ref: the document id, percent-encoded
+
+
+class _ScopedResources(MCPServer[Any]):
+    """An MCP server whose resource list is the caller's documents: the SDK lists only
+    registered resources, the same for every caller, so the list handler is replaced."""
+
+    def __init__(self, documents: Callable[[Context], list[Resource]], **options: Any) -> None:
+        super().__init__(**options)
+        self._documents = documents
+
+    async def _handle_list_resources(
+        self, ctx: ServerRequestContext[Any], params: PaginatedRequestParams | None
+    ) -> ListResourcesResult:
+        context = Context(request_context=ctx, mcp_server=self)
+        return ListResourcesResult(resources=self._documents(context))
 
 
 def build_mcp(
@@ -27,9 +50,24 @@ def build_mcp(
     local: Principal,
 ) -> MCPServer[Any]:
     """An MCP server whose tools query ``service()``; ``local`` is the stdio principal."""
-    server: MCPServer[Any] = MCPServer(
-        "ragloom",
-        instructions="Search the indexed documents (search) or get an answer with sources (ask).",
+
+    def documents(ctx: Context) -> list[Resource]:
+        return [
+            Resource(
+                uri=DOCUMENT_URI.format(ref=quote(entry.id, safe="")),
+                name=entry.name,
+                description=f"passages of {entry.name}"
+                + (f" (tenant {entry.tenant})" if entry.tenant else ""),
+                mime_type="application/json",
+            )
+            for entry in service().sources(principal(ctx))
+        ]
+
+    server = _ScopedResources(
+        documents,
+        name="ragloom",
+        instructions="Search the indexed documents (search) or get an answer with sources "
+        "(ask); each document is a resource.",
     )
 
     def principal(ctx: Context) -> Principal:
@@ -78,5 +116,23 @@ def build_mcp(
             "answer": result.content,
             "sources": [citation(n, c) for n, c in enumerate(result.sources, 1)],
         }
+
+    @server.resource(DOCUMENT_URI, mime_type="application/json")
+    async def document(ref: str, ctx: Context) -> str:
+        """A document's passages in order, with offsets and page where known."""
+        source_id = unquote(ref)
+        segments = await asyncio.to_thread(service().passages, principal(ctx), source_id)
+        if segments is None:
+            raise ResourceNotFoundError(f"no document {source_id[:200]!r} for this key")
+        passages = [
+            {
+                "text": s.text,
+                "start": s.metadata.get("start"),
+                "end": s.metadata.get("end"),
+                "page": s.metadata.get("page_number"),
+            }
+            for s in segments
+        ]
+        return json.dumps({"id": source_id, "passages": passages})
 
     return server

@@ -78,6 +78,7 @@ __all__ = [
 TENANT = "tenant"
 UPLOAD_PREFIX = "upload:"
 METADATA = "metadata"
+MAX_PASSAGES = 10_000  # segments of one document read back as a resource
 MAX_FILENAME = 128
 Mode = Literal["hybrid", "dense", "keyword"]
 logger = logging.getLogger("ragloom.server")
@@ -415,6 +416,27 @@ class IndexService:
                     )
                 )
         return result
+
+    def passages(self, principal: Principal, source_id: str) -> list[TextSegment] | None:
+        """The segments of the document ``source_id`` in document order (by ``start``);
+        ``None`` when the principal has no such document. The index keeps segments, not
+        the original file, so this is what can be read back."""
+        with self.lock.reading():
+            entry = self.index.files.get(source_id)
+            if entry is None or not principal.may_see(entry.get(TENANT)):
+                return None
+            dimension = self.index.store.dimension
+            if dimension is None:
+                return []
+            # Every segment of the document: the filter selects, the vector does not matter.
+            request = EmbeddingSearchRequest(
+                [1.0] * dimension,
+                max_results=MAX_PASSAGES,
+                filter=metadata_key("document_id").is_equal_to(entry["document_id"]),
+            )
+            matches = self.index.store.search(request).matches
+        segments = [m.embedded for m in matches if m.embedded is not None]
+        return sorted(segments, key=lambda s: (s.metadata.get("start") or 0, s.text))
 
     def delete(self, principal: Principal, source_id: str) -> bool:
         """Remove the document ``source_id`` (an id from :meth:`sources`); ``False`` when
