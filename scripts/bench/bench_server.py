@@ -1,0 +1,318 @@
+"""ragloom serve under load: /v1/retrieve latency and throughput with N concurrent clients,
+the server's overhead over the same retrieval in-process, and a hostile run (oversized and
+malformed bodies, slow bodies, bad keys) watching the server's RSS and open descriptors.
+
+The index: docs/ ingested with the default embedding model, then its segments copied (same
+vectors, other ids and document ids) up to ``--segments``, so building it embeds docs/ once.
+
+    .venv/bin/python scripts/bench/bench_server.py --clients 32 --seconds 20
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import httpx
+import psutil
+
+from ragloom.core import (
+    BM25ContentRetriever,
+    EmbeddingSearchRequest,
+    EmbeddingStoreContentRetriever,
+    Query,
+    plugins,
+)
+from ragloom.core import EmbeddingModel as _EmbeddingModel
+from ragloom.easy_rag import RagIndex
+from ragloom.easy_rag.cli import MinScoreRetriever
+from ragloom.easy_rag.defaults import default_hybrid_retriever, hybrid_candidates
+
+ROOT = Path(__file__).resolve().parents[2]
+KEY = "bench-admin-key-0123456789"
+QUERIES = [
+    "metadata filters",
+    "how do I ingest documents",
+    "hybrid retrieval with BM25",
+    "embedding model onnx",
+    "persist the in-memory store",
+    "split a document into segments",
+    "chat memory window",
+    "reranking results",
+]
+
+
+def build_index(path: Path, segments: int) -> int:
+    """docs/ ingested, then its segments copied up to ``segments``; the count written."""
+    # A few docs/ files fail to parse (exit 1); the rest is the corpus.
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "ragloom.easy_rag.cli",
+            "ingest",
+            str(ROOT / "docs"),
+            "--index",
+            str(path),
+            "--quiet",
+        ],
+        check=False,
+    )
+    index = RagIndex.open(path)
+    dimension = index.store.dimension or 1
+    everything = index.store.search(EmbeddingSearchRequest([1.0] * dimension, max_results=100_000))
+    base = [m for m in everything.matches if m.embedded is not None]
+    copies = 0
+    while len(base) * (copies + 1) < segments:
+        copies += 1
+        vectors, parts, ids = [], [], []
+        for match in base:
+            assert match.embedded is not None
+            meta = match.embedded.metadata.to_dict()
+            meta["document_id"] = f"{meta.get('document_id')}#copy{copies}"
+            vectors.append(match.embedding)
+            parts.append(type(match.embedded)(match.embedded.text, meta))
+            ids.append(f"{match.embedding_id}-copy{copies}")
+        index.mirrored.add_all(vectors, parts, ids=ids)
+    index.save()
+    return len(base) * (copies + 1)
+
+
+def start_server(index: Path, log: Path, **env: str) -> tuple[subprocess.Popen[bytes], str]:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    keys = json.dumps([{"key": KEY, "name": "bench"}])
+    environment = {**os.environ, "RAGLOOM_SERVER_API_KEYS": keys, **env}
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "ragloom.easy_rag.cli",
+            "serve",
+            "--index",
+            str(index),
+            "--port",
+            str(port),
+        ],
+        env=environment,
+        stdout=log.open("wb"),
+        stderr=subprocess.STDOUT,
+    )
+    url = f"http://127.0.0.1:{port}"
+    for _ in range(600):
+        try:
+            if httpx.get(f"{url}/readyz", timeout=1).status_code == 200:
+                return process, url
+        except httpx.TransportError:
+            time.sleep(0.2)
+    raise SystemExit(f"server did not start: {log.read_text()}")
+
+
+def in_process_retriever(index: RagIndex, model: _EmbeddingModel) -> MinScoreRetriever:
+    """The retrieval IndexService builds for an admin key and mode hybrid, max_results 4."""
+    candidates = hybrid_candidates(4)
+    return MinScoreRetriever(
+        default_hybrid_retriever(
+            EmbeddingStoreContentRetriever(index.store, model, max_results=candidates),
+            BM25ContentRetriever(index.keywords, max_results=candidates),
+            4,
+        ),
+        0.0,
+    )
+
+
+def pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def overhead(url: str, server: psutil.Process, index: Path, rounds: int) -> dict[str, float]:
+    """Interleaved: one in-process retrieval, then the same over HTTP, ``rounds`` times."""
+    model: _EmbeddingModel = plugins.load_default(plugins.EMBEDDING_MODELS)  # type: ignore[assignment]
+    retriever = in_process_retriever(RagIndex.open(index), model)
+    headers = {"Authorization": f"Bearer {KEY}"}
+    local_wall, local_cpu, http_wall, server_cpu = [], [], [], []
+    with httpx.Client(headers=headers, timeout=30) as client:
+        for n in range(rounds):
+            query = QUERIES[n % len(QUERIES)]
+            wall, cpu = time.perf_counter(), time.process_time()
+            retriever.retrieve(Query(query))
+            local_wall.append(time.perf_counter() - wall)
+            local_cpu.append(time.process_time() - cpu)
+            before = sum(server.cpu_times()[:2])
+            wall = time.perf_counter()
+            response = client.post(f"{url}/v1/retrieve", json={"query": query, "max_results": 4})
+            http_wall.append(time.perf_counter() - wall)
+            server_cpu.append(sum(server.cpu_times()[:2]) - before)
+            response.raise_for_status()
+    ms = 1000.0
+    return {
+        "in_process_wall_p50_ms": statistics.median(local_wall) * ms,
+        "in_process_cpu_p50_ms": statistics.median(local_cpu) * ms,
+        "http_wall_p50_ms": statistics.median(http_wall) * ms,
+        "server_cpu_p50_ms": statistics.median(server_cpu) * ms,
+        "overhead_wall_p50_ms": (statistics.median(http_wall) - statistics.median(local_wall)) * ms,
+    }
+
+
+def load(url: str, clients: int, seconds: float) -> dict[str, float]:
+    """``clients`` threads, each with its own connection, retrieving for ``seconds``."""
+    ends = time.monotonic() + seconds
+    latencies: list[float] = []
+    errors = [0]
+    lock = threading.Lock()
+
+    def client(number: int) -> None:
+        with httpx.Client(headers={"Authorization": f"Bearer {KEY}"}, timeout=60) as http:
+            n = number
+            while time.monotonic() < ends:
+                started = time.perf_counter()
+                response = http.post(
+                    f"{url}/v1/retrieve",
+                    json={"query": QUERIES[n % len(QUERIES)], "max_results": 4},
+                )
+                elapsed = time.perf_counter() - started
+                with lock:
+                    if response.status_code == 200:
+                        latencies.append(elapsed)
+                    else:
+                        errors[0] += 1
+                n += 1
+
+    with ThreadPoolExecutor(clients) as pool:
+        list(pool.map(client, range(clients)))
+    return {
+        "requests": len(latencies),
+        "errors": errors[0],
+        "throughput_rps": len(latencies) / seconds,
+        "p50_ms": pct(latencies, 0.5) * 1000,
+        "p99_ms": pct(latencies, 0.99) * 1000,
+    }
+
+
+def slow_body(url: str) -> bytes:
+    host, port = url.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port)), timeout=30) as sock:
+        sock.sendall(
+            b"POST /v1/retrieve HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer "
+            + KEY.encode()
+            + b"\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n"
+        )
+        answer = b""
+        for _ in range(100):
+            try:
+                sock.sendall(b" ")
+                sock.settimeout(0.2)
+                answer = sock.recv(65536)
+                break
+            except TimeoutError:
+                continue
+            except OSError:
+                break
+        return answer[:12]
+
+
+def hostile(url: str, server: psutil.Process, count: int) -> dict[str, object]:
+    """``count`` requests of each hostile kind; statuses seen, RSS and descriptors."""
+    before = (server.memory_info().rss, server.num_fds())
+    seen: dict[str, dict[int | str, int]] = {}
+
+    def note(kind: str, status: int | str) -> None:
+        seen.setdefault(kind, {})
+        seen[kind][status] = seen[kind].get(status, 0) + 1
+
+    good = {"Authorization": f"Bearer {KEY}", "Content-Type": "application/json"}
+    with httpx.Client(timeout=30) as http:
+        for _ in range(count):
+            note(
+                "oversized",
+                http.post(f"{url}/v1/retrieve", content=b"x" * (2 << 20), headers=good).status_code,
+            )
+            note(
+                "bad_json",
+                http.post(f"{url}/v1/retrieve", content=b'{"query": ', headers=good).status_code,
+            )
+            note(
+                "bad_key",
+                http.post(
+                    f"{url}/v1/retrieve",
+                    json={"query": "x"},
+                    headers={"Authorization": "Bearer nope"},
+                ).status_code,
+            )
+            note(
+                "long_filter",
+                http.post(
+                    f"{url}/v1/retrieve",
+                    json={"query": "x", "filter": "a == 'b' " * 1200},
+                    headers=good,
+                ).status_code,
+            )
+    with ThreadPoolExecutor(50) as pool:
+        for answer in pool.map(lambda _: slow_body(url), range(count)):
+            note("slow_body", answer.decode("latin-1") or "closed")
+    healthy = httpx.get(f"{url}/healthz").status_code
+    after = (server.memory_info().rss, server.num_fds())
+    return {
+        "statuses": seen,
+        "rss_mib_before_after": [round(before[0] / 2**20, 1), round(after[0] / 2**20, 1)],
+        "fds_before_after": [before[1], after[1]],
+        "healthz_after": healthy,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--segments", type=int, default=10_000)
+    parser.add_argument("--clients", type=int, default=32)
+    parser.add_argument("--seconds", type=float, default=20.0)
+    parser.add_argument("--rounds", type=int, default=200, help="interleaved overhead pairs")
+    parser.add_argument("--hostile", type=int, default=200, help="requests of each kind")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="bench-server-") as folder:
+        index = Path(folder) / "index"
+        written = build_index(index, args.segments)
+        process, url = start_server(
+            index,
+            Path(folder) / "server.log",
+            RAGLOOM_SERVER_RATE_LIMIT="0",
+            RAGLOOM_SERVER_BODY_TIMEOUT="1",
+        )
+        server = psutil.Process(process.pid)
+        try:
+            results: dict[str, object] = {"segments": written, "loadavg_start": os.getloadavg()}
+            httpx.post(
+                f"{url}/v1/retrieve",
+                json={"query": "warm up"},
+                headers={"Authorization": f"Bearer {KEY}"},
+                timeout=60,
+            )
+            results["overhead"] = overhead(url, server, index, args.rounds)
+            rss_before = server.memory_info().rss
+            results["load"] = load(url, args.clients, args.seconds)
+            results["rss_mib_before_after_load"] = [
+                round(rss_before / 2**20, 1),
+                round(server.memory_info().rss / 2**20, 1),
+            ]
+            results["hostile"] = hostile(url, server, args.hostile)
+            results["loadavg_end"] = os.getloadavg()
+            print(json.dumps(results, indent=2))
+        finally:
+            process.send_signal(signal.SIGTERM)
+            process.wait(timeout=60)
+
+
+if __name__ == "__main__":
+    main()
