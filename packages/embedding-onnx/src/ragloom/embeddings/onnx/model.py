@@ -118,10 +118,11 @@ class OnnxEmbeddingModel(EmbeddingModel):
     physical core). ``enable_cpu_mem_arena=False`` turns off onnxruntime's CPU memory
     arena, which keeps the largest batches' buffers for reuse: embedding then holds less
     memory (measured on CISI's 1,460 abstracts: peak RSS 1.17 instead of 1.58 GiB) for
-    about 6% more time (see the README). ``spinning=False`` stops onnxruntime's
-    intra-op threads from busy-waiting for work between operators: on a machine whose
-    cores are shared with other busy processes that was 21% faster here, and it leaves
-    the cores to the rest of the application; on an idle machine spinning is faster.
+    about 6% more time (see the README). ``spinning=True`` lets onnxruntime's intra-op
+    threads busy-wait for work between operators. It is off by default: busy-waiting
+    burnt 30-45% more CPU time for the same vectors here (2 cores shared with other
+    busy processes, see the README) and takes the cores from the rest of the
+    application; on an idle machine it may save a little latency.
     """
 
     def __init__(
@@ -137,7 +138,7 @@ class OnnxEmbeddingModel(EmbeddingModel):
         intra_op_threads: int | None = None,
         inter_op_threads: int | None = None,
         enable_cpu_mem_arena: bool = True,
-        spinning: bool = True,
+        spinning: bool = False,
         strict: bool = False,
         output_name: str | None = None,
         providers: Sequence[str] | None = None,
@@ -278,8 +279,9 @@ class OnnxEmbeddingModel(EmbeddingModel):
         if self._inter_op_threads is not None:
             options.inter_op_num_threads = self._inter_op_threads
         options.enable_cpu_mem_arena = self._enable_cpu_mem_arena
-        if not self._spinning:
-            options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        options.add_session_config_entry(
+            "session.intra_op.allow_spinning", "1" if self._spinning else "0"
+        )
         try:
             session = onnxruntime.InferenceSession(
                 str(self._model_path), options, providers=self._providers
