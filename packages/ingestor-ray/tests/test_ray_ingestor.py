@@ -111,25 +111,32 @@ def ray_ingestor(dsn: str, table: str, **options: Any) -> RayIngestor:
     options.setdefault("embedding_model_factory", functools.partial(FakeEmbeddingModel, DIMENSION))
     options.setdefault("documents_per_batch", 4)
     options.setdefault("num_cpus", 0.5)
-    options.setdefault("split_num_cpus", 0.5)
     return RayIngestor(
         pg_store(dsn, table), document_splitter=splitter(), batch_size=16, concurrency=2, **options
     )
 
 
-def one_actor_per_node(nodes: dict[str, float]) -> dict[str, float]:
+def one_actor_per_node(nodes: dict[str, float], split_tasks: bool = True) -> dict[str, Any]:
     """RayIngestor CPU options that put each actor on a node of its own (Ray's scheduler
-    may otherwise pack both on one): an actor takes 90% of the smallest node's CPUs."""
+    may otherwise pack both on one): an actor takes 90% of the smallest node's CPUs, the
+    split tasks (when asked for) the rest."""
     actor_cpus = 0.9 * min(nodes.values())
     if actor_cpus <= max(nodes.values()) / 2:
         pytest.fail(f"nodes too different in size for this test: {nodes}", pytrace=False)
-    return {"num_cpus": actor_cpus, "split_num_cpus": min(nodes.values()) - actor_cpus}
+    split_cpus = min(nodes.values()) - actor_cpus if split_tasks else None
+    return {"num_cpus": actor_cpus, "split_num_cpus": split_cpus}
 
 
+@pytest.mark.parametrize("split_tasks", [False, True], ids=["split-in-actor", "split-tasks"])
 def test_same_store_content_and_result_as_core_ingestor(
-    pg_dsn: str, table_name: str, tmp_path: Path, ray_cluster: dict[str, float]
+    pg_dsn: str,
+    table_name: str,
+    tmp_path: Path,
+    ray_cluster: dict[str, float],
+    split_tasks: bool,
 ) -> None:
-    """The two actors run on two nodes of the cluster (separate raylets and processes)."""
+    """The two actors run on two nodes of the cluster (separate raylets and processes);
+    splitting in the actors or in tasks of its own gives the same store."""
     documents = corpus()
     expected_result, expected = reference(documents)
     progress: list[tuple[int, int]] = []
@@ -139,7 +146,7 @@ def test_same_store_content_and_result_as_core_ingestor(
         table_name,
         on_progress=lambda d, t: progress.append((d, t)),
         on_actor_start=functools.partial(record_start, str(tmp_path)),
-        **one_actor_per_node(ray_cluster),
+        **one_actor_per_node(ray_cluster, split_tasks),
     ).ingest(documents)
 
     assert actual_result.ids == expected_result.ids
@@ -292,7 +299,6 @@ def test_default_onnx_model_loaded_in_actor_gives_core_vectors(
         document_splitter=splitter(),
         concurrency=1,
         num_cpus=0.5,
-        split_num_cpus=0.5,
     ).ingest(documents)
 
     store = InMemoryEmbeddingStore()
@@ -364,11 +370,12 @@ class CrashingTransformer:
         return [d for d in documents if self.transform(d) is not None]
 
 
+@pytest.mark.parametrize("split_num_cpus", [None, 0.5], ids=["split-in-actor", "split-tasks"])
 def test_document_killing_its_split_worker_is_reported_others_written_once(
-    pg_dsn: str, table_name: str, tmp_path: Path
+    pg_dsn: str, table_name: str, tmp_path: Path, split_num_cpus: float | None
 ) -> None:
-    """Ray redoes a lost split task without limit (the job never ended); the batch is
-    redone one document at a time and the killer reported after max_retries."""
+    """Ray redoes a lost split task (or actor) without limit (the job never ended); the
+    batch is redone one document at a time and the killer reported after max_retries."""
     documents = corpus(8)
     documents[2] = Document("this one CRASH es the parser", {"document_id": "poison"})
     crash_file = tmp_path / "crash.txt"
@@ -379,6 +386,7 @@ def test_document_killing_its_split_worker_is_reported_others_written_once(
         document_transformer=CrashingTransformer(),
         document_parser=TextDocumentParser(),
         max_retries=1,
+        split_num_cpus=split_num_cpus,
     ).ingest([*documents, crash_file])
 
     failed = {f.document_id: str(f.error) for f in result.failures}

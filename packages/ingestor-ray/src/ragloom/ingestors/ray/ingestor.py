@@ -1,8 +1,12 @@
 """RayIngestor: core's EmbeddingStoreIngestor semantics, scaled out on Ray Data.
 
-Pipeline: documents (or file paths) -> a Ray dataset -> load/parse, transform and split
-in Ray tasks -> embed and write in a pool of actors, each of which builds its embedding
-model and its store once (from factories) and reuses them for every batch.
+Pipeline: documents (or file paths) -> a Ray dataset -> a pool of actors, each of which
+builds its embedding model and its store once (from factories) and, per batch, loads,
+transforms and splits the documents, then embeds and writes their segments. Splitting in
+the actor is one Ray Data stage: no split worker processes to start and no segments to
+pickle through the object store (measured: most of one actor's overhead over the single
+process). ``split_num_cpus`` moves loading and splitting to Ray tasks of their own, for
+parsers heavy enough to want cores beside the embedding.
 
 The segments, ids, versions and writes are core's: the split stage and the writer stage
 are thin subclasses of :class:`~ragloom.core.ingestor.EmbeddingStoreIngestor` calling its
@@ -38,7 +42,14 @@ from ragloom.core.parsers.base import DocumentParser
 from ragloom.core.progress import ProgressCallback
 from ragloom.core.splitters.base import DocumentSplitter
 from ragloom.core.stores.base import EmbeddingStore
-from ragloom.core.transformers import DocumentTransformer, TextSegmentTransformer
+from ragloom.core.transformers import (
+    DocumentFunction,
+    DocumentTransformer,
+    TextSegmentFunction,
+    TextSegmentTransformer,
+    as_document_transformer,
+    as_text_segment_transformer,
+)
 
 __all__ = [
     "EmbeddingModelFactory",
@@ -222,13 +233,18 @@ class _Guard:
 
 
 class _SplitStage:
-    """The Ray task function: rows of pickled inputs -> rows of pickled plans."""
+    """Loading and splitting a batch: rows of pickled inputs -> plans. Called as a Ray
+    task function (rows of pickled plans out) or from inside the embedding actor."""
 
     def __init__(self, splitter: _Splitter, guard: _Guard) -> None:
         self.splitter = splitter
         self.guard = guard
 
     def __call__(self, batch: dict[str, np.ndarray[Any, Any]]) -> dict[str, np.ndarray[Any, Any]]:
+        """The task: the batch's plans, pickled for the embedding stage."""
+        return {"position": batch["position"], "plan": _pack(self.plans(batch))}
+
+    def plans(self, batch: dict[str, np.ndarray[Any, Any]]) -> list[Plan]:
         """Load and split the batch; a document that kills its worker (a parser or a
         transformer that crashes the process) is isolated by the guard."""
         items: list[Document | str] = [pickle.loads(raw) for raw in batch["item"]]
@@ -242,11 +258,12 @@ class _SplitStage:
             plans.append((identity, RagloomError(f"{identity}: {error}")))
 
         self.guard.run([int(p) for p in batch["position"]], run, died)
-        return {"position": batch["position"], "plan": _pack(plans)}
+        return plans
 
 
 class _EmbedStage:
-    """The Ray actor: builds the model and the store once, then embeds and writes batches."""
+    """The Ray actor: builds the model and the store once, then embeds and writes batches
+    (splitting them first when ``split`` is given: rows of inputs instead of plans)."""
 
     def __init__(
         self,
@@ -255,15 +272,21 @@ class _EmbedStage:
         batch_size: int,
         on_start: Callable[[], None] | None,
         guard: _Guard,
+        split: _SplitStage | None,
     ) -> None:
         if on_start is not None:
             on_start()
         self.writer = _Writer(store_factory(), model_factory(), batch_size)
         self.guard = guard
+        self.split = split
 
     def __call__(self, batch: dict[str, np.ndarray[Any, Any]]) -> dict[str, np.ndarray[Any, Any]]:
         """Write the batch; a document that kills its worker is isolated by the guard."""
-        plans: list[Plan] = [pickle.loads(raw) for raw in batch["plan"]]
+        plans: list[Plan] = (
+            self.split.plans(batch)
+            if self.split is not None
+            else [pickle.loads(raw) for raw in batch["plan"]]
+        )
         outcomes: list[DocumentOutcome] = []
         usage: TokenUsage | None = None
 
@@ -289,9 +312,12 @@ class RayIngestor:
     are pickled to the workers, so use module-level functions or picklable callables);
     the model factory defaults to the installed default model (embedding-onnx). The
     splitter and transformers are pickled as they are; ``None`` means the installed
-    default splitter. ``concurrency`` actors embed and write,
-    each with ``num_cpus`` CPUs; ``documents_per_batch`` documents go to an actor at a
-    time (embedded in chunks of ``batch_size`` segments). A task or actor killed mid-batch
+    default splitter. ``concurrency`` actors load, split, embed and write, each with
+    ``num_cpus`` CPUs; ``documents_per_batch`` documents go to an actor at a time
+    (embedded in chunks of ``batch_size`` segments). With ``split_num_cpus`` set,
+    loading and splitting run in Ray tasks of that many CPUs instead (worth it only when
+    parsing costs about as much as embedding: each stage boundary starts worker processes
+    and pickles the segments through the object store). A task or actor killed mid-batch
     is restarted and its batch redone, one document at a time; a document on which a
     worker died more than ``max_retries`` times (e.g. its parser crashes the process) is
     reported in ``failures``, as is a document whose loading, splitting or embedding
@@ -304,14 +330,14 @@ class RayIngestor:
         embedding_model_factory: EmbeddingModelFactory | None = None,
         *,
         document_splitter: DocumentSplitter | None = None,
-        document_transformer: DocumentTransformer | None = None,
-        text_segment_transformer: TextSegmentTransformer | None = None,
+        document_transformer: DocumentTransformer | DocumentFunction | None = None,
+        text_segment_transformer: TextSegmentTransformer | TextSegmentFunction | None = None,
         document_parser: DocumentParser | None = None,
         batch_size: int = 64,
         documents_per_batch: int = 32,
         concurrency: int = 1,
         num_cpus: float = 1.0,
-        split_num_cpus: float = 1.0,
+        split_num_cpus: float | None = None,
         max_retries: int = 3,
         on_progress: ProgressCallback | None = None,
         on_actor_start: Callable[[], None] | None = None,
@@ -325,15 +351,22 @@ class RayIngestor:
                 raise InvalidArgumentError(f"{name} must be an int >= 1, got {value!r}")
         if type(max_retries) is not int or max_retries < 0:
             raise InvalidArgumentError(f"max_retries must be an int >= 0, got {max_retries!r}")
-        if not (num_cpus > 0 and split_num_cpus > 0):
+        if not (num_cpus > 0 and (split_num_cpus is None or split_num_cpus > 0)):
             raise InvalidArgumentError(
                 f"num_cpus and split_num_cpus must be > 0, got {num_cpus!r}, {split_num_cpus!r}"
             )
         self.store_factory = store_factory
         self.embedding_model_factory = embedding_model_factory or default_embedding_model
         self.document_splitter = document_splitter
-        self.document_transformer = document_transformer
-        self.text_segment_transformer = text_segment_transformer
+        # Plain functions adapted as core's ingestor does (pickled to the workers as such).
+        self.document_transformer = (
+            None if document_transformer is None else as_document_transformer(document_transformer)
+        )
+        self.text_segment_transformer = (
+            None
+            if text_segment_transformer is None
+            else as_text_segment_transformer(text_segment_transformer)
+        )
         self.document_parser = document_parser
         self.batch_size = batch_size
         self.documents_per_batch = documents_per_batch
@@ -375,18 +408,19 @@ class RayIngestor:
         # Ray Data redoes the batches of lost tasks and actors (its defaults, without
         # limit); the ledger bounds that per document (_Guard).
         attempts = _Attempts.remote()  # type: ignore[attr-defined]
-        dataset = ray.data.from_items(
+        dataset: ray.data.Dataset = ray.data.from_items(
             [{"position": i, "item": pickle.dumps(item)} for i, item in enumerate(items)],
             override_num_blocks=max(1, min(len(items), self.concurrency * 4)),
         )
-        split = dataset.map_batches(
-            # An instance, not a class: runs as stateless tasks.
-            _SplitStage(splitter, _Guard(attempts, "loading and splitting", self.max_retries)),
-            batch_size=self.documents_per_batch,
-            batch_format="numpy",
-            num_cpus=self.split_num_cpus,
-        )
-        embedded = split.map_batches(
+        split = _SplitStage(splitter, _Guard(attempts, "loading and splitting", self.max_retries))
+        if self.split_num_cpus is not None:
+            dataset = dataset.map_batches(
+                split,  # an instance, not a class: runs as stateless tasks
+                batch_size=self.documents_per_batch,
+                batch_format="numpy",
+                num_cpus=self.split_num_cpus,
+            )
+        embedded = dataset.map_batches(
             _EmbedStage,
             fn_constructor_args=(
                 self.embedding_model_factory,
@@ -394,6 +428,7 @@ class RayIngestor:
                 self.batch_size,
                 self.on_actor_start,
                 _Guard(attempts, "embedding and writing", self.max_retries),
+                split if self.split_num_cpus is None else None,
             ),
             batch_size=self.documents_per_batch,
             batch_format="numpy",
