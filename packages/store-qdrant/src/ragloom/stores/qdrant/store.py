@@ -12,6 +12,10 @@ scores and tie order. Qdrant's own scores (float32, on normalized vectors) only 
 candidates: the store asks for more until the k-th exact score is beyond what any point
 not yet seen could reach. A filter part Qdrant cannot express exactly (str ordering) is
 sent as an exact superset and each candidate is checked with :meth:`Filter.test`.
+
+Metadata type checks (a filter or a batch meeting a stored value of another type) ask the
+kinds registry (``_registry``, a side collection ``<collection>__ragloom_kinds``) first:
+only a field it may hold costs a scroll of the collection.
 """
 
 from __future__ import annotations
@@ -54,6 +58,7 @@ from ragloom.stores.qdrant._payload import (
     point_id,
     point_payload,
 )
+from ragloom.stores.qdrant._registry import KindRegistry
 
 __all__ = ["QdrantEmbeddingStore"]
 
@@ -71,6 +76,8 @@ class _Batch(NamedTuple):
     pids: list[str]
     vectors: Matrix
     payloads: list[dict[str, Any]]
+    fields: set[str]
+    """The typed metadata fields the batch writes (for the kinds registry)."""
 
 
 class _Row(NamedTuple):
@@ -155,6 +162,7 @@ class QdrantEmbeddingStore(RemoteEmbeddingStore):
         self._local = isinstance(getattr(self._client, "_client", None), QdrantLocal)
         # Local mode on disk: add_all is all-or-nothing through an undo journal.
         self._journal = None if path is None else _journal.journal_path(path, self._collection)
+        self._registry = KindRegistry(self._collection)
         try:
             self._open(dimension)
         except BaseException:
@@ -205,6 +213,7 @@ class QdrantEmbeddingStore(RemoteEmbeddingStore):
                 if self._journal is not None:
                     run_steps(self._roll_back(), self._perform)
                 self._last_seq = self._stored_last_seq()
+                self._open_registry()
             elif not self._create:
                 raise EmbeddingStoreError(
                     f"Qdrant collection {self._collection!r} does not exist "
@@ -259,7 +268,16 @@ class QdrantEmbeddingStore(RemoteEmbeddingStore):
                     self._client.create_payload_index(self._collection, name, schema)
 
         self._call("creating the collection", create)
+        self._open_registry()
         self._dimension = dimension
+
+    def _open_registry(self) -> None:
+        """Open (create, fill) the kinds registry; where the client may not (e.g. a
+        read-only key), type checks scroll the collection instead."""
+        try:
+            run_steps(self._registry.open(), self._perform)
+        except EmbeddingStoreError:
+            self._registry.available = False
 
     def _stored_last_seq(self) -> int:
         """The highest insertion sequence stored (0 when empty)."""
@@ -286,7 +304,8 @@ class QdrantEmbeddingStore(RemoteEmbeddingStore):
             for i, entry_id in enumerate(entries.ids)
         ]
         pids = [point_id(entry_id) for entry_id in entries.ids]
-        return _Batch(pids, entries.vectors, payloads)
+        fields = {name for payload in payloads for name in payload["kinds"]}
+        return _Batch(pids, entries.vectors, payloads, fields)
 
     def _ensure_collection(self, dimension: int) -> None:
         with self._guard():
@@ -295,6 +314,7 @@ class QdrantEmbeddingStore(RemoteEmbeddingStore):
 
     def _write(self, entries: NewEntries, batch: _Batch) -> Steps[None]:
         yield from self._check_kinds(entries.kinds)
+        yield from self._registry.register(batch.fields)
         if self._journal is None:
             existing = yield from self._existing_seqs(batch.pids)
             yield from self._upsert(batch, existing)
@@ -334,9 +354,11 @@ class QdrantEmbeddingStore(RemoteEmbeddingStore):
     def _held_metadata(
         self, conflicts: Mapping[str, list[str]]
     ) -> Steps[list[dict[str, MetadataValue]]]:
-        """One point holding a key with a conflicting kind: one scroll on the indexed
-        ``kinds`` field."""
+        """One point holding a key with a conflicting kind: none if the kinds registry
+        holds none of them, else one scroll on the indexed ``kinds`` field."""
         other = [field(kind, key) for key, kinds in conflicts.items() for kind in kinds]
+        if not (yield from self._registry.may_hold(other)):
+            return []
         condition = models.Filter(
             must=[models.FieldCondition(key="kinds", match=models.MatchAny(any=other))]
         )
@@ -403,8 +425,10 @@ class QdrantEmbeddingStore(RemoteEmbeddingStore):
 
     def _compile(self, condition: Filter) -> Steps[Compiled]:
         compiled = compile_filter(condition)
-        if self._dimension is not None:  # raises if a stored value's type cannot meet the filter's
-            yield from check_types(compiled, self._collection)
+        if self._dimension is not None and (
+            yield from self._registry.may_hold(list(compiled.mismatch))
+        ):
+            yield from check_types(compiled, self._collection)  # raises on a clashing stored type
         return Compiled(compiled.native.filter, compiled.native.exact)
 
     def _fetch(
