@@ -24,6 +24,7 @@ parsed as a Qdrant path: there is nothing to escape and nothing to inject.
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 import json
 import math
@@ -60,8 +61,10 @@ def point_id(entry_id: str) -> str:
     return str(uuid.uuid5(_ID_NAMESPACE, entry_id))
 
 
+@functools.lru_cache(maxsize=4096)
 def field(kind: str, key: str) -> str:
-    """The payload field holding values of ``kind`` for metadata ``key``."""
+    """The payload field holding values of ``kind`` for metadata ``key`` (cached: a
+    batch names the same few keys in every entry)."""
     digest = hashlib.blake2b(key.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
     return FIELD_PREFIX[kind] + digest
 

@@ -316,10 +316,11 @@ class QdrantEmbeddingStore(RemoteEmbeddingStore):
         yield from self._check_kinds(entries.kinds)
         yield from self._registry.register(batch.fields)
         if self._journal is None:
-            existing = yield from self._existing_seqs(batch.pids)
+            existing = {} if entries.generated else (yield from self._existing_seqs(batch.pids))
             yield from self._upsert(batch, existing)
             return
-        prior = yield from self._prior_points(batch.pids)
+        # Generated ids are new UUIDs: nothing stored to keep or to restore.
+        prior = [] if entries.generated else (yield from self._prior_points(batch.pids))
         _journal.write(self._journal, self._collection, batch.pids, prior)
         try:
             seqs = {p["id"]: int(p["payload"]["seq"]) for p in prior if "seq" in p["payload"]}

@@ -1,8 +1,10 @@
-"""The kinds registry and the raw client: what the store's fast paths must keep.
+"""What the store's fast paths must keep: the kinds registry, no read-back, the raw client.
 
 * Type checks read the registry instead of scrolling the collection, and still refuse a
   clashing filter or batch -- also on a collection written before the registry existed
   (no side collection: the store builds it on open) or whose registry was left unfinished.
+* A batch with generated ids (nothing stored to read back first) stays all-or-nothing
+  in local mode on disk.
 * Searches return what qdrant-client returns for the same points (ids, order), with the
   exact scores of the in-memory store.
 """
@@ -25,7 +27,7 @@ from ragloom.core import (
     TextSegment,
     metadata_key,
 )
-from ragloom.core.errors import MetadataTypeError
+from ragloom.core.errors import EmbeddingStoreError, MetadataTypeError
 from ragloom.stores.qdrant import QdrantEmbeddingStore
 from ragloom.stores.qdrant._registry import registry_name
 
@@ -91,6 +93,34 @@ def test_a_collection_without_a_complete_registry_still_refuses_clashes(
         registry = store.client.scroll(registry_name("docs"), limit=100)[0]
         assert len(registry) == 3  # the fields of "tenant" (str) and "n" (number), the marker
         _clashes_are_refused(store)
+
+
+def test_a_failed_batch_of_generated_ids_is_rolled_back(store_path: Path) -> None:
+    with QdrantEmbeddingStore("docs", path=store_path, dimension=4, batch_size=2) as store:
+        _fill(store, 3)
+        upsert, calls = store.client.upsert, []
+
+        def failing(*args: Any, **kwargs: Any) -> Any:
+            calls.append(args)
+            if len(calls) == 2:  # the batch's second request
+                raise RuntimeError("connection lost")
+            return upsert(*args, **kwargs)
+
+        store.client.upsert = failing  # type: ignore[method-assign]
+        retrieve, read = store.client.retrieve, []
+
+        def reading(name: str, *args: Any, **kwargs: Any) -> Any:
+            read.append(name)
+            return retrieve(name, *args, **kwargs)
+
+        store.client.retrieve = reading  # type: ignore[method-assign]
+        vectors = np.ones((5, 4), dtype=np.float32)
+        with pytest.raises(EmbeddingStoreError, match="connection lost"):
+            store.add_all(vectors, [TextSegment(f"new {i}", {"n": i}) for i in range(5)])
+        store.client.upsert, store.client.retrieve = upsert, retrieve  # type: ignore[method-assign]
+        assert "docs" not in read  # the batch's points were not read back first
+        assert len(store) == 3
+        assert store.add_all(vectors[:1])
 
 
 def test_searches_return_what_the_raw_client_returns_with_exact_scores() -> None:
