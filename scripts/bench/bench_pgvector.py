@@ -13,6 +13,9 @@ local PostgreSQL 18 + pgvector of ``scripts/services/pgvector.sh`` (or ``--dsn``
             numpy brute force
 - filtered: the same with ``tenant == "t3"`` (10% of the rows), the store's SQL (with its
             type-check probe) run by both, recall against exact filtered brute force
+- CPU:      beside wall time, the CPU seconds of each call: this process plus the
+            PostgreSQL server processes (psutil); on a shared machine the CPU ratio is the
+            steadier measure (other clients of the same server count too: keep it idle)
 
     bash scripts/services/pgvector.sh start
     .venv/bin/python scripts/bench/bench_pgvector.py [--rows 100000] [--dim 384]
@@ -34,6 +37,7 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+import psutil
 import psycopg
 from psycopg import sql
 from psycopg.adapt import Buffer, Dumper, Loader
@@ -131,10 +135,36 @@ def exact_top_k(
     return [{int(i) for i in rows[best[:, q]]} for q in range(queries.shape[0])]
 
 
-def timed(run: Callable[[], Any]) -> float:
-    start = time.perf_counter()
+_SERVER: list[psutil.Process] = []
+
+
+def _server_processes() -> list[psutil.Process]:
+    """The PostgreSQL processes of this machine (the local server's backends)."""
+    return [p for p in psutil.process_iter(["name"]) if p.info["name"] == "postgres"]
+
+
+def _cpu() -> float:
+    """CPU seconds used so far by this process and the server processes found."""
+    total = time.process_time()
+    for process in _SERVER:
+        try:
+            times = process.cpu_times()
+        except psutil.Error:
+            continue
+        total += times.user + times.system
+    return total
+
+
+CPU: dict[str, list[float]] = {}
+
+
+def timed(run: Callable[[], Any], side: str = "") -> float:
+    """Wall seconds of ``run()``; its CPU seconds (client + server) go to ``CPU[side]``."""
+    start, cpu = time.perf_counter(), _cpu()
     run()
-    return time.perf_counter() - start
+    wall = time.perf_counter() - start
+    CPU.setdefault(side, []).append(_cpu() - cpu)
+    return wall
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -162,12 +192,14 @@ def main() -> None:
     texts = [f"segment {i} of the benchmark corpus" for i in range(n)]
     metadata: list[dict[str, Any]] = [{"tenant": f"t{i % 10}", "n": i} for i in range(n)]
 
+    load_before = os.getloadavg()[0]
     store = PgVectorEmbeddingStore(
         args.dsn, TABLE, dimension=dim, index="none", drop_table_first=True
     )
     vector_oid = store._db.vector_oid
     assert vector_oid is not None
     raw = raw_connection(args.dsn, vector_oid)
+    _SERVER[:] = _server_processes()
     raw.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(sql.Identifier(RAW_TABLE)))
     raw.execute(
         sql.SQL("CREATE TABLE {} (LIKE {} INCLUDING ALL)").format(
@@ -188,7 +220,9 @@ def main() -> None:
     ours_insert = raw_insert_time = 0.0
     for start in range(0, n, args.batch):
         stop = min(start + args.batch, n)
-        ours_insert += timed(partial(store.add_all, matrix[start:stop], segments[start:stop]))
+        ours_insert += timed(
+            partial(store.add_all, matrix[start:stop], segments[start:stop]), "insert ragloom"
+        )
         raw_insert_time += timed(
             partial(
                 raw_insert,
@@ -197,7 +231,8 @@ def main() -> None:
                 matrix[start:stop],
                 texts[start:stop],
                 metadata[start:stop],
-            )
+            ),
+            "insert raw",
         )
     print(
         f"\ninsert: ragloom {n / ours_insert:,.0f} rows/s ({ours_insert:.1f} s), "
@@ -219,6 +254,7 @@ def main() -> None:
     condition = metadata_key("tenant").is_equal_to("t3")
 
     results: dict[str, Any] = {}
+    got: dict[str, Any] = {}  # what the last timed search returned
     for label, filt, eligible in [
         ("search", None, all_rows),
         ("filtered", condition, tenant_rows),
@@ -231,21 +267,22 @@ def main() -> None:
             request = EmbeddingSearchRequest(Embedding(query), max_results=k, filter=filt)
             statement, params = store._search_statement(filt, query, 1.0, k)
             params = [query if type(p).__name__ == "VectorParam" else p for p in params]
+
             # Alternate who goes first: the second run of a query finds the pages warm.
+            def ours_call(request: EmbeddingSearchRequest = request) -> None:
+                got["matches"] = store.search(request).matches
+
+            def raw_call(statement: Any = statement, params: Any = params) -> None:
+                got["rows"] = raw.execute(statement, params, binary=True).fetchall()
+
+            side = label if position >= 10 else "warm-up"
             if position % 2:
-                t0 = time.perf_counter()
-                rows = raw.execute(statement, params, binary=True).fetchall()
-                t1 = time.perf_counter()
-                matches = store.search(request).matches
-                t2 = time.perf_counter()
-                raw_time, our_time = t1 - t0, t2 - t1
+                raw_time = timed(raw_call, f"{side} raw")
+                our_time = timed(ours_call, f"{side} ragloom")
             else:
-                t0 = time.perf_counter()
-                matches = store.search(request).matches
-                t1 = time.perf_counter()
-                rows = raw.execute(statement, params, binary=True).fetchall()
-                t2 = time.perf_counter()
-                our_time, raw_time = t1 - t0, t2 - t1
+                our_time = timed(ours_call, f"{side} ragloom")
+                raw_time = timed(raw_call, f"{side} raw")
+            matches, rows = got["matches"], got["rows"]
             if position < 10:
                 continue
             ours.append(our_time)
@@ -286,9 +323,21 @@ def main() -> None:
         )
     for label in ("search", "filtered"):
         print(f"recall@{k} ({label}, HNSW ef_search=40 vs exact): {results[label][2]:.4f}")
+    cpu_ratio = {
+        label: sum(CPU[f"{label} ragloom"]) / sum(CPU[f"{label} raw"])
+        for label in ("insert", "search", "filtered")
+    }
+    load = [load_before, os.getloadavg()[0]]
+    print(
+        "CPU ratio (client + server, summed): "
+        + ", ".join(f"{label} {ratio:.2f}x" for label, ratio in cpu_ratio.items())
+        + f"; load average {load[0]:.1f} -> {load[1]:.1f}"
+    )
     summary = {
         "rows": n,
         "dim": dim,
+        "cpu_ratio": cpu_ratio,
+        "load": load,
         "insert_rows_per_s": {"ragloom": n / ours_insert, "psycopg": n / raw_insert_time},
         "hnsw_build_s": build,
         **{
