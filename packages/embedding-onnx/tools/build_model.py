@@ -17,10 +17,13 @@ Three steps, each for a measured reason (see the package README):
    one Attention per layer, BiasGelu, SkipLayerNormalization), so no fusion work is left
    for load time and the session runs 18 MatMuls and 25 fused kernels instead of ~400
    nodes;
-3. store each weight matrix and embedding table as int8 with one float32 scale per
-   output channel (symmetric, ``round(w / scale)``, ``scale = max|w| / 127``), followed
-   by ``Cast`` and ``Mul``: onnxruntime folds those constants back to float32 when it
-   creates the session, so the file is 23 MB instead of 90 MB and computes in fp32.
+3. store each weight matrix as int8 with one float32 scale per block of 32 input rows
+   of each output column, and each embedding table with one scale per row (symmetric,
+   ``round(w / scale)``, ``scale = max|w| / 127``), followed by ``Cast``, ``Mul`` (and
+   ``Reshape`` for the blocks): onnxruntime folds those constants back to float32 when
+   it creates the session, so the file is 24 MB instead of 90 MB and computes in fp32.
+   Blocks of 32 keep the smallest cosine to fp32 at 0.9995 on the benchmark's texts
+   (one scale per column: 0.9990).
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ from transformers import AutoModel
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "src/ragloom/embeddings/onnx/resources/all-MiniLM-L6-v2/model.onnx"
 HEADS, HIDDEN = 12, 384
+BLOCK = 32  # input rows of a weight matrix that share a scale
 
 
 class _LastHiddenState(torch.nn.Module):
@@ -94,36 +98,44 @@ def fuse(src: Path, dst: Path) -> None:
 
 
 def store_int8(model: onnx.ModelProto) -> None:
-    """Replace the weight matrices and embedding tables by int8 + per-channel scales."""
+    """Replace the weight matrices (scales per block of ``BLOCK`` input rows and output
+    column) and embedding tables (a scale per row) by int8 and float32 scales."""
     graph = model.graph
-    axis_of: dict[str, int] = {}  # the output-channel axis of each weight
+    matrices: set[str] = set()
+    tables: set[str] = set()
     for node in graph.node:
         if node.op_type in ("MatMul", "Attention"):
-            axis_of[node.input[1]] = 1
+            matrices.add(node.input[1])
         elif node.op_type == "EmbedLayerNormalization":
-            for name in node.input[2:5]:  # word, position, segment tables: one scale a row
-                axis_of[name] = 0
+            tables.update(node.input[2:5])  # word, position and segment embeddings
     initializers, dequantize = [], []
     for init in graph.initializer:
         weights = numpy_helper.to_array(init)
-        if init.name not in axis_of or weights.dtype != np.float32:
+        name = init.name
+        if name not in matrices | tables or weights.dtype != np.float32:
             initializers.append(init)
             continue
-        axis = axis_of[init.name]
-        others = tuple(i for i in range(weights.ndim) if i != axis)
-        scale = np.abs(weights).max(axis=others, keepdims=True) / 127.0
+        if name in matrices:  # (in, out) -> (in / BLOCK, BLOCK, out), a scale a block
+            rows, columns = weights.shape
+            weights = weights.reshape(rows // BLOCK, BLOCK, columns)
+            scale = np.abs(weights).max(axis=1, keepdims=True) / 127.0
+        else:
+            scale = np.abs(weights).max(axis=1, keepdims=True) / 127.0
         scale = np.where(scale == 0, 1.0, scale).astype(np.float32)
         quantized = np.clip(np.rint(weights / scale), -127, 127).astype(np.int8)
         initializers += [
-            numpy_helper.from_array(quantized, f"{init.name}_int8"),
-            numpy_helper.from_array(scale, f"{init.name}_scale"),
+            numpy_helper.from_array(quantized, f"{name}_int8"),
+            numpy_helper.from_array(scale, f"{name}_scale"),
         ]
+        scaled = f"{name}_blocks" if name in matrices else name
         dequantize += [
-            helper.make_node(
-                "Cast", [f"{init.name}_int8"], [f"{init.name}_f32"], to=TensorProto.FLOAT
-            ),
-            helper.make_node("Mul", [f"{init.name}_f32", f"{init.name}_scale"], [init.name]),
+            helper.make_node("Cast", [f"{name}_int8"], [f"{name}_f32"], to=TensorProto.FLOAT),
+            helper.make_node("Mul", [f"{name}_f32", f"{name}_scale"], [scaled]),
         ]
+        if name in matrices:
+            shape = numpy_helper.from_array(np.array([rows, columns], np.int64), f"{name}_shape")
+            initializers.append(shape)
+            dequantize.append(helper.make_node("Reshape", [scaled, shape.name], [name]))
     nodes = [*dequantize, *graph.node]
     del graph.initializer[:]
     graph.initializer.extend(initializers)

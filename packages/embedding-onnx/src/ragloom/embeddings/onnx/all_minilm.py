@@ -1,7 +1,7 @@
 """The bundled default: all-MiniLM-L6-v2 with int8 weights (384 dimensions).
 
 The ONNX file (fused by onnxruntime's transformer optimizer, weights stored as int8
-with per-channel scales, computed in fp32) and the tokenizer (``tokenizer.json``) ship
+with block-wise scales, computed in fp32) and the tokenizer (``tokenizer.json``) ship
 inside this package (Apache-2.0, see the NOTICE beside them). Nothing is downloaded at
 run time.
 """
