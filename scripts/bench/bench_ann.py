@@ -31,11 +31,16 @@ time to build the index (taken at the first search). Numbers on the shared, load
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
+import math
+import os
 import re
 import statistics
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -193,6 +198,181 @@ def run(shape: str, rows: int, dimension: int, queries: int, repeat: int, kinds:
         )
 
 
+# --- engines: ragloom's HNSW index against the raw engines at matched recall -----------
+
+ENGINES = ("ragloom", "usearch", "hnswlib", "faiss")
+BEAMS = (10, 12, 16, 20, 24, 32, 40, 48, 64, 96, 128, 192)
+RECALLS = (0.95, 0.99)
+
+
+def cached_text(rows: int, queries: int) -> tuple[Matrix, Matrix, npt.NDArray[np.intp]]:
+    """Text-like rows, fresh queries and their exact top 10, cached in ``.bench-cache/``."""
+    path = CACHE.parent / f"ann-text-{rows}-{queries}.npz"
+    if not path.exists():
+        data = text_like(rows + queries, 384, 0)
+        truth = np.argsort(-(data[rows:] @ data[:rows].T), axis=1)[:, :10]
+        np.savez(path, vectors=data[:rows], probes=data[rows:], truth=truth)
+    saved = np.load(path)
+    return saved["vectors"], saved["probes"], saved["truth"]
+
+
+def build_engines(vectors: Matrix, names: list[str]) -> tuple[dict[str, Any], dict[str, float]]:
+    """Each engine's graph (M 16, efConstruction 128), built once and kept in
+    ``.bench-cache/`` with its build CPU seconds; ``usearch`` is a copy of ragloom's."""
+    import hnswlib  # type: ignore[import-not-found,unused-ignore]
+
+    rows, dimension = vectors.shape
+    folder = CACHE.parent / f"ann-graphs-{rows}"
+    folder.mkdir(parents=True, exist_ok=True)
+    built_file = folder / "build-cpu.json"
+    built: dict[str, float] = json.loads(built_file.read_text()) if built_file.exists() else {}
+    graphs: dict[str, Any] = {}
+    for name in names:
+        start = time.process_time()
+        if name == "ragloom":
+            saved = folder / "ragloom"
+            if saved.exists():
+                store = InMemoryEmbeddingStore.load(saved)
+            else:
+                options = IndexOptions("hnsw", connectivity=16, expansion_add=128)
+                store = InMemoryEmbeddingStore(index=options)
+                store.add_all(vectors, ids=[str(i) for i in range(rows)])
+                store.search(EmbeddingSearchRequest(vectors[0], 10))  # builds the graph
+                built[name] = time.process_time() - start
+                store.save(saved)
+            store.search(EmbeddingSearchRequest(vectors[0], 10))  # opens a saved graph
+            graphs[name] = store
+        elif name == "hnswlib":
+            saved = folder / "hnswlib.bin"
+            index = hnswlib.Index(space="ip", dim=dimension)
+            if saved.exists():
+                index.load_index(str(saved), max_elements=rows)
+            else:
+                index.init_index(max_elements=rows, ef_construction=128, M=16)
+                index.add_items(vectors, np.arange(rows))
+                built[name] = time.process_time() - start
+                index.save_index(str(saved))
+            index.set_num_threads(1)
+            graphs[name] = index
+        elif name == "faiss":
+            import faiss  # type: ignore[import-not-found,unused-ignore]
+
+            faiss.omp_set_num_threads(1)
+            saved = folder / "faiss.index"
+            if saved.exists():
+                index = faiss.read_index(str(saved))
+            else:
+                faiss.omp_set_num_threads(os.cpu_count() or 1)
+                index = faiss.IndexHNSWFlat(dimension, 16, faiss.METRIC_INNER_PRODUCT)
+                index.hnsw.efConstruction = 128
+                index.add(vectors)
+                built[name] = time.process_time() - start
+                faiss.write_index(index, str(saved))
+                faiss.omp_set_num_threads(1)
+            graphs[name] = index
+        elif name.startswith("usearch-"):  # a raw usearch graph of another dtype
+            from usearch.index import Index  # type: ignore[import-untyped,unused-ignore]
+
+            saved = folder / f"{name}.usearch"
+            if saved.exists():
+                index = Index.restore(str(saved))
+            else:
+                dtype = name.split("-")[1]
+                index = Index(
+                    ndim=dimension, metric="ip", dtype=dtype, connectivity=16, expansion_add=128
+                )
+                index.add(np.arange(rows, dtype=np.uint64), vectors)
+                built[name] = time.process_time() - start
+                index.save(str(saved))
+            graphs[name] = index
+    if "usearch" in names:  # a copy: ragloom sets the beam of its own before each walk
+        graphs["usearch"] = graphs["ragloom"]._quantized._graph._index.copy()
+    built_file.write_text(json.dumps(built))
+    return graphs, built
+
+
+def searcher(name: str, graph: Any, beam: int) -> Callable[[Matrix], list[int]]:
+    """One top-10 query of ``name`` at search beam ``beam`` (ids as ints)."""
+    if name == "ragloom":
+        graph._quantized.options = dataclasses.replace(graph._quantized.options, expansion=beam)
+        return lambda probe: [
+            int(m.embedding_id) for m in graph.search(EmbeddingSearchRequest(probe, 10)).matches
+        ]
+    if name.startswith("usearch"):
+        graph.expansion_search = beam
+        return lambda probe: graph.search(probe, 10).keys.tolist()
+    if name == "hnswlib":
+        graph.set_ef(beam)
+        return lambda probe: graph.knn_query(probe, k=10)[0][0].tolist()
+    graph.hnsw.efSearch = beam
+    return lambda probe: graph.search(probe[None], 10)[1][0].tolist()
+
+
+def engines(rows: int, queries: int, repeat: int, names: list[str]) -> dict[str, Any]:
+    """ragloom's HNSW search against usearch (its own graph), hnswlib and faiss: CPU and
+    wall ms a query and recall@10 at each beam, queries interleaved engine by engine
+    (each round starting with the next engine), then the CPU ratios at matched recall."""
+    vectors, probes, truth = cached_text(rows, queries)
+    graphs, built = build_engines(vectors, names)
+    load = os.getloadavg()[0]
+    points: dict[str, list[dict[str, float]]] = {name: [] for name in names}
+    for beam in BEAMS:
+        runs = {name: searcher(name, graphs[name], beam) for name in names}
+        cpu = {name: 0.0 for name in names}
+        wall = {name: 0.0 for name in names}
+        hits = {name: 0 for name in names}
+        for round_ in range(repeat):
+            for q, probe in enumerate(probes):
+                shift = (q + round_) % len(names)
+                for name in names[shift:] + names[:shift]:
+                    start_cpu, start = time.thread_time(), time.perf_counter()
+                    found = runs[name](probe)
+                    cpu[name] += time.thread_time() - start_cpu
+                    wall[name] += time.perf_counter() - start
+                    if round_ == 0:
+                        hits[name] += len(set(found) & set(truth[q].tolist()))
+        count = repeat * len(probes)
+        for name in names:
+            points[name].append(
+                {
+                    "beam": beam,
+                    "recall": hits[name] / (10 * len(probes)),
+                    "cpu_ms": 1e3 * cpu[name] / count,
+                    "wall_ms": 1e3 * wall[name] / count,
+                }
+            )
+    load = (load + os.getloadavg()[0]) / 2
+    print(f"\ntext: {rows:,} x 384, {queries} queries x {repeat}, top 10, load {load:.1f}")
+    print("{:8} {:>5} {:>7} {:>7} {:>8}".format("engine", "beam", "recall", "CPU ms", "wall ms"))
+    for name in names:
+        for point in points[name]:
+            print(
+                f"{name:8} {point['beam']:5} {point['recall']:7.3f} "
+                f"{point['cpu_ms']:7.3f} {point['wall_ms']:8.3f}"
+            )
+    matched = {str(r): {n: cheapest(points[n], r) for n in names} for r in RECALLS}
+    for recall, found in matched.items():
+        shown = "  ".join(
+            f"{n} {p['cpu_ms']:.3f} (beam {p['beam']})" if p else f"{n} -" for n, p in found.items()
+        )
+        print(f"recall >= {recall}: CPU ms {shown}; ragloom / best raw {raw_ratio(found):.2f}x")
+    print("build CPU s: " + "  ".join(f"{n} {s:.1f}" for n, s in built.items()))
+    return {"load": load, "points": points, "matched": matched, "build_cpu_s": built}
+
+
+def cheapest(points: list[dict[str, float]], recall: float) -> dict[str, float] | None:
+    """The beam reaching ``recall`` at the lowest CPU time a query (None: none does)."""
+    reached = [p for p in points if p["recall"] >= recall]
+    return min(reached, key=lambda p: p["cpu_ms"]) if reached else None
+
+
+def raw_ratio(found: dict[str, dict[str, float] | None]) -> float:
+    """ragloom's CPU time a query over the best raw engine's, at one matched recall."""
+    raw = [p["cpu_ms"] for n, p in found.items() if n != "ragloom" and p]
+    ours = found.get("ragloom")
+    return ours["cpu_ms"] / min(raw) if ours and raw else math.nan
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=100_000)
@@ -201,7 +381,16 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--shapes", default="text,clustered,gaussian")
     parser.add_argument("--kinds", default=",".join(KINDS))
+    parser.add_argument(
+        "--engines",
+        nargs="?",
+        const=",".join(ENGINES),
+        help="instead: ragloom's hnsw against raw engines on text (in .bench-venv/)",
+    )
     args = parser.parse_args()
+    if args.engines:
+        engines(args.rows, args.queries, args.repeat, args.engines.split(","))
+        return
     for shape in args.shapes.split(","):
         run(shape, args.rows, args.dim, args.queries, args.repeat, args.kinds.split(","))
 

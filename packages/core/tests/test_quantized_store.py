@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import struct
@@ -282,6 +283,38 @@ def test_hnsw_filtered_walk_keeps_only_matching_rows(
         assert all(score == exact_scores[row] for row, score in found)
         overlap += len({r for r, _ in found} & {r for r, _ in expected})
     assert overlap / 200 >= 0.9
+
+
+def test_hnsw_beam_is_the_recall_knob(
+    data: tuple[npt.NDArray[np.float32], npt.NDArray[np.float32]],
+) -> None:
+    """The walk fetches max_results rows by default (the beam, not oversampling, sets
+    recall); a wider ``expansion`` finds more of the true top 10 on the same graph, and
+    every score stays exact at any beam."""
+    vectors, queries = data
+    vectors = vectors[:3000]
+    exact = _store("exact", vectors)
+    store = _store("hnsw", vectors)
+    index = store._quantized
+    assert isinstance(index, HnswIndex)
+    store.search(EmbeddingSearchRequest(queries[0], 10))  # builds the graph
+    unit = queries[0] / np.linalg.norm(queries[0])
+    rows = index.candidates(store._matrix, store._inv_norms, 3000, unit, None, 7)
+    assert rows is not None
+    assert rows.size == 7
+    recalls = {}
+    for expansion in (4, 128):
+        index.options = dataclasses.replace(index.options, expansion=expansion)
+        hits = 0
+        for query in queries:
+            found = _top(store, query)
+            exact_scores = dict(_top(exact, query, 3000))
+            assert len(found) == 10
+            assert all(score == exact_scores[row] for row, score in found)
+            hits += len({r for r, _ in found} & {r for r, _ in _top(exact, query)})
+        recalls[expansion] = hits / (10 * len(queries))
+    assert recalls[128] >= 0.95
+    assert recalls[128] > recalls[4]
 
 
 def test_hnsw_without_usearch_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -73,6 +73,8 @@ class HnswGraph:
     def __init__(self, index: Any, mapping: mmap.mmap | None = None) -> None:
         self._index = index
         self._mapping = mapping  # what a view reads: usearch keeps no reference to it
+        self._search_many = index._compiled.search_many
+        self._expansion = int(index.expansion_search)
 
     @classmethod
     def new(
@@ -127,11 +129,15 @@ class HnswGraph:
         self._index.remove(keys)
 
     def search(self, vector: npt.NDArray[np.float32], count: int, expansion: int) -> Keys:
-        """Keys of about the ``count`` nearest vectors, best first."""
-        if self._index.expansion_search != expansion:
-            self._index.expansion_search = expansion
-        keys: Keys = self._index.search(vector, count).keys
-        return keys
+        """Keys of about the ``count`` nearest vectors, best first, walking with a beam of
+        ``expansion``. Calls usearch's compiled search on this thread: its Python
+        ``Index.search`` adds a batch wrapper and, with its default ``threads=0``, a
+        thread pool, which cost as much as a short walk."""
+        if expansion != self._expansion:
+            self._index.expansion_search = self._expansion = expansion
+        keys, _, found, _, _ = self._search_many(vector[None], count=count, threads=1)
+        best: Keys = keys[0, : found[0]]
+        return best
 
     def serialized(self) -> bytearray:
         """The graph in usearch's file format (what :class:`GraphFile` reads)."""

@@ -58,7 +58,7 @@ _HNSW_DTYPES = ("f16", "i8", "f32")
 _DEFAULTS: dict[str, tuple[float, int]] = {
     "int8": (4.0, 64),
     "binary": (20.0, 400),
-    "hnsw": (2.0, 32),
+    "hnsw": (1.0, 0),  # the beam (expansion) sets the recall; rescoring only orders
 }
 _EXACT_BELOW = 20_000
 _TRAIN_SAMPLE = 16_384
@@ -77,12 +77,14 @@ class IndexOptions:
 
     ``oversample`` and ``min_candidates`` set how many rows are rescored exactly
     (``max(oversample * max_results, min_candidates)``; defaults per kind: int8 4x and 64,
-    binary 20x and 400, hnsw 2x and 32); ``exact_below`` is the number of eligible rows
+    binary 20x and 400, hnsw 1x and 0: the graph's own ranking is already close, so it
+    returns ``max_results`` rows); ``exact_below`` is the number of eligible rows
     under which search stays exact (default 20,000, where exact search takes about a
     millisecond).
 
     HNSW only (:mod:`ragloom.core.stores.hnsw`): ``connectivity`` (links a node, 16),
-    ``expansion`` (the search beam, 64; raised to the candidate count when smaller),
+    ``expansion`` (the search beam, 64; raised to the candidate count when smaller), the
+    recall/speed knob: lower is faster, higher finds more of the true top k,
     ``expansion_add`` (the beam while building, 128) and ``hnsw_dtype``, how the graph
     stores its copy of the unit vectors (``"f16"``, ``"i8"`` or ``"f32"``).
     """
