@@ -4,11 +4,14 @@ Parts (``--only``, each in a fresh process): ``stores`` (ingestion, search and m
 against N, with the peers' in-memory stores), ``steps`` (where ingestion time goes),
 ``search`` (where one query's time goes), ``bm25`` (against bm25s), ``splitting``
 (against LangChain's splitters) and ``embedding`` (against sentence-transformers).
+The ``ann`` part times the HNSW index against usearch, hnswlib and faiss at matched
+recall (``bench_ann.engines``; its graphs are built once and cached in ``.bench-cache/``).
 
 Runs in an isolated virtual environment it creates itself (``.bench-venv/`` at the
 repository root, git-ignored) with the peers from ``suite-requirements.txt`` (LangChain's
 in-memory vector store and text splitters, LlamaIndex's SimpleVectorStore, Haystack's
-InMemoryDocumentStore, bm25s, sentence-transformers on CPU torch) and ragloom's packages
+InMemoryDocumentStore, bm25s, sentence-transformers on CPU torch, hnswlib, faiss-cpu and
+usearch) and ragloom's packages
 installed from this checkout; the project's own environment is never touched. BLAS and
 torch threads are pinned (``--threads``), contenders are interleaved round by round
 (``_common.interleave``) and every ratio comes with its spread over the rounds.
@@ -431,6 +434,17 @@ def bench_search_steps(sizes: list[int], args: argparse.Namespace) -> dict[str, 
             out["ratio"].setdefault(name, {})[n] = timings.ratio(name, base)
         print(f"search steps N={n}: {time.perf_counter() - started:.1f} s", flush=True)
     return out
+
+
+def bench_ann(args: argparse.Namespace) -> dict[str, Any]:
+    """The HNSW index against the raw engines on 100k text-like rows (graphs cached in
+    ``.bench-cache/``: the first run builds them, minutes on 2 cores)."""
+    import bench_ann as ann
+
+    found: dict[str, Any] = ann.engines(
+        100_000, args.ann_queries, args.ann_rounds, list(ann.ENGINES)
+    )
+    return found
 
 
 def bench_bm25(args: argparse.Namespace) -> dict[str, Any]:
@@ -941,6 +955,36 @@ def search_section(search: dict[str, Any], meta: dict[str, Any], images: list[st
     return lines
 
 
+def ann_section(ann: dict[str, Any], meta: dict[str, Any], images: list[str]) -> list[str]:
+    """Approximate search: CPU time a query at matched recall against the raw engines."""
+    names = list(ann["points"])
+    lines = [
+        "## Approximate search (HNSW) against the raw engines",
+        "",
+        "100k x 384 text-like rows and 200 fresh queries (`bench_ann.py`'s `text` shape),",
+        "top 10, every graph with 16 links a node and a build beam of 128: ragloom's",
+        '`InMemoryEmbeddingStore(index="hnsw")` (exact `float64` scores, result objects),',
+        "*usearch* (the same graph, searched raw), hnswlib and faiss `IndexHNSWFlat`, one",
+        "thread. Each search beam is run for all, queries interleaved engine by engine; a",
+        "cell is the lowest CPU time a query among the beams reaching the recall@10 (the",
+        f"beam in brackets). Load average {ann['load']:.1f}. Build: CPU seconds (all threads).",
+        "",
+        "| recall@10 | " + " | ".join(f"{n} CPU ms" for n in names) + " | ragloom / best raw |",
+        "|---|" + "---|" * len(names) + "---|",
+    ]
+    for recall, found in ann["matched"].items():
+        cells = [
+            "-" if found[n] is None else f"{found[n]['cpu_ms']:.3f} ({found[n]['beam']})"
+            for n in names
+        ]
+        raw = [found[n]["cpu_ms"] for n in names if n != "ragloom" and found[n]]
+        ours = found.get("ragloom")
+        ratio = f"{ours['cpu_ms'] / min(raw):.2f}x" if ours and raw else "-"
+        lines.append(f"| >= {recall} | " + " | ".join(cells) + f" | {ratio} |")
+    built = ", ".join(f"{n} {s:.1f}" for n, s in ann["build_cpu_s"].items())
+    return [*lines, "", f"Build CPU s: {built}.", ""]
+
+
 def bm25_section(bm25: dict[str, Any], meta: dict[str, Any], images: list[str]) -> list[str]:
     """BM25 against bm25s: build, queries, top-10 agreement."""
     lines: list[str] = []
@@ -1066,6 +1110,7 @@ SECTIONS: dict[str, Section] = {
     "stores": stores_section,
     "steps": steps_section,
     "search": search_section,
+    "ann": ann_section,
     "bm25": bm25_section,
     "splitting": splitting_section,
     "embedding": embedding_section,
@@ -1094,7 +1139,7 @@ def versions() -> dict[str, str]:
     return out
 
 
-PARTS = ("stores", "steps", "search", "bm25", "splitting", "embedding")
+PARTS = ("stores", "steps", "search", "ann", "bm25", "splitting", "embedding")
 
 
 def main() -> None:
@@ -1171,6 +1216,8 @@ def configure(args: argparse.Namespace) -> None:
     args.search_sizes = [10_000] if quick else [10_000, 100_000]
     args.search_queries = 50 if quick else 200
     args.search_rounds = 5 if quick else 15
+    args.ann_queries = 100 if quick else 200
+    args.ann_rounds = 2 if quick else 3
     args.bm25_docs = 10_000 if quick else 50_000
     args.bm25_queries = 50 if quick else 200
     args.bm25_rounds = 3 if quick else 7
@@ -1188,6 +1235,8 @@ def run_part(part: str, args: argparse.Namespace) -> Any:
         return bench_ingestion_steps(args.step_sizes, args)
     if part == "search":
         return bench_search_steps(args.search_sizes, args)
+    if part == "ann":
+        return bench_ann(args)
     if part == "bm25":
         return bench_bm25(args)
     if part == "splitting":
