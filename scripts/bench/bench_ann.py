@@ -356,6 +356,7 @@ def engines(rows: int, queries: int, repeat: int, names: list[str]) -> dict[str,
             f"{n} {p['cpu_ms']:.3f} (beam {p['beam']})" if p else f"{n} -" for n, p in found.items()
         )
         print(f"recall >= {recall}: CPU ms {shown}; ragloom / best raw {raw_ratio(found):.2f}x")
+    built = {name: seconds for name, seconds in built.items() if name in names}
     print("build CPU s: " + "  ".join(f"{n} {s:.1f}" for n, s in built.items()))
     return {"load": load, "points": points, "matched": matched, "build_cpu_s": built}
 
