@@ -3,7 +3,10 @@
 Parts (``--only``, each in a fresh process): ``stores`` (ingestion, search and memory
 against N, with the peers' in-memory stores), ``steps`` (where ingestion time goes),
 ``search`` (where one query's time goes), ``bm25`` (against bm25s), ``splitting``
-(against LangChain's splitters) and ``embedding`` (against sentence-transformers).
+(against LangChain's splitters), ``embedding`` (against sentence-transformers),
+``qdrant`` (the Qdrant store against raw qdrant-client, local mode, repeated) and
+``pgvector`` (the pgvector store against raw psycopg; needs
+``bash scripts/services/pgvector.sh start``), the last two with CPU ratios beside wall.
 The ``ann`` part times the HNSW index against usearch, hnswlib and faiss at matched
 recall (``bench_ann.engines``; its graphs are built once and cached in ``.bench-cache/``).
 
@@ -63,6 +66,7 @@ def ensure_venv() -> Path:
         packages = ROOT / "packages"
         install = [str(python), "-m", "pip", "install", "-q", "-r", str(requirements)]
         install += ["-e", str(packages / "core"), "-e", str(packages / "embedding-onnx")]
+        install += ["-e", str(packages / "store-qdrant"), "-e", str(packages / "store-pgvector")]
         subprocess.run(install, check=True)
         marker.write_text(requirements.read_text())
     return python
@@ -1112,6 +1116,22 @@ def embedding_section(embed: dict[str, Any], meta: dict[str, Any], images: list[
     return lines
 
 
+def qdrant_section(result: dict[str, Any], meta: dict[str, Any], images: list[str]) -> list[str]:
+    """The Qdrant store against raw qdrant-client (``bench_qdrant.section``)."""
+    from bench_qdrant import section  # type: ignore[import-not-found]
+
+    lines: list[str] = section(result)
+    return lines
+
+
+def pgvector_section(result: dict[str, Any], meta: dict[str, Any], images: list[str]) -> list[str]:
+    """The pgvector store against raw psycopg (``bench_pgvector.section``)."""
+    from bench_pgvector import section  # type: ignore[import-not-found]
+
+    lines: list[str] = section(result)
+    return lines
+
+
 Section = Callable[[dict[str, Any], dict[str, Any], list[str]], list[str]]
 SECTIONS: dict[str, Section] = {
     "stores": stores_section,
@@ -1121,6 +1141,8 @@ SECTIONS: dict[str, Section] = {
     "bm25": bm25_section,
     "splitting": splitting_section,
     "embedding": embedding_section,
+    "qdrant": qdrant_section,
+    "pgvector": pgvector_section,
 }
 
 
@@ -1146,7 +1168,7 @@ def versions() -> dict[str, str]:
     return out
 
 
-PARTS = ("stores", "steps", "search", "ann", "bm25", "splitting", "embedding")
+PARTS = ("stores", "steps", "search", "ann", "bm25", "splitting", "embedding", "qdrant", "pgvector")
 
 
 def main() -> None:
@@ -1232,6 +1254,9 @@ def configure(args: argparse.Namespace) -> None:
     args.split_mb = 5.0 if quick else 20.0
     args.embed_batches = 4 if quick else 10
     args.embed_rounds = 2 if quick else 3
+    args.qdrant_rows, args.qdrant_queries = (10_000, 50) if quick else (20_000, 100)
+    args.qdrant_repeats = 1 if quick else 3
+    args.pgvector_rows = 20_000 if quick else 100_000
 
 
 def run_part(part: str, args: argparse.Namespace) -> Any:
@@ -1248,6 +1273,14 @@ def run_part(part: str, args: argparse.Namespace) -> Any:
         return bench_bm25(args)
     if part == "splitting":
         return bench_splitting(args)
+    if part == "qdrant":
+        from bench_qdrant import suite_part  # type: ignore[import-not-found]
+
+        return suite_part(args.qdrant_rows, args.qdrant_queries, args.qdrant_repeats)
+    if part == "pgvector":
+        from bench_pgvector import suite_part as pgvector_part  # type: ignore[import-not-found]
+
+        return pgvector_part(args.pgvector_rows, 200)
     return bench_embedding(args)
 
 
