@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Set everything up and run every check: ruff, mypy --strict on core, all unit tests and
+# Set everything up and run every check: ruff, mypy --strict on every package, all unit tests and
 # integration tests (services started by scripts/services.sh). Exit code is non-zero on
 # any failure, including pytest collecting no tests (exit 5).
 #
@@ -36,7 +36,7 @@ bash scripts/services.sh start
 
 echo "== ruff"
 $PY -m ruff check packages integration-tests scripts
-echo "== mypy --strict (core)"
-$PY -m mypy --strict packages/core/src
+echo "== mypy --strict (every package)"
+$PY scripts/typecheck.py
 echo "== pytest"
 $PY -m pytest packages/*/tests integration-tests scripts/tests "$@"

@@ -16,12 +16,15 @@ from typing import Any, Protocol
 
 import pytest
 
-from ragloom.core.errors import DocumentParseError, EmptyDocumentError
-from ragloom.core.loaders.blob import (
+from ragloom.core.errors import (
     BucketNotFoundError,
+    DocumentParseError,
+    EmptyDocumentError,
     ObjectNotFoundError,
-    ObjectStoreDocumentLoader,
     ObjectTooLargeError,
+)
+from ragloom.core.loaders.blob import (
+    ObjectStoreDocumentLoader,
 )
 from ragloom.core.parsers.text import TextDocumentParser
 from ragloom.testkit.suite import ConformanceSuite, if_fails

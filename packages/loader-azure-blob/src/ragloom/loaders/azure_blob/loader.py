@@ -163,7 +163,7 @@ def _default_client(
     if credential is None:
         # the usual chain (environment, managed identity, CLI) when azure-identity is installed
         try:
-            from azure.identity import DefaultAzureCredential  # type: ignore[import-not-found]
+            from azure.identity import DefaultAzureCredential
         except ImportError:
             pass  # anonymous: public containers only
         else:

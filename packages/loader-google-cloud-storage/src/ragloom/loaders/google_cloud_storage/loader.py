@@ -202,7 +202,7 @@ class GoogleCloudStorageDocumentLoader(ObjectStoreDocumentLoader):
         if endpoint_url is not None:
             return storage.Client(
                 project=project or "ragloom",
-                credentials=credentials or AnonymousCredentials(),
+                credentials=credentials or AnonymousCredentials(),  # type: ignore[no-untyped-call]
                 client_options={"api_endpoint": endpoint_url},
             )
         try:

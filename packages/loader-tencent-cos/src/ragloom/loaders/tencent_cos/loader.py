@@ -12,7 +12,7 @@ import os
 from collections.abc import Iterator, Mapping
 from datetime import datetime
 from email.utils import parsedate_to_datetime
-from typing import Any
+from typing import Any, cast
 from urllib.parse import urlsplit
 
 from qcloud_cos import CosConfig, CosS3Client
@@ -104,7 +104,7 @@ class CosObjectStore:
         """A 404 of a bucket request (a HEAD's has no body, so no code) as a missing bucket."""
         if error.get_status_code() == 404 and error.get_error_code() != "NoSuchKey":
             return _Missing(ObjectStoreErrorKind.NO_SUCH_BUCKET, f"no bucket {bucket!r}")
-        return error
+        return cast(Exception, error)  # qcloud_cos is untyped
 
     def list_objects(self, bucket: str, prefix: str) -> Iterator[ObjectInfo]:
         """Every object under ``prefix``, page after page (markers)."""

@@ -109,10 +109,11 @@ class _Trimmer:
         position = start
         while True:
             match = self.next_tag.match(html, position, stop)
-            name = match.group("name")  # type: ignore[union-attr]  # always matches
+            assert match is not None  # the pattern always matches (its tag part is optional)
+            name = match.group("name")
             if name is None:
                 return
-            position = match.end()  # type: ignore[union-attr]
+            position = match.end()
             lowered = name.translate(_ASCII_LOWER)
             closing = bool(match.group("closing"))
             if not closing and lowered in _MERGED:
