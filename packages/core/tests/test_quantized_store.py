@@ -317,6 +317,27 @@ def test_hnsw_beam_is_the_recall_knob(
     assert recalls[128] > recalls[4]
 
 
+@pytest.mark.parametrize("mmap", [False, True])
+def test_hnsw_bf16_graph_searches_saves_and_loads(
+    data: tuple[npt.NDArray[np.float32], npt.NDArray[np.float32]], tmp_path: Path, mmap: bool
+) -> None:
+    """A bfloat16 graph: exact scores, and a save the graph check accepts on load."""
+    vectors, queries = data
+    exact = _store("exact", vectors[:3000])
+    store = InMemoryEmbeddingStore(index=IndexOptions("hnsw", exact_below=0, hnsw_dtype="bf16"))
+    store.add_all(vectors[:3000], ids=_ids(3000))
+    found = _top(store, queries[0])
+    exact_scores = dict(_top(exact, queries[0], 3000))
+    assert all(score == exact_scores[row] for row, score in found)
+    assert len({r for r, _ in found} & {r for r, _ in _top(exact, queries[0])}) >= 8
+    store.save(tmp_path)
+    loaded = InMemoryEmbeddingStore.load(tmp_path, mmap=mmap)
+    assert loaded.index_options.hnsw_dtype == "bf16"
+    assert [_top(loaded, query) for query in queries[:5]] == [
+        _top(store, query) for query in queries[:5]
+    ]
+
+
 def test_hnsw_without_usearch_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "usearch", None)
     monkeypatch.setitem(sys.modules, "usearch.index", None)
