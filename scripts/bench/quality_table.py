@@ -17,13 +17,17 @@ several of which may share a document; a document counts once, at its best rank)
 - default: ``ragloom eval``'s Easy RAG default -- the default splitter's segments (254
   tokens, 30 overlap), hybrid weighted, not grouped;
 - default with RRF fusion; grouped by document (``--group document``); BM25 + RM3;
-  dense + Rocchio;
+  dense + Rocchio; grouped by document with dense + Rocchio;
 - contextual headers: the default's segments through ContextualHeaderTransformer (the
   title prepended; for both legs) -- equal to the default where the corpus has no titles;
 - sentence window: SentenceWindowSplitter(window=3), hybrid weighted over the sentences,
   SentenceWindowRetriever (a document ranks at its best sentence);
 - parent-document: ParentChildSplitter with 64-token children (recursive, no overlap),
   parents the whole documents, hybrid weighted over the children, ParentDocumentRetriever.
+
+Run one process per collection at a time: two writing the same cache file lose each
+other's new vectors (the rows still come out right; the lost texts are embedded again).
+``--cached-only`` skips the rows whose texts are not all cached (no embedding).
 
 Auto-merging is not a row: it returns a merged parent at the rank of its best child, so
 documents rank exactly as in the child retrieval (the parent-document row).
@@ -83,6 +87,7 @@ ROWS = [
     "default, by document",
     "default, BM25 + RM3",
     "default, dense + Rocchio",
+    "default, by document + Rocchio",
     "contextual headers",
     "sentence window",
     "parent-document",
@@ -209,6 +214,9 @@ class Collection:
             "default, BM25 + RM3": lambda: hybrid(self.segments, expansion=RM3(), **weighted),
             "default, dense + Rocchio": lambda: hybrid(
                 self.segments, feedback=Rocchio(), **weighted
+            ),
+            "default, by document + Rocchio": lambda: hybrid(
+                self.segments, feedback=Rocchio(), group_by=DOC_ID, **weighted
             ),
             "contextual headers": lambda: hybrid(self.headed, **weighted),
             "sentence window": lambda: SentenceWindowRetriever(
