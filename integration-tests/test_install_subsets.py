@@ -108,7 +108,9 @@ def test_core_alone_imports_without_heavy_modules(wheelhouse: Path, tmp_path: Pa
     pip_list = _run([str(python), "-m", "pip", "list", "--format=json"], cwd=tmp_path).stdout
     names = {item["name"] for item in json.loads(pip_list)}
     assert {n for n in names if n.startswith("ragloom")} == {"ragloom-core"}
-    assert not names & {"onnxruntime", "torch", "httpx", "tokenizers"}
+    # httpx is core's one HTTP machinery (ragloom.core.kit.http): installed, but imported
+    # only by a component that makes a call (the probe above checks it is not loaded).
+    assert not names & {"onnxruntime", "torch", "tokenizers"}
 
 
 @pytest.mark.install
