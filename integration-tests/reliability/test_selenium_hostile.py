@@ -259,25 +259,40 @@ def test_redirects_and_subresources_to_internal_addresses_are_blocked(sites: Sit
 
 def test_hanging_pages_end_by_the_deadline_and_leave_no_process(sites: Sites) -> None:
     """A script loop after load, a script loop while parsing and a 1M-node DOM each end
-    within TIMEOUT + GRACE with an error naming the URL; the hung browser's processes are
-    killed, the next page loads in a new browser, and close() leaves nothing behind."""
+    within TIMEOUT + GRACE with an error naming the URL. A script loop never lets the
+    browser answer: its processes are killed and the next page loads in a new browser.
+    The 1M-node page is slow, not endless: when the tab's reset to about:blank answers
+    within GRACE the browser is kept (as documented: the tab is reset, or the browser
+    replaced), otherwise it is killed; either way close() leaves nothing behind."""
     public = sites.public_url
+    seen: list[psutil.Process] = []
     with SeleniumDocumentLoader(egress=_policy(), timeout=TIMEOUT) as loader:
         for path in ("/loop-after-load", "/loop-inline", "/dom"):
             assert loader.load(f"{public}/good").metadata["title"] == "Good"
+            session = loader.driver.session_id
             browser = _browser_processes()
+            seen += browser
             assert len(browser) >= 2  # chromedriver and Chromium
             started = time.monotonic()
-            with pytest.raises(DocumentLoadError, match=f"{public}{path}: .*within 3 s"):
+            with pytest.raises(DocumentLoadError, match=f"{public}{path}: .*within 3 s") as error:
                 loader.load(f"{public}{path}")
             elapsed = time.monotonic() - started
-            print(f"{path}: failed after {elapsed:.1f} s")
+            print(f"{path}: failed after {elapsed:.1f} s: {error.value}")
             assert elapsed < BOUND
+            if path == "/dom" and "was shut down" not in str(error.value):
+                # The page-load timeout, then a reset that answered in time: same session,
+                # a blank tab (Chromium may swap its renderer process; nothing is killed).
+                assert "did not load within 3 s" in str(error.value)
+                assert loader.driver.session_id == session
+                assert loader.driver.current_url == "about:blank"
+                assert len(loader.driver.window_handles) == 1
+                continue
             _, alive = psutil.wait_procs(browser, timeout=5)
             assert alive == []
+            assert loader.driver.session_id != session
         assert loader.load(f"{public}/good").metadata["title"] == "Good"
-        browser = _browser_processes()
-    _, alive = psutil.wait_procs(browser, timeout=10)
+        seen += _browser_processes()
+    _, alive = psutil.wait_procs(seen, timeout=10)
     assert alive == []
 
 
