@@ -203,10 +203,11 @@ def test_pg_byte_budget_stops_fetching(pg_engine: sa.Engine) -> None:
 
 
 def sqlite_huge(megabytes: int) -> str:
-    """101 rows of ``megabytes`` MB cells, built by SQLite itself (no file)."""
+    """101 rows of ``megabytes`` MB cells, built by SQLite itself (no file); each cell
+    depends on its row, so SQLite builds every one (a constant is built once)."""
     return (
         "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n LIMIT 101)"
-        f" SELECT i, replace(hex(zeroblob({megabytes * 500_000})), '0', 'x') AS body FROM n"
+        f" SELECT i, replace(hex(zeroblob({megabytes * 500_000} + i)), '0', 'x') AS body FROM n"
     )
 
 
