@@ -14,10 +14,6 @@ import json
 import subprocess
 import sys
 
-import pytest
-
-pytest.importorskip("usearch")
-
 RUNNER = r"""
 import json, os, resource, shutil, signal, struct, sys, tempfile
 from pathlib import Path
