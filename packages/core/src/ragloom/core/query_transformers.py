@@ -146,7 +146,27 @@ EXPANDING_PROMPT_TEMPLATE = PromptTemplate(
 _LIST_MARKER = re.compile(r"^\s*(?:\d+[.)]|[-*•])\s+")
 
 
-class ExpandingQueryTransformer(QueryTransformer):
+class _OneCallTransformer(QueryTransformer):
+    """A transformer that asks its chat model once: ``_prompt`` builds the message,
+    ``_parse`` turns the (hostile) answer into queries."""
+
+    chat_model: ChatModel
+
+    def transform(self, query: Query) -> list[Query]:
+        return self._parse(self.chat_model.chat([self._prompt(query)]).text, query)
+
+    async def atransform(self, query: Query) -> list[Query]:
+        """:meth:`transform` with the model's ``achat``."""
+        return self._parse((await self.chat_model.achat([self._prompt(query)])).text, query)
+
+    def _prompt(self, query: Query) -> UserMessage:
+        raise NotImplementedError
+
+    def _parse(self, answer: str, query: Query) -> list[Query]:
+        raise NotImplementedError
+
+
+class ExpandingQueryTransformer(_OneCallTransformer):
     """Asks the model for ``n`` (3) rewordings of the query, one per line of its answer.
 
     Blank lines, repeated lines, list markers ("1.", "-") and lines past 500 characters are
@@ -168,13 +188,6 @@ class ExpandingQueryTransformer(QueryTransformer):
         self.n = n
         self.prompt_template = PromptTemplate.of(prompt_template or EXPANDING_PROMPT_TEMPLATE)
         self.prompt_template.require({"query"}, used_by="ExpandingQueryTransformer")
-
-    def transform(self, query: Query) -> list[Query]:
-        return self._parse(self.chat_model.chat([self._prompt(query)]).text, query)
-
-    async def atransform(self, query: Query) -> list[Query]:
-        """:meth:`transform` with the model's ``achat``."""
-        return self._parse((await self.chat_model.achat([self._prompt(query)])).text, query)
 
     def _prompt(self, query: Query) -> UserMessage:
         return UserMessage(self.prompt_template.render(query=query.text, n=self.n))
@@ -235,7 +248,7 @@ HYDE_PROMPT_TEMPLATE = PromptTemplate(
 )
 
 
-class HydeQueryTransformer(QueryTransformer):
+class HydeQueryTransformer(_OneCallTransformer):
     """HyDE (hypothetical document embeddings): retrieve with a passage the model writes
     as an answer, since an answer resembles the stored passages more than a question does.
 
@@ -259,13 +272,6 @@ class HydeQueryTransformer(QueryTransformer):
             {"query"}, used_by="HydeQueryTransformer"
         )
 
-    def transform(self, query: Query) -> list[Query]:
-        return self._parse(self.chat_model.chat([self._prompt(query)]).text, query)
-
-    async def atransform(self, query: Query) -> list[Query]:
-        """:meth:`transform` with the model's ``achat``."""
-        return self._parse((await self.chat_model.achat([self._prompt(query)])).text, query)
-
     def _prompt(self, query: Query) -> UserMessage:
         return UserMessage(self.prompt_template.render(query=query.text))
 
@@ -288,7 +294,7 @@ STEP_BACK_PROMPT_TEMPLATE = PromptTemplate(
 )
 
 
-class StepBackQueryTransformer(QueryTransformer):
+class StepBackQueryTransformer(_OneCallTransformer):
     """Step-back prompting: also retrieve for a more general question, which finds the
     background (principles, definitions, overviews) a specific question may need.
 
@@ -310,13 +316,6 @@ class StepBackQueryTransformer(QueryTransformer):
         self.prompt_template = PromptTemplate.of(
             prompt_template or STEP_BACK_PROMPT_TEMPLATE
         ).require({"query"}, used_by="StepBackQueryTransformer")
-
-    def transform(self, query: Query) -> list[Query]:
-        return self._parse(self.chat_model.chat([self._prompt(query)]).text, query)
-
-    async def atransform(self, query: Query) -> list[Query]:
-        """:meth:`transform` with the model's ``achat``."""
-        return self._parse((await self.chat_model.achat([self._prompt(query)])).text, query)
 
     def _prompt(self, query: Query) -> UserMessage:
         return UserMessage(self.prompt_template.render(query=query.text))
