@@ -70,6 +70,7 @@ from ragloom.core.stores.validation import (
 )
 
 __all__ = [
+    "PAUSE",
     "Candidates",
     "Compiled",
     "Matrix",
@@ -84,6 +85,11 @@ T = TypeVar("T")
 Matrix = npt.NDArray[np.float32]
 """Vectors, one a row (float32)."""
 Cosines = npt.NDArray[np.float64]
+
+PAUSE = "<pause>"
+"""The method of a step that waits ``args[0]`` seconds instead of calling the client
+(``ClientCall.of("waiting", PAUSE, 0.05)``): a retry loop written as steps backs off
+without blocking an event loop. Not an identifier, so no client method has this name."""
 
 
 def positive_int(value: object, what: str, upper: int | None = None) -> int:
@@ -280,8 +286,15 @@ class RemoteEmbeddingStore(EmbeddingStore, AsyncAddMixin):
 
     def _run(self, steps: Steps[T]) -> T:
         """An operation on the sync client."""
+
+        def perform(step: ClientCall) -> Any:
+            if step.method == PAUSE:
+                time.sleep(step.args[0])
+                return None
+            return self._perform(step)
+
         with self._guard():
-            return run_steps(steps, self._perform)
+            return run_steps(steps, perform)
 
     async def _arun(self, steps: Steps[T]) -> T:
         """An operation on this event loop's async client; without one, on the sync client
@@ -292,6 +305,9 @@ class RemoteEmbeddingStore(EmbeddingStore, AsyncAddMixin):
         slots = self._async_slots
 
         async def perform(step: ClientCall) -> Any:
+            if step.method == PAUSE:
+                await asyncio.sleep(step.args[0])
+                return None
             try:
                 async with slots or nullcontext():
                     return await self._aperform(client, step)

@@ -11,6 +11,7 @@ expressions (``_filters``); a filter Milvus cannot state exactly is finished in 
 from __future__ import annotations
 
 import contextlib
+import random
 import uuid
 import warnings
 from collections.abc import Callable, Iterable, Mapping
@@ -31,6 +32,7 @@ from ragloom.core.embedding import Embedding
 from ragloom.core.errors import EmbeddingStoreError
 from ragloom.core.filters import Filter
 from ragloom.core.kit.remote_store import (
+    PAUSE,
     Candidates,
     Compiled,
     NewEntries,
@@ -74,6 +76,7 @@ _PAGE = 1000
 _FIELDS = ["id", "seq", "vector", "text", "has_text", "metadata", "kinds", "exact"]
 _KIND_FIELDS = ["metadata", "kinds", "exact"]
 _SETTLE_ATTEMPTS = 8
+_SETTLE_BACKOFF = 0.005  # seconds: the first rewrite's back-off is up to twice this
 _TIE_MARGIN = 1e-5  # float32 cosine error of the server's scores, generously
 
 T = TypeVar("T")
@@ -421,9 +424,11 @@ class MilvusEmbeddingStore(RemoteEmbeddingStore):
         two upserts racing in Milvus Lite), so the ids are counted after the write and a
         duplicate is healed with an upsert of the batch (which deletes every row of those
         ids first), counted again. Of racing writers, the last to write counts after every
-        write, so the collection ends with one row per id."""
+        write, so the collection ends with one row per id. Writers that keep meeting each
+        other wait a random, doubling time before each rewrite (as Ethernet backs off), so
+        that one of them soon rewrites alone."""
         ids = ("id in ", Param(tuple(rows.ids)))
-        for _ in range(_SETTLE_ATTEMPTS):
+        for attempt in range(1, _SETTLE_ATTEMPTS + 1):
             counted = yield ClientCall.of(
                 "checking for concurrently written ids",
                 "query",
@@ -434,6 +439,8 @@ class MilvusEmbeddingStore(RemoteEmbeddingStore):
             )
             if int(counted[0]["count(*)"]) <= len(rows):
                 return
+            pause = random.uniform(0, _SETTLE_BACKOFF * 2**attempt)
+            yield ClientCall.of("waiting before a rewrite", PAUSE, pause)
             yield ClientCall.of(f"rewriting {len(rows)} entries", "upsert", self._collection, rows)
         raise EmbeddingStoreError(
             f"Milvus collection {self._collection!r}: {len(rows)} entries still have "
