@@ -180,6 +180,9 @@ class RemoteEmbeddingStore(EmbeddingStore, AsyncAddMixin):
     """A bound on the difference between the server's cosine and the exact one."""
     _ann_limit: ClassVar[int | None] = None
     """The largest ``limit`` one server search takes (None: no limit)."""
+    _server_ranks: ClassVar[bool] = False
+    """The server's ranking picks the ``k`` (a store keeping no insertion order, whose
+    ties the server breaks): :meth:`_nearest` asks once for ``k`` and only rescores them."""
 
     _client: Any
 
@@ -492,7 +495,7 @@ class RemoteEmbeddingStore(EmbeddingStore, AsyncAddMixin):
         """
         min_cosine = 2.0 * min_score - 1.0
         cap = self._ann_limit
-        limit = k + max(k, 10)
+        limit = k if self._server_ranks else k + max(k, 10)
         while True:
             if cap is not None:
                 limit = min(cap, limit)
@@ -502,7 +505,7 @@ class RemoteEmbeddingStore(EmbeddingStore, AsyncAddMixin):
                 kept = [i for i, row in enumerate(rows) if self._passes(condition, row)]
                 rows, vectors = [rows[i] for i in kept], vectors[kept]
             cosines = self._cosines(vectors if rows else None, query)
-            if len(found.rows) < limit or limit == cap:  # every candidate seen
+            if len(found.rows) < limit or limit == cap or self._server_ranks:  # all seen
                 return rows, cosines
             reachable = found.last_score + self._ann_slack  # no unseen entry scores above
             best = np.sort(cosines)[::-1]

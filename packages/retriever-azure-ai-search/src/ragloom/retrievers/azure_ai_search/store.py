@@ -20,11 +20,10 @@ from __future__ import annotations
 
 import base64
 import uuid
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
-import numpy.typing as npt
 from azure.core.credentials import AzureKeyCredential
 from azure.core.exceptions import AzureError, ResourceNotFoundError
 from azure.search.documents import SearchClient
@@ -43,6 +42,7 @@ from azure.search.documents.indexes.models import (
 )
 from azure.search.documents.models import VectorizedQuery
 
+from ragloom.core.aio import ClientCall, Steps
 from ragloom.core.document import TextSegment
 from ragloom.core.embedding import Embedding
 from ragloom.core.errors import EmbeddingStoreError
@@ -55,24 +55,16 @@ from ragloom.core.filters import (
     IsNotIn,
 )
 from ragloom.core.kit.metadata_codec import KIND_LETTERS
-from ragloom.core.kit.remote_store import new_entries
+from ragloom.core.kit.remote_store import (
+    Candidates,
+    Compiled,
+    Matrix,
+    NewEntries,
+    RemoteEmbeddingStore,
+    positive_int,
+)
 from ragloom.core.metadata import MetadataValue
-from ragloom.core.stores.base import (
-    EmbeddingMatch,
-    EmbeddingSearchRequest,
-    EmbeddingSearchResult,
-    EmbeddingStore,
-)
-from ragloom.core.stores.metadata_types import (
-    BatchKinds,
-    check_held_row,
-    conflicting_kinds,
-)
-from ragloom.core.stores.metadata_types import metadata_schema as metadata_schema_kinds
-from ragloom.core.stores.scores import relevance_score
-from ragloom.core.stores.validation import (
-    validate_ids,
-)
+from ragloom.core.stores.base import EmbeddingMatch
 from ragloom.retrievers.azure_ai_search.odata import (
     ODATA_ORDERINGS,
     ODataFilterCompiler,
@@ -87,6 +79,8 @@ _ALGORITHM = "ragloom-hnsw"
 _MAX_KEY = 1024  # Azure's limit on a document key, in bytes
 _SELECT = ["id", "content", "content_vector", "metadata"]
 _TYPED_FIELDS = ("s", "n", "i", "b", "u")
+_MAX_BATCH = 1000  # documents in one index request, Azure's limit
+_PAGE = 1000  # documents in one search answer (top), Azure's limit
 
 
 def _key(embedding_id: str) -> str:
@@ -210,7 +204,32 @@ def _search_in(values: Sequence[FilterValue]) -> str:
     return f"search.in(m/s, {odata_literal(delimiter.join(texts))}, {odata_literal(delimiter)})"
 
 
-class AzureAiSearchEmbeddingStore(EmbeddingStore):
+class _Service:
+    """The store's two Azure clients, each call answered in full (a search's pages read
+    while the call is made, so its errors surface inside it): the ``_client`` the
+    remote-store base drives with steps."""
+
+    def __init__(self, search: SearchClient, indexes: SearchIndexClient) -> None:
+        self.search_client = search
+        self.indexes = indexes
+
+    def search(self, **kwargs: Any) -> list[dict[str, Any]]:
+        return list(self.search_client.search(**kwargs))
+
+    def index(self, action: str, documents: list[dict[str, Any]]) -> list[Any]:
+        send = (
+            self.search_client.upload_documents
+            if action == "upload"
+            else self.search_client.delete_documents
+        )
+        return list(send(documents))
+
+    def close(self) -> None:
+        self.search_client.close()
+        self.indexes.close()
+
+
+class AzureAiSearchEmbeddingStore(RemoteEmbeddingStore):
     """Stores embeddings in the index ``index_name`` at ``endpoint``.
 
     The index is created with the store's schema when it does not exist (``dimension``
@@ -218,8 +237,12 @@ class AzureAiSearchEmbeddingStore(EmbeddingStore):
     that schema (its vector dimension is read from it). ``exhaustive=True`` makes
     searches exact (Azure's ``exhaustive`` vector query) instead of HNSW's approximate
     neighbours. Writes go in batches of ``batch_size`` documents (Azure takes at most
-    1000 a request).
+    1000 a request). On the remote-store base: Azure's ranking picks the ``k`` nearest
+    (no insertion order to break ties), their scores are recomputed exactly.
     """
+
+    _label = "Azure AI Search index"
+    _server_ranks = True
 
     def __init__(
         self,
@@ -234,22 +257,17 @@ class AzureAiSearchEmbeddingStore(EmbeddingStore):
         index_client: SearchIndexClient | None = None,
         metadata_schema: Mapping[str, type] | None = None,
     ) -> None:
-        self._declared = metadata_schema_kinds(metadata_schema)
-        if dimension is not None and (
-            isinstance(dimension, bool) or not isinstance(dimension, int) or dimension < 1
-        ):
-            raise EmbeddingStoreError(f"dimension must be an int >= 1, got {dimension!r}")
-        if (
-            isinstance(batch_size, bool)
-            or not isinstance(batch_size, int)
-            or not (1 <= batch_size <= 1000)
-        ):
-            raise EmbeddingStoreError(f"batch_size must be an int in [1, 1000], got {batch_size!r}")
+        super().__init__(index_name, metadata_schema=metadata_schema)
+        if dimension is not None:
+            positive_int(dimension, "dimension")
+        self.batch_size = positive_int(batch_size, "batch_size", _MAX_BATCH)
         self.index_name = index_name
         self.exhaustive = exhaustive
-        self.batch_size = batch_size
-        self._client = search_client or SearchClient(endpoint, index_name, credential)
-        self._indexes = index_client or SearchIndexClient(endpoint, credential)
+        self._owns_clients = search_client is None and index_client is None
+        self._client = _Service(
+            search_client or SearchClient(endpoint, index_name, credential),
+            index_client or SearchIndexClient(endpoint, credential),
+        )
         self._dimension = self._existing_dimension()
         if self._dimension is None and dimension is not None:
             self._create_index(dimension)
@@ -258,19 +276,21 @@ class AzureAiSearchEmbeddingStore(EmbeddingStore):
                 f"index {index_name!r} has vectors of dimension {self._dimension}, not {dimension}"
             )
 
-    # ------------------------------------------------------------------ index
+    def close(self) -> None:
+        """Close the clients, if the store created them."""
+        if self._owns_clients:
+            self._client.close()
 
-    def _azure(self, what: str, exc: AzureError) -> EmbeddingStoreError:
-        return EmbeddingStoreError(f"Azure AI Search index {self.index_name!r}: {what}: {exc}")
+    # ------------------------------------------------------------------ index
 
     def _existing_dimension(self) -> int | None:
         """The vector dimension of the existing index, or None when there is no index."""
         try:
-            index = self._indexes.get_index(self.index_name)
+            index = self._client.indexes.get_index(self.index_name)
         except ResourceNotFoundError:
             return None
         except AzureError as exc:
-            raise self._azure("reading the index definition failed", exc) from exc
+            raise self._error("reading the index definition", exc) from exc
         fields = {field.name: field for field in index.fields or []}
         missing = [name for name in _SELECT if name not in fields]
         vector = fields.get("content_vector")
@@ -282,72 +302,31 @@ class AzureAiSearchEmbeddingStore(EmbeddingStore):
         return int(vector.vector_search_dimensions)
 
     def _create_index(self, dimension: int) -> None:
-        string = SearchFieldDataType.STRING
-        index = SearchIndex(
-            name=self.index_name,
-            fields=[
-                SimpleField(name="id", type=string, key=True, filterable=True, sortable=True),
-                SearchableField(name="content", type=string),
-                SearchField(
-                    name="content_vector",
-                    type="Collection(Edm.Single)",
-                    searchable=True,
-                    vector_search_dimensions=dimension,
-                    vector_search_profile_name=_PROFILE,
-                ),
-                ComplexField(
-                    name="metadata",
-                    collection=True,
-                    fields=[
-                        SimpleField(name="key", type=string, filterable=True),
-                        SimpleField(name="type", type=string),
-                        SimpleField(name="s", type=string, filterable=True),
-                        SimpleField(name="n", type=SearchFieldDataType.DOUBLE, filterable=True),
-                        SimpleField(name="i", type=SearchFieldDataType.INT64),
-                        SimpleField(name="b", type=SearchFieldDataType.BOOLEAN, filterable=True),
-                        SimpleField(name="u", type=string, filterable=True),
-                    ],
-                ),
-            ],
-            vector_search=VectorSearch(
-                algorithms=[
-                    HnswAlgorithmConfiguration(
-                        name=_ALGORITHM, parameters=HnswParameters(metric="cosine")
-                    )
-                ],
-                profiles=[
-                    VectorSearchProfile(name=_PROFILE, algorithm_configuration_name=_ALGORITHM)
-                ],
-            ),
+        what = f"creating the index (dimension {dimension})"
+        self._call(
+            what, self._client.indexes.create_index, _index_definition(self.index_name, dimension)
         )
-        try:
-            self._indexes.create_index(index)
-        except AzureError as exc:
-            raise self._azure(f"creating the index (dimension {dimension}) failed", exc) from exc
         self._dimension = dimension
+
+    def _ensure_collection(self, dimension: int) -> None:
+        if self._dimension is None:
+            self._create_index(dimension)
 
     # ------------------------------------------------------------------ writing
 
-    def add_all(
-        self,
-        embeddings: Sequence[Embedding] | npt.NDArray[np.floating[Any]],
-        segments: Sequence[TextSegment] | None = None,
-        *,
-        ids: Sequence[str] | None = None,
-    ) -> list[str]:
-        """Upload a batch (``upload`` replaces an existing id's document); validated first."""
-        entries = new_entries(embeddings, segments, ids, self._dimension, self._declared)
-        if entries is None:
-            return []
-        id_list, matrix, texts, metadata = entries[:4]
-        keys = [_key(i) for i in id_list]
-        too_long = next((i for i, k in zip(id_list, keys, strict=True) if len(k) > _MAX_KEY), None)
+    def _prepare(self, entries: NewEntries) -> list[dict[str, Any]]:
+        """The batch as Azure documents; an id whose key Azure cannot hold is refused."""
+        keys = [_key(i) for i in entries.ids]
+        too_long = next(
+            (i for i, k in zip(entries.ids, keys, strict=True) if len(k) > _MAX_KEY), None
+        )
         if too_long is not None:
             raise EmbeddingStoreError(
                 f"id {too_long[:40]!r}... is too long for an Azure AI Search key (base64 of "
                 f"the id must fit {_MAX_KEY} bytes)"
             )
-        documents = [
+        metadata = entries.metadata
+        return [
             {
                 "id": key,
                 "content": text,
@@ -356,50 +335,48 @@ class AzureAiSearchEmbeddingStore(EmbeddingStore):
                     _encode_value(k, v) for k, v in (metadata[n] if metadata else {}).items()
                 ],
             }
-            for n, (key, text, vector) in enumerate(zip(keys, texts, matrix.tolist(), strict=True))
+            for n, (key, text, vector) in enumerate(
+                zip(keys, entries.texts, entries.vectors.tolist(), strict=True)
+            )
         ]
-        if self._dimension is None:
-            self._create_index(matrix.shape[1])
-        else:
-            self._check_kinds(entries.kinds)
-        self._index(documents, "upload")
-        return id_list
 
-    def _check_kinds(self, kinds: BatchKinds) -> None:
-        """Refuse the batch if the index holds one of its keys with another type: one
-        filtered query for an entry whose typed field of another kind is set. (A probe, not
-        a lock: two writers of a new key with two types at once can both pass.)"""
-        conflicts = conflicting_kinds(kinds)
-        if not conflicts:
-            return
+    def _write(self, entries: NewEntries, batch: list[dict[str, Any]]) -> Steps[None]:
+        """Upload the documents (``upload`` replaces an existing id's document)."""
+        yield from self._check_kinds(entries.kinds)
+        yield from self._send(batch, "upload")
+
+    def _held_metadata(
+        self, conflicts: Mapping[str, list[str]]
+    ) -> Steps[list[dict[str, MetadataValue]]]:
+        """One filtered query for an entry whose typed field of another kind is set (a
+        probe, not a lock: two writers of a new key with two types at once can both pass)."""
         odata = " or ".join(
             f"metadata/any(m: m/key eq {odata_literal(key)} and ("
             + " or ".join(f"m/{_FIELD_OF_KIND[kind]} ne null" for kind in others)
             + "))"
             for key, others in conflicts.items()
         )
-        try:
-            hits = list(
-                self._client.search(search_text="*", filter=odata, select=["metadata"], top=1)
-            )
-        except AzureError as exc:
-            raise self._azure("checking metadata types failed", exc) from exc
-        for hit in hits:
-            check_held_row(kinds, {e["key"]: _decode_value(e) for e in hit.get("metadata") or []})
+        hits = yield ClientCall.of(
+            "checking metadata types",
+            "search",
+            search_text="*",
+            filter=odata,
+            select=["metadata"],
+            top=1,
+        )
+        return [_metadata(hit) for hit in hits]
 
     def _index(self, documents: list[dict[str, Any]], action: str) -> None:
-        """Send ``documents`` with ``action`` in batches; a rejected document raises."""
+        """Send ``documents`` with ``action`` (``upload``, ``delete``) in batches."""
+        self._run(self._send(documents, action))
+
+    def _send(self, documents: list[dict[str, Any]], action: str) -> Steps[None]:
+        """Send ``documents`` in batches; a document the service rejects (its status in a
+        207 answer) raises, naming it (earlier batches stay written)."""
         for start in range(0, len(documents), self.batch_size):
             batch = documents[start : start + self.batch_size]
-            send = (
-                self._client.upload_documents
-                if action == "upload"
-                else self._client.delete_documents
-            )
-            try:
-                results = send(batch)
-            except AzureError as exc:
-                raise self._azure(f"{action} of {len(batch)} documents failed", exc) from exc
+            what = f"{action} of {len(batch)} documents"
+            results = yield ClientCall.of(what, "index", action, batch)
             failed = [r for r in results if not r.succeeded]
             if failed:
                 details = "; ".join(
@@ -410,91 +387,163 @@ class AzureAiSearchEmbeddingStore(EmbeddingStore):
                     f"{len(batch)} documents ({action}): {details}"
                 )
 
-    def remove_all(self, ids: Iterable[str] | None = None, *, filter: Filter | None = None) -> None:
-        """Delete the ids, or the entries matching ``filter`` (found by a search), or all."""
-        if ids is not None and filter is not None:
-            raise EmbeddingStoreError("remove_all takes ids or a filter, not both")
-        if ids is not None:
-            keys = [_key(i) for i in validate_ids(ids, unique=False)]
-        else:
-            odata = None if filter is None else MetadataFilterCompiler().compile(filter)
-            if self._dimension is None:
-                return
-            keys = list(self._keys(odata))
-        if keys and self._dimension is not None:
-            self._index([{"id": key} for key in dict.fromkeys(keys)], "delete")
+    # ------------------------------------------------------------------ reading
 
-    def _keys(self, odata: str | None) -> Iterator[str]:
-        """The keys of the documents matching ``odata``, by key order (keyset paging: no
-        ``$skip`` limit)."""
+    def _compile(self, condition: Filter) -> Steps[Compiled]:
+        return Compiled(MetadataFilterCompiler().compile(condition))
+        yield  # pragma: no cover - makes this a generator
+
+    def _fetch(
+        self, query: Matrix, compiled: Compiled, min_score: float
+    ) -> Callable[[int], Steps[Candidates]]:
+        vector = query.tolist()
+
+        def fetch(limit: int) -> Steps[Candidates]:
+            vector_query = VectorizedQuery(
+                vector=vector,
+                k_nearest_neighbors=limit,
+                fields="content_vector",
+                exhaustive=self.exhaustive or None,
+            )
+            hits = yield ClientCall.of(
+                "vector search",
+                "search",
+                search_text=None,
+                vector_queries=[vector_query],
+                filter=compiled.native,
+                select=_SELECT,
+                top=limit,
+            )
+            last = cosine_from_azure(float(hits[-1]["@search.score"])) if hits else 0.0
+            return Candidates(hits, self._vectors(hits), last)
+
+        return fetch
+
+    def _scan(self, native: str | None) -> Steps[list[dict[str, Any]]]:
+        return (yield from self._listed(native, _SELECT))
+
+    def _listed(self, odata: str | None, select: list[str]) -> Steps[list[dict[str, Any]]]:
+        """The documents matching ``odata``, by key order (keyset paging: no ``$skip``
+        limit)."""
+        found: list[dict[str, Any]] = []
         last: str | None = None
         while True:
             conditions = [
                 c for c in (odata, None if last is None else f"id gt {odata_literal(last)}") if c
             ]
-            try:
-                page = [
-                    str(hit["id"])
-                    for hit in self._client.search(
-                        search_text="*",
-                        filter=" and ".join(f"({c})" for c in conditions) or None,
-                        select=["id"],
-                        order_by=["id asc"],
-                        top=1000,
-                    )
-                ]
-            except AzureError as exc:
-                raise self._azure(f"listing documents (filter {odata!r}) failed", exc) from exc
-            yield from page
-            if len(page) < 1000:
-                return
-            last = page[-1]
-
-    # ------------------------------------------------------------------ searching
-
-    def search(self, request: EmbeddingSearchRequest) -> EmbeddingSearchResult:
-        """The best ``max_results`` entries by cosine, passing the filter (pre-filtered)."""
-        query = request.query_embedding
-        odata = None if request.filter is None else MetadataFilterCompiler().compile(request.filter)
-        if self._dimension is None:
-            return EmbeddingSearchResult([])
-        if query.dimension != self._dimension:
-            raise EmbeddingStoreError(
-                f"query dimension {query.dimension} does not match the store's {self._dimension}"
+            page = yield ClientCall.of(
+                f"listing documents (filter {odata!r})",
+                "search",
+                search_text="*",
+                filter=" and ".join(f"({c})" for c in conditions) or None,
+                select=select,
+                order_by=["id asc"],
+                top=_PAGE,
             )
-        vector_query = VectorizedQuery(
-            vector=np.asarray(query.vector, dtype=np.float32).tolist(),
-            k_nearest_neighbors=request.max_results,
-            fields="content_vector",
-            exhaustive=self.exhaustive or None,
-        )
-        try:
-            hits = list(
-                self._client.search(
-                    search_text=None,
-                    vector_queries=[vector_query],
-                    filter=odata,
-                    select=_SELECT,
-                    top=request.max_results,
+            found += page
+            if len(page) < _PAGE:
+                return found
+            last = str(page[-1]["id"])
+
+    def _rows_of(self, keys: list[str], embeddings: bool) -> Steps[list[dict[str, Any]]]:
+        """The documents of these keys: a ``search.in`` filter on the key field (a key
+        holds no comma), up to a page of keys a request."""
+        select = _SELECT if embeddings else _SELECT[:2] + _SELECT[3:]
+        rows: list[dict[str, Any]] = []
+        for start in range(0, len(keys), _PAGE):
+            chunk = [k for k in keys[start : start + _PAGE] if len(k) <= _MAX_KEY]
+            if chunk:
+                rows += yield ClientCall.of(
+                    f"looking up {len(chunk)} documents",
+                    "search",
+                    search_text="*",
+                    filter=f"search.in(id, {odata_literal(','.join(chunk))}, ',')",
+                    select=select,
+                    top=len(chunk),
                 )
-            )
-        except AzureError as exc:
-            raise self._azure("vector search failed", exc) from exc
-        matches = [self._match(hit) for hit in hits]
-        matches.sort(key=lambda m: -m.score)
-        return EmbeddingSearchResult([m for m in matches if m.score >= request.min_score])
+        return rows
 
-    @staticmethod
-    def _match(hit: dict[str, Any]) -> EmbeddingMatch:
-        cosine = cosine_from_azure(float(hit["@search.score"]))
-        text = hit.get("content")
-        segment = None
-        if text is not None:
-            metadata = {e["key"]: _decode_value(e) for e in hit.get("metadata") or []}
-            segment = TextSegment(text, metadata)
+    def _stored(self, row: dict[str, Any]) -> tuple[str, TextSegment | None]:
+        text = row.get("content")
+        return _id(str(row["id"])), None if text is None else TextSegment(text, _metadata(row))
+
+    def _row_metadata(self, row: dict[str, Any]) -> dict[str, MetadataValue]:
+        return _metadata(row)
+
+    def _vectors(self, rows: list[dict[str, Any]]) -> Matrix:
+        return np.asarray([row["content_vector"] for row in rows], dtype=np.float32)
+
+    def _seq(self, row: dict[str, Any]) -> int:
+        return 0  # no insertion order: ties stay in the order Azure ranked them
+
+    def _match(self, row: dict[str, Any], score: float) -> EmbeddingMatch:
+        entry_id, segment = self._stored(row)
         return EmbeddingMatch(
-            score=float(relevance_score(cosine)),
-            embedding_id=_id(str(hit["id"])),
-            embedding=Embedding(hit["content_vector"]),
+            score=score,
+            embedding_id=entry_id,
+            embedding=Embedding(row["content_vector"]),
             embedded=segment,
         )
+
+    # ------------------------------------------------------------------ removal
+
+    def _keys(self, ids: list[str]) -> list[str]:
+        return [_key(i) for i in ids]
+
+    def _key(self, row: dict[str, Any]) -> str:
+        return str(row["id"])
+
+    def _delete_keys(self, keys: list[str]) -> Steps[None]:
+        yield from self._send([{"id": key} for key in dict.fromkeys(keys)], "delete")
+
+    def _delete_where(self, native: str | None) -> Steps[None]:
+        """Delete the documents ``native`` selects, listed by a search first (not atomic
+        against concurrent writers)."""
+        rows = yield from self._listed(native, ["id"])
+        if rows:
+            yield from self._delete_keys([self._key(row) for row in rows])
+
+
+def _metadata(hit: Mapping[str, Any]) -> dict[str, MetadataValue]:
+    """The metadata of a document read back."""
+    return {e["key"]: _decode_value(e) for e in hit.get("metadata") or []}
+
+
+def _index_definition(name: str, dimension: int) -> SearchIndex:
+    """The store's index schema (see the module docstring)."""
+    string = SearchFieldDataType.STRING
+    return SearchIndex(
+        name=name,
+        fields=[
+            SimpleField(name="id", type=string, key=True, filterable=True, sortable=True),
+            SearchableField(name="content", type=string),
+            SearchField(
+                name="content_vector",
+                type="Collection(Edm.Single)",
+                searchable=True,
+                vector_search_dimensions=dimension,
+                vector_search_profile_name=_PROFILE,
+            ),
+            ComplexField(
+                name="metadata",
+                collection=True,
+                fields=[
+                    SimpleField(name="key", type=string, filterable=True),
+                    SimpleField(name="type", type=string),
+                    SimpleField(name="s", type=string, filterable=True),
+                    SimpleField(name="n", type=SearchFieldDataType.DOUBLE, filterable=True),
+                    SimpleField(name="i", type=SearchFieldDataType.INT64),
+                    SimpleField(name="b", type=SearchFieldDataType.BOOLEAN, filterable=True),
+                    SimpleField(name="u", type=string, filterable=True),
+                ],
+            ),
+        ],
+        vector_search=VectorSearch(
+            algorithms=[
+                HnswAlgorithmConfiguration(
+                    name=_ALGORITHM, parameters=HnswParameters(metric="cosine")
+                )
+            ],
+            profiles=[VectorSearchProfile(name=_PROFILE, algorithm_configuration_name=_ALGORITHM)],
+        ),
+    )
