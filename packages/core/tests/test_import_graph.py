@@ -51,7 +51,6 @@ KIT = frozenset(
     _CORE + name
     for name in [
         "_gc",
-        "aio",  # the Steps driver (and, for now, the Async* protocols beside it)
         "bm25.analyzer",  # text analysis, shared by BM25 and the stores' sparse vectors
         "bounded_read",
         "filter_compiler",
@@ -95,6 +94,7 @@ ENGINE = frozenset(
 BUILT_ON_THE_LAYERS = frozenset(
     _CORE + name
     for name in [
+        "aio",  # the public async helpers; re-exports the kit's Steps driver and AsyncAddMixin
         "assistant",
         "chat.memory",
         "content_aggregators",
@@ -226,6 +226,43 @@ def test_the_kit_imports_only_the_contract_and_the_kit(graph: grimp.ImportGraph)
         for module in kit
     }
     assert {m: out for m, out in outside.items() if out} == {}
+
+
+def _reaches(graph: grimp.ImportGraph, importers: set[str], imported: set[str]) -> list[str]:
+    """``importer -> imported`` for each pair where one imports the other, at any depth."""
+    return sorted(
+        f"{importer} -> {target}"
+        for importer in importers
+        for target in imported
+        if graph.chain_exists(importer=importer, imported=target)
+    )
+
+
+def test_the_kit_does_not_import_the_public_async_helpers(graph: grimp.ImportGraph) -> None:
+    """The Steps driver and ``AsyncAddMixin`` live in the kit; ``ragloom.core.aio`` (the
+    helpers every caller awaits components with) sits above it and re-exports them."""
+    kit = {m for m in graph.modules if "kit" in _group(graph, m)}
+    assert {_CORE + "kit.steps", _CORE + "kit.async_add", _CORE + "kit.http"} <= kit
+    assert _reaches(graph, kit, {_CORE + "aio"}) == []
+
+
+def test_the_contract_does_not_import_the_kit(graph: grimp.ImportGraph) -> None:
+    kit = {m for m in graph.modules if "kit" in _group(graph, m)}
+    assert _reaches(graph, set(CONTRACT), kit) == []
+
+
+def test_the_layer_checks_see_a_back_edge() -> None:
+    # guard against a vacuous pass: a kit module importing aio, or a contract module importing
+    # the kit, is reported (a graph of its own: the shared fixture stays as built)
+    graph = grimp.build_graph("ragloom.core")
+    graph.add_import(importer=_CORE + "kit.steps", imported=_CORE + "aio")
+    graph.add_import(importer=_CORE + "errors", imported=_CORE + "kit.egress")
+    assert _reaches(graph, {_CORE + "kit.http"}, {_CORE + "aio"}) == [
+        f"{_CORE}kit.http -> {_CORE}aio"
+    ]
+    assert f"{_CORE}errors -> {_CORE}kit.egress" in _reaches(
+        graph, set(CONTRACT), {_CORE + "kit.egress"}
+    )
 
 
 def _integration_packages() -> list[str]:

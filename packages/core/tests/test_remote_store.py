@@ -10,7 +10,6 @@ import uuid
 import numpy as np
 import pytest
 
-from ragloom.core.aio import Steps, run_steps
 from ragloom.core.errors import EmbeddingStoreError
 from ragloom.core.filter_values import NUMBER
 from ragloom.core.kit.metadata_codec import (
@@ -22,6 +21,7 @@ from ragloom.core.kit.metadata_codec import (
     exact_letter,
 )
 from ragloom.core.kit.remote_store import Candidates, RemoteEmbeddingStore, renamed_option
+from ragloom.core.kit.steps import Steps, run_steps
 
 
 def _nearest(

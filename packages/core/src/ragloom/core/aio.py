@@ -26,24 +26,24 @@ as an :class:`~ragloom.core.stores.base.EmbeddingStore` subclass gets ``add``.
 Cancelling a helper that runs a sync method in a thread stops waiting for it, not the
 thread: the call completes in the background. Native implementations stop their I/O.
 
-A component whose sync and async clients take the same calls can write each operation
-once, as :data:`Steps`: a generator that yields the :class:`ClientCall` objects it needs
-and receives their results (or has their errors thrown in), driven by :func:`run_steps`
-on the sync client or :func:`arun_steps` on the async one: the request building and
-result handling are shared.
+The author's side (the ``Steps`` driver, :class:`AsyncAddMixin`) lives in the kit,
+:mod:`ragloom.core.kit.steps` and :mod:`ragloom.core.kit.async_add`; this module re-exports
+those names where they were.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Generator, Iterable, Sequence
-from typing import Any, NamedTuple, Protocol, TypeAlias, TypeVar, runtime_checkable
+from collections.abc import Iterable, Sequence
+from typing import Any, Protocol, runtime_checkable
 
 from ragloom.core.content import Content
 from ragloom.core.document import TextSegment
 from ragloom.core.embedding import Embedding, EmbeddingModel, EmbeddingResult
 from ragloom.core.errors import EmbeddingModelError
 from ragloom.core.filters import Filter
+from ragloom.core.kit.async_add import AsyncAddMixin
+from ragloom.core.kit.steps import ClientCall, Steps, arun_steps, run_steps
 from ragloom.core.query import Query
 from ragloom.core.retrievers.base import ContentRetriever
 from ragloom.core.stores.base import EmbeddingSearchRequest, EmbeddingSearchResult, EmbeddingStore
@@ -65,26 +65,6 @@ __all__ = [
     "asearch",
     "run_steps",
 ]
-
-C = TypeVar("C")
-R = TypeVar("R")
-
-
-class ClientCall(NamedTuple):
-    """``client.<method>(*args, **kwargs)`` as data; ``what`` names it in error messages."""
-
-    what: str
-    method: str
-    args: tuple[Any, ...]
-    kwargs: dict[str, Any]
-
-    @classmethod
-    def of(cls, what: str, method: str, *args: Any, **kwargs: Any) -> ClientCall:
-        return cls(what, method, args, kwargs)
-
-
-Steps: TypeAlias = Generator[ClientCall, Any, R]
-"""An operation written once: yields client calls, is sent their results, returns its own."""
 
 
 @runtime_checkable
@@ -119,30 +99,6 @@ class AsyncEmbeddingStore(Protocol):
     ) -> None:
         """:meth:`~ragloom.core.stores.base.EmbeddingStore.remove_all` without blocking."""
         ...
-
-
-class AsyncAddMixin:
-    """``aadd`` for an :class:`AsyncEmbeddingStore`, through its ``aadd_all``.
-
-    The async side of :meth:`~ragloom.core.stores.base.EmbeddingStore.add`; a mixin, not a
-    protocol member, so that a structural ``AsyncEmbeddingStore`` need not define it::
-
-        class MyStore(EmbeddingStore, aio.AsyncAddMixin):
-            async def aadd_all(self, embeddings, segments=None, *, ids=None): ...
-    """
-
-    async def aadd(
-        self: AsyncEmbeddingStore,
-        embedding: Embedding,
-        segment: TextSegment | None = None,
-        *,
-        id: str | None = None,
-    ) -> str:
-        """Add one embedding (with its segment, under ``id`` when given) without blocking;
-        returns its id."""
-        segments = None if segment is None else [segment]
-        ids = None if id is None else [id]
-        return (await self.aadd_all([embedding], segments, ids=ids))[0]
 
 
 @runtime_checkable
@@ -231,37 +187,3 @@ async def aload_documents(loader: Any, *args: Any, **kwargs: Any) -> Any:
     if native is not None:
         return await native(*args, **kwargs)
     return await asyncio.to_thread(loader.load_documents, *args, **kwargs)
-
-
-def run_steps(steps: Generator[C, Any, R], perform: Callable[[C], Any]) -> R:
-    """Drive an operation written as steps: ``perform`` each call ``steps`` yields, send
-    its result back (or throw its exception in), and return what ``steps`` returns."""
-    result: Any = None
-    error: Exception | None = None
-    while True:
-        try:
-            call = steps.send(result) if error is None else steps.throw(error)
-        except StopIteration as stop:
-            value: R = stop.value
-            return value
-        try:
-            result, error = perform(call), None
-        except Exception as exc:
-            result, error = None, exc
-
-
-async def arun_steps(steps: Generator[C, Any, R], perform: Callable[[C], Awaitable[Any]]) -> R:
-    """:func:`run_steps` with a coroutine ``perform`` (a cancellation is not thrown into
-    ``steps``: it ends the operation where it waits)."""
-    result: Any = None
-    error: Exception | None = None
-    while True:
-        try:
-            call = steps.send(result) if error is None else steps.throw(error)
-        except StopIteration as stop:
-            value: R = stop.value
-            return value
-        try:
-            result, error = await perform(call), None
-        except Exception as exc:
-            result, error = None, exc

@@ -30,7 +30,7 @@ likes. :class:`HttpClient` bounds a call as a whole and checks where it goes:
 :class:`AsyncHttpClient` is the same on asyncio (``asyncio.timeout`` bounds the call,
 connections still come from the egress policy). Both run one sans-I/O description of a
 call (retries, redirects, error mapping: :meth:`_Calls._call_steps`) through
-:func:`~ragloom.core.aio.run_steps` or :func:`~ragloom.core.aio.arun_steps`.
+:func:`~ragloom.core.kit.steps.run_steps` or :func:`~ragloom.core.kit.steps.arun_steps`.
 
 httpx keeps the pooling and the HTTP parsing; environment proxies are not used (a proxy
 would hide the address the egress policy checks).
@@ -60,7 +60,6 @@ from typing import Any, Self, TypeAlias
 import httpcore
 import httpx
 
-from ragloom.core.aio import arun_steps, run_steps
 from ragloom.core.bounded_read import (
     DEFAULT_MAX_RESPONSE_BYTES,
     ResponseTooLargeError,
@@ -68,6 +67,7 @@ from ragloom.core.bounded_read import (
 )
 from ragloom.core.errors import EgressRefusedError, InvalidArgumentError, RagloomError
 from ragloom.core.kit.egress import DEFAULT_EGRESS_POLICY, EgressPolicy
+from ragloom.core.kit.steps import arun_steps, run_steps
 from ragloom.core.retry import RetryPolicy, retry_delay
 
 __all__ = [

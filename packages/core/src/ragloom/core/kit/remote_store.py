@@ -1,7 +1,8 @@
 """The remote-store base: what every EmbeddingStore on a database client shares.
 
-A store on a vector database writes each operation once, as :data:`~ragloom.core.aio.Steps`
-(a generator yielding :class:`~ragloom.core.aio.ClientCall` objects), and
+A store on a vector database writes each operation once, as
+:data:`~ragloom.core.kit.steps.Steps` (a generator yielding
+:class:`~ragloom.core.kit.steps.ClientCall` objects), and
 :class:`RemoteEmbeddingStore` runs it on the sync client (:meth:`~RemoteEmbeddingStore._run`)
 or on the running event loop's async client (:meth:`~RemoteEmbeddingStore._arun`). The base
 holds everything that does not depend on the client:
@@ -41,11 +42,12 @@ from typing import Any, ClassVar, NamedTuple, Self, TypeVar
 import numpy as np
 import numpy.typing as npt
 
-from ragloom.core.aio import AsyncAddMixin, ClientCall, Steps, arun_steps, run_steps
 from ragloom.core.document import TextSegment
 from ragloom.core.embedding import Embedding
 from ragloom.core.errors import EmbeddingStoreError, RagloomError
 from ragloom.core.filters import Filter
+from ragloom.core.kit.async_add import AsyncAddMixin
+from ragloom.core.kit.steps import ClientCall, Steps, arun_steps, run_steps
 from ragloom.core.metadata import MetadataValue
 from ragloom.core.stores.base import (
     EmbeddingMatch,

@@ -22,7 +22,7 @@ from typing import Any
 
 from pymilvus import DataType, MilvusClient  # type: ignore[import-untyped]
 
-from ragloom.core.aio import ClientCall, Steps
+from ragloom.core.kit.steps import ClientCall, Steps
 from ragloom.stores.milvus._expr import Param
 
 __all__ = ["KindRegistry", "registry_name"]

@@ -26,7 +26,6 @@ from pymilvus import (  # type: ignore[import-untyped]
     MilvusException,
 )
 
-from ragloom.core.aio import ClientCall, Steps
 from ragloom.core.document import TextSegment
 from ragloom.core.embedding import Embedding
 from ragloom.core.errors import EmbeddingStoreError
@@ -40,6 +39,7 @@ from ragloom.core.kit.remote_store import (
     positive_int,
     renamed_option,
 )
+from ragloom.core.kit.steps import ClientCall, Steps
 from ragloom.core.metadata import Metadata, MetadataValue
 from ragloom.core.stores.base import (
     EmbeddingMatch,

@@ -27,7 +27,6 @@ from typing import Any
 
 from qdrant_client import models
 
-from ragloom.core.aio import ClientCall, Steps
 from ragloom.core.errors import InvalidFilterError
 from ragloom.core.filter_compiler import FilterCompiler
 from ragloom.core.filter_values import (
@@ -47,6 +46,7 @@ from ragloom.core.filters import (
     IsNotEqualTo,
     IsNotIn,
 )
+from ragloom.core.kit.steps import ClientCall, Steps
 from ragloom.stores.qdrant._payload import decode_meta
 from ragloom.stores.qdrant._payload import field as payload_field
 

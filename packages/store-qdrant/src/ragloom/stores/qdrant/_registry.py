@@ -27,7 +27,7 @@ from typing import Any
 
 from qdrant_client import models
 
-from ragloom.core.aio import ClientCall, Steps
+from ragloom.core.kit.steps import ClientCall, Steps
 
 __all__ = ["KindRegistry", "registry_name"]
 

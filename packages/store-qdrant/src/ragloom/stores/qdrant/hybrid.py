@@ -35,13 +35,13 @@ from typing import Any, Literal
 
 from qdrant_client import QdrantClient, models
 
-from ragloom.core.aio import run_steps
 from ragloom.core.bm25.analyzer import Analyzer, StandardAnalyzer, analyze
 from ragloom.core.content import SCORE, Content
 from ragloom.core.document import TextSegment
 from ragloom.core.embedding import EmbeddingModel
 from ragloom.core.errors import EmbeddingStoreError, InvalidArgumentError, RagloomError
 from ragloom.core.filters import Filter
+from ragloom.core.kit.steps import run_steps
 from ragloom.core.query import Query
 from ragloom.core.retrievers.dynamic import Dynamic, resolve_dynamic
 from ragloom.core.stores.validation import check_filter, generate_ids, validate_ids

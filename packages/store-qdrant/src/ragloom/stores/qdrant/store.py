@@ -30,7 +30,6 @@ import numpy.typing as npt
 from qdrant_client import AsyncQdrantClient, QdrantClient, models
 from qdrant_client.local.qdrant_local import QdrantLocal
 
-from ragloom.core.aio import ClientCall, Steps, run_steps
 from ragloom.core.document import TextSegment
 from ragloom.core.embedding import Embedding
 from ragloom.core.errors import EmbeddingStoreError
@@ -43,6 +42,7 @@ from ragloom.core.kit.remote_store import (
     RemoteEmbeddingStore,
     positive_int,
 )
+from ragloom.core.kit.steps import ClientCall, Steps, run_steps
 from ragloom.core.metadata import MetadataValue
 from ragloom.core.stores import EmbeddingMatch
 from ragloom.stores.qdrant import _journal
