@@ -1,11 +1,13 @@
 """The ``ragloom`` command line: ingest, query, ask, eval, plugins.
 
 Every error is one line on stderr naming the problem and the fix, never a traceback
-(``RAGLOOM_DEBUG=1`` shows it for an internal error). Exit codes: 0 success; 1 some
+(``RAGLOOM_DEBUG=1`` shows it for an internal error). Exit codes: 0 success (files with
+no text, such as empty files and images, are skipped and counted, not failures); 1 some
 files could not be ingested (the others were); 2 usage or configuration error (bad
 arguments, filter, evaluation data, chat model); 3 missing or unusable index; 4 nothing
 to ingest; 5 a file or directory cannot be read or written; 70 internal error (a bug);
-130 interrupted; 141 the output was closed (e.g. ``| head``), quietly.
+130 interrupted; 141 the output was closed (e.g. ``| head``), quietly — except for
+``ingest``, which saves its work first and reports the ingest's own code.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from ragloom.core import (
     parse_filter,
     plugins,
 )
+from ragloom.core.loaders.file_system import readable_name
 from ragloom.core.progress import phase
 from ragloom.easy_rag.assistant import create_assistant
 from ragloom.easy_rag.defaults import (
@@ -43,7 +46,7 @@ from ragloom.easy_rag.defaults import (
 from ragloom.easy_rag.extractive import describe_source
 from ragloom.easy_rag.index import DEFAULT_LOCK_WAIT, IngestReport, RagIndex
 from ragloom.easy_rag.plugin_status import format_status, plugin_status
-from ragloom.easy_rag.progress import BarProgress, terminal_progress
+from ragloom.easy_rag.progress import BarProgress, say, terminal_progress
 
 __all__ = [
     "DEFAULT_INDEX",
@@ -108,17 +111,18 @@ def _check_index_argument(path: str) -> None:
 SHOWN_WARNINGS = 10
 
 
-def _print_warnings(report: IngestReport) -> None:
+def _warning_lines(report: IngestReport) -> list[str]:
     unique = list(dict.fromkeys(report.warnings))
+    lines = []
     for source, text in unique[:SHOWN_WARNINGS]:
         name = Path(source).name
         where = f"{name}: " if source and name not in text else ""  # never the name twice
-        print(f"  warning: {where}{text}", file=sys.stderr)
+        lines.append(readable_name(f"  warning: {where}{text}"))
     if len(unique) > SHOWN_WARNINGS:
-        print(
-            f"  ... and {len(unique) - SHOWN_WARNINGS} more warnings (--json lists them all)",
-            file=sys.stderr,
+        lines.append(
+            f"  ... and {len(unique) - SHOWN_WARNINGS} more warnings (--json lists them all)"
         )
+    return lines
 
 
 def _ingest_locked(args: argparse.Namespace, model: EmbeddingModel) -> IngestReport | None:
@@ -138,18 +142,23 @@ def _ingest_locked(args: argparse.Namespace, model: EmbeddingModel) -> IngestRep
             exclude=args.exclude,
             on_progress=phase(progress, "reading"),
         )
-    for hint in report.install_hints():
-        print(f"ragloom: {hint}", file=sys.stderr)
     if not (
-        report.added or report.updated or report.unchanged or report.removed or report.failures
+        report.added
+        or report.updated
+        or report.unchanged
+        or report.removed
+        or report.failures
+        or report.skipped
     ):
-        print(
+        for hint in report.install_hints():
+            say(f"ragloom: {hint}", sys.stderr)
+        say(
             f"ragloom: nothing to ingest in {', '.join(args.paths)} (hidden, git-ignored and "
             "unsupported files are skipped; see --glob/--exclude)",
-            file=sys.stderr,
+            sys.stderr,
         )
         return None
-    index.save()
+    index.save()  # before any output: a closed pipe must not lose what was embedded
     return report
 
 
@@ -163,19 +172,28 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         report = _ingest_locked(args, model)
     if report is None:
         return EXIT_EMPTY
+    # The index is saved: the exit code reports the ingest even when the reader of its
+    # output has gone (``| head -1``), and output stops quietly at a closed pipe.
+    code = EXIT_PARTIAL if report.failures else 0
+    for hint in report.install_hints():
+        say(f"ragloom: {hint}", sys.stderr)
     if args.json:
-        print(json.dumps(report.to_dict(), indent=2))
-    else:
-        print(
-            f"ingested into {args.index}: {len(report.added)} added, {len(report.updated)} "
-            f"updated, {len(report.unchanged)} unchanged, {len(report.removed)} removed, "
-            f"{len(report.failures)} failed, {len(report.unsupported)} unsupported; "
-            f"{report.segments} segments written"
-        )
-        for failure in report.failures:
-            print(f"  failed: {failure}", file=sys.stderr)
-        _print_warnings(report)
-    return EXIT_PARTIAL if report.failures else 0
+        say(json.dumps(report.to_dict(), indent=2))
+        return code
+    summary = (
+        f"ingested into {args.index}: {len(report.added)} added, {len(report.updated)} "
+        f"updated, {len(report.unchanged)} unchanged, {len(report.removed)} removed, "
+        f"{len(report.failures)} failed, {len(report.skipped)} skipped (no text), "
+        f"{len(report.unsupported)} unsupported; {report.segments} segments written"
+    )
+    if not say(summary):
+        return code
+    lines = [readable_name(f"  failed: {failure}") for failure in report.failures]
+    lines += [readable_name(f"  skipped: {skip}") for skip in report.skipped]
+    for line in lines + _warning_lines(report):
+        if not say(line, sys.stderr):
+            break
+    return code
 
 
 #: The score each --mode shows (and --min-score compares against).

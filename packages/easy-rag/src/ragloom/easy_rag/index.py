@@ -41,6 +41,7 @@ from ragloom.core import (
 )
 from ragloom.core.ingestor import DOCUMENT_ID, document_identity
 from ragloom.core.loaders.file_selection import select_files
+from ragloom.core.loaders.file_system import readable_name
 from ragloom.core.progress import ProgressCallback
 from ragloom.easy_rag.progress import captured_warnings
 
@@ -83,6 +84,9 @@ class IngestReport:
     unchanged: list[str] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)
     failures: list[LoadFailure] = field(default_factory=list)
+    #: Files with no text (0-byte, blank, an image): not ingested, not failures either
+    #: (:attr:`~ragloom.core.LoadFailure.no_text`).
+    skipped: list[LoadFailure] = field(default_factory=list)
     unsupported: list[str] = field(default_factory=list)
     segments: int = 0
     #: ``(file, warning)`` pairs: what parsers and models warned about, per file
@@ -101,16 +105,27 @@ class IngestReport:
         ]
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready summary."""
+        """A JSON-ready summary; file names that are not UTF-8 appear with ``\\xff``
+        escapes, as in the text output (never as lone surrogates)."""
         return {
-            "added": self.added,
-            "updated": self.updated,
-            "unchanged": self.unchanged,
-            "removed": self.removed,
-            "failures": [{"source": f.source, "error": str(f.error)} for f in self.failures],
-            "unsupported": self.unsupported,
+            "added": [readable_name(path) for path in self.added],
+            "updated": [readable_name(path) for path in self.updated],
+            "unchanged": [readable_name(path) for path in self.unchanged],
+            "removed": [readable_name(path) for path in self.removed],
+            "failures": [
+                {"source": readable_name(f.source), "error": readable_name(str(f.error))}
+                for f in self.failures
+            ],
+            "skipped": [
+                {"source": readable_name(f.source), "reason": readable_name(str(f.error))}
+                for f in self.skipped
+            ],
+            "unsupported": [readable_name(path) for path in self.unsupported],
             "segments": self.segments,
-            "warnings": [{"source": source, "warning": text} for source, text in self.warnings],
+            "warnings": [
+                {"source": readable_name(source), "warning": readable_name(text)}
+                for source, text in self.warnings
+            ],
         }
 
 
@@ -315,7 +330,8 @@ class RagIndex:
                 report.unsupported.append(key)
                 continue
             except RagloomError as exc:
-                report.failures.append(LoadFailure(key, exc))
+                failure = LoadFailure(key, exc)
+                (report.skipped if failure.no_text else report.failures).append(failure)
                 continue
             finally:
                 report.warnings += [(key, text) for text in raised]

@@ -24,14 +24,16 @@ from ragloom.core.parsers.base import DocumentParser
 
 __all__ = [
     "FileSystemDocumentLoader",
+    "readable_name",
 ]
 
 logger = logging.getLogger(__name__)
 
 
-def _readable(name: str) -> str:
+def readable_name(name: str) -> str:
     """``name`` as valid Unicode: bytes of a non-UTF-8 file name (decoded by Python as lone
-    surrogates, which no store can hold) are written as ``\\xff`` escapes."""
+    surrogates, which no store or JSON reader can hold) are written as ``\\xff`` escapes
+    (what document metadata and the CLI show)."""
     if name.isascii():
         return name
     try:
@@ -62,8 +64,8 @@ class FileSystemDocumentLoader:
             raise DocumentLoadError(f"{file}: cannot read: {exc.strerror or exc}") from exc
         document = parse_source(parser or default_document_parser(), data, str(file))
         absolute = file.absolute()
-        document.metadata[FILE_NAME] = _readable(absolute.name)
-        document.metadata[ABSOLUTE_DIRECTORY_PATH] = _readable(str(absolute.parent))
+        document.metadata[FILE_NAME] = readable_name(absolute.name)
+        document.metadata[ABSOLUTE_DIRECTORY_PATH] = readable_name(str(absolute.parent))
         return document
 
     @staticmethod
@@ -114,8 +116,11 @@ class FileSystemDocumentLoader:
             except RagloomError as exc:
                 if strict:
                     raise
-                logger.warning("skipped %s: %s", file, exc)
-                failures.append(LoadFailure(str(file), exc))
+                failure = LoadFailure(str(file), exc)
+                logger.log(
+                    logging.INFO if failure.no_text else logging.WARNING, "skipped %s", failure
+                )
+                failures.append(failure)
         return LoadedDocuments(documents, failures)
 
     @staticmethod
