@@ -30,8 +30,10 @@ from ragloom.core import (
     EmbeddingStoreContentRetriever,
     EmbeddingStoreIngestor,
     Query,
+    RagAssistant,
     RagIndexError,
     RagloomError,
+    Result,
     parse_filter,
     plugins,
 )
@@ -47,6 +49,7 @@ from ragloom.easy_rag.extractive import describe_source
 from ragloom.easy_rag.index import DEFAULT_LOCK_WAIT, IngestReport, RagIndex
 from ragloom.easy_rag.plugin_status import format_status, plugin_status
 from ragloom.easy_rag.progress import BarProgress, say, terminal_progress
+from ragloom.easy_rag.streaming import DEFAULT_TIMEOUT, stream_answer
 
 __all__ = [
     "DEFAULT_INDEX",
@@ -260,6 +263,24 @@ def cmd_query(args: argparse.Namespace) -> int:
     return 0
 
 
+def _model_answer(assistant: RagAssistant, question: str, args: argparse.Namespace) -> Result:
+    """The chat model's answer under ``--timeout``, its words printed as they come
+    (unless ``--json``), a note on stderr while the model has not started."""
+
+    def show(text: str) -> None:
+        if not args.json:
+            sys.stdout.write(text)
+            sys.stdout.flush()
+
+    def note() -> None:
+        print("ragloom: waiting for the chat model...", file=sys.stderr, flush=True)
+
+    result = stream_answer(assistant, question, timeout=args.timeout, on_text=show, on_wait=note)
+    if not args.json:
+        print()
+    return result
+
+
 def cmd_ask(args: argparse.Namespace) -> int:
     assistant = create_assistant(_retriever(args))
     questions = [args.question] if args.question else None
@@ -277,7 +298,12 @@ def cmd_ask(args: argparse.Namespace) -> int:
                 return 0
             if not question:
                 return 0
-        result = assistant.chat(question)
+        if isinstance(assistant, RagAssistant):
+            result = _model_answer(assistant, question, args)
+        else:
+            result = assistant.chat(question)
+            if not args.json:
+                print(result.content)
         if args.json:
             payload = {
                 "answer": result.content,
@@ -285,7 +311,6 @@ def cmd_ask(args: argparse.Namespace) -> int:
             }
             print(json.dumps(payload, indent=2))
             continue
-        print(result.content)
         if result.sources:
             print("\nSources:")
             for number, content in enumerate(result.sources, 1):
@@ -321,6 +346,14 @@ def _seconds(text: str) -> float:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
     if not 0.0 <= value < float("inf"):
         raise argparse.ArgumentTypeError(f"{text} seconds: give a finite number >= 0")
+    return value
+
+
+def _positive_seconds(text: str) -> float:
+    """A finite number of seconds > 0 (``--timeout``)."""
+    value = _seconds(text)
+    if value == 0:
+        raise argparse.ArgumentTypeError("0 seconds: give a number > 0")
     return value
 
 
@@ -403,6 +436,15 @@ def build_parser() -> argparse.ArgumentParser:
             "both lists; dense: cosine relevance; refused in keyword mode)",
         )
         sub.add_argument("--filter", help="metadata filter, e.g. \"file_name == 'faq.md'\"")
+        if name == "ask":
+            sub.add_argument(
+                "--timeout",
+                type=_positive_seconds,
+                default=DEFAULT_TIMEOUT,
+                metavar="SECONDS",
+                help="give the chat model this long for a whole answer, then fail (default "
+                f"{DEFAULT_TIMEOUT:g}; its words are shown as they come)",
+            )
         with_index(sub)
         sub.set_defaults(run=cmd_query if name == "query" else cmd_ask)
 
