@@ -160,6 +160,7 @@ EXPECTED_ALL = [
     "SentenceWindowSplitter",
     "StandardAnalyzer",
     "StepBackQueryTransformer",
+    "StoredEmbedding",
     "SystemMessage",
     "TextDocumentParser",
     "TextSegment",

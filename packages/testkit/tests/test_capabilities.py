@@ -18,6 +18,7 @@ pytest_plugins = ["pytester"]
 _WEAK_STORE = """
 import pytest
 from ragloom.core.errors import EmbeddingStoreError, InvalidFilterError
+from ragloom.core.filters import Filter
 from ragloom.core.stores import InMemoryEmbeddingStore
 from ragloom.core.stores.base import EmbeddingSearchRequest, EmbeddingSearchResult
 from ragloom.testkit import Deviation, EmbeddingStoreFilterSuite, EmbeddingStoreSuite
@@ -44,7 +45,7 @@ class WeakStore(InMemoryEmbeddingStore):
         return EmbeddingSearchResult(newest_first[: request.max_results])
 
     def remove_all(self, ids=None, *, filter=None):
-        if filter is not None:
+        if filter is not None or isinstance(ids, Filter):
             raise EmbeddingStoreError("removal by filter is not supported")
         super().remove_all(ids)
 """
@@ -76,7 +77,7 @@ def test_a_store_declaring_its_deviations_passes_the_weaker_tests(
 ) -> None:
     pytester.makepyfile(_suite(_DECLARED))
     result = pytester.runpytest("-q", "-p", "no:cacheprovider")
-    result.assert_outcomes(passed=105)
+    result.assert_outcomes(passed=116)
     result.stdout.fnmatch_lines(
         [
             "*= ragloom conformance: declared deviations =*",
@@ -92,7 +93,7 @@ def test_the_same_store_without_declarations_fails_the_strict_tests(
 ) -> None:
     pytester.makepyfile(_suite("pass"))
     result = pytester.runpytest("-q", "-p", "no:cacheprovider", "-rf")
-    result.assert_outcomes(passed=89, failed=16)
+    result.assert_outcomes(passed=99, failed=17)
     failed = {line.split("::")[2].split(" ")[0] for line in result.outlines if "FAILED" in line}
     assert {
         "test_ties_keep_insertion_order",
@@ -100,6 +101,7 @@ def test_the_same_store_without_declarations_fails_the_strict_tests(
         "test_nested_filters[named-or-not]",
         "test_type_mismatch_raises[int-vs-str]",
         "test_remove_all_by_filter",
+        "test_remove_all_takes_a_positional_filter",
         "test_remove_all_by_filter_semantics[or]",
     } <= failed
     assert "declared deviations" not in result.stdout.str()

@@ -170,6 +170,7 @@ if TYPE_CHECKING:
         EmbeddingSearchRequest,
         EmbeddingSearchResult,
         EmbeddingStore,
+        StoredEmbedding,
     )
     from ragloom.core.stores.in_memory import InMemoryEmbeddingStore
     from ragloom.core.tokenizer import HuggingFaceTokenizer, Tokenizer
@@ -314,6 +315,7 @@ __all__ = [
     "SentenceWindowRetriever",
     "SentenceWindowSplitter",
     "StepBackQueryTransformer",
+    "StoredEmbedding",
     "StandardAnalyzer",
     "SystemMessage",
     "TextDocumentParser",
@@ -492,6 +494,7 @@ _EXPORTS = {
     "EmbeddingSearchRequest": "stores.base",
     "EmbeddingSearchResult": "stores.base",
     "EmbeddingStore": "stores.base",
+    "StoredEmbedding": "stores.base",
     "InMemoryEmbeddingStore": "stores.in_memory",
     "InMemoryParentStore": "parent_store",
     "ParentStore": "parent_store",

@@ -46,7 +46,12 @@ from ragloom.core.kit.async_add import AsyncAddMixin
 from ragloom.core.kit.steps import ClientCall, Steps, arun_steps, run_steps
 from ragloom.core.query import Query
 from ragloom.core.retrievers.base import ContentRetriever
-from ragloom.core.stores.base import EmbeddingSearchRequest, EmbeddingSearchResult, EmbeddingStore
+from ragloom.core.stores.base import (
+    EmbeddingSearchRequest,
+    EmbeddingSearchResult,
+    EmbeddingStore,
+    StoredEmbedding,
+)
 
 __all__ = [
     "AsyncAddMixin",
@@ -58,6 +63,7 @@ __all__ = [
     "aadd_all",
     "aembed",
     "aembed_all",
+    "aget",
     "aload_documents",
     "aremove_all",
     "aretrieve",
@@ -169,6 +175,17 @@ async def aremove_all(
         await native(ids, filter=filter)
         return
     await asyncio.to_thread(store.remove_all, ids, filter=filter)
+
+
+async def aget(
+    store: EmbeddingStore, ids: Iterable[str], *, embeddings: bool = False
+) -> list[StoredEmbedding]:
+    """``store.get(ids, embeddings=embeddings)``, awaited."""
+    native = _native(store, "aget")
+    if native is not None:
+        entries: list[StoredEmbedding] = await native(ids, embeddings=embeddings)
+        return entries
+    return await asyncio.to_thread(store.get, ids, embeddings=embeddings)
 
 
 async def aretrieve(retriever: ContentRetriever, query: Query) -> list[Content]:

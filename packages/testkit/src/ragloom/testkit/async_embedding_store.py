@@ -1,11 +1,11 @@
 """AsyncEmbeddingStoreSuite: a store awaited through ``ragloom.core.aio`` behaves as its sync self.
 
 Every caller awaits a store with the core helpers (``aio.aadd_all``, ``aio.asearch``,
-``aio.aremove_all``): they take the store's own coroutines when it has them, else run the
-sync methods in threads. This suite checks, on one fresh store, that awaited calls give
-the sync results, that 200 concurrent searches give the sequential ones, that concurrent
-writers sharing ids leave each id stored once and whole, and that cancelling calls in
-flight leaves the store usable. Subclass it with the ``store`` fixture, as for
+``aio.aremove_all``, ``aio.aget``): they take the store's own coroutines when it has them,
+else run the sync methods in threads. This suite checks, on one fresh store, that awaited
+calls give the sync results, that 200 concurrent searches give the sequential ones, that
+concurrent writers sharing ids leave each id stored once and whole, and that cancelling
+calls in flight leaves the store usable. Subclass it with the ``store`` fixture, as for
 :class:`~ragloom.testkit.EmbeddingStoreSuite`::
 
     class TestMyStoreAsync(AsyncEmbeddingStoreSuite):
@@ -33,7 +33,12 @@ from ragloom.core.document import TextSegment
 from ragloom.core.embedding import Embedding
 from ragloom.core.errors import EmbeddingStoreError, InvalidFilterError, MetadataTypeError
 from ragloom.core.filters import metadata_key
-from ragloom.core.stores.base import EmbeddingSearchRequest, EmbeddingSearchResult, EmbeddingStore
+from ragloom.core.stores.base import (
+    EmbeddingSearchRequest,
+    EmbeddingSearchResult,
+    EmbeddingStore,
+    StoredEmbedding,
+)
 from ragloom.testkit.embedding_store import EmbeddingStoreSuiteBase, entries
 from ragloom.testkit.suite import Capability, if_fails
 
@@ -217,6 +222,52 @@ class AsyncEmbeddingStoreSuite(EmbeddingStoreSuiteBase, standard=True):
             assert await async_outcome(store, everything) == sync_outcome(store, everything)
             await aio.aremove_all(store)
             assert entries(store, dimension) == {}
+
+        run_in_loop(store, body)
+
+    @if_fails(
+        "aio.aget must give what get gives (native aget through the same steps as get): "
+        "order asked, unknown ids omitted, repeats once, vectors as added on request"
+    )
+    def test_awaited_get_equals_get(self, store: EmbeddingStore, dimension: int) -> None:
+        embeddings, segments = rows(30, dimension)
+        ids = [f"id-{i:02d}" for i in range(30)]
+        store.add_all(embeddings[:20], segments[:20], ids=ids[:20])
+        store.add_all(embeddings[20:], ids=ids[20:])  # without segments
+        asked = ["unknown", ids[25], ids[3], ids[3], ids[17], "other", ids[0]]
+
+        def view(found: list[StoredEmbedding]) -> list[tuple[object, ...]]:
+            return [
+                (
+                    entry.embedding_id,
+                    entry.embedded,
+                    None if entry.embedding is None else entry.embedding.vector.tolist(),
+                )
+                for entry in found
+            ]
+
+        async def body() -> None:
+            for with_vectors in (False, True):
+                awaited = await aio.aget(store, asked, embeddings=with_vectors)
+                assert view(awaited) == view(store.get(asked, embeddings=with_vectors))
+                assert [entry.embedding_id for entry in awaited] == [
+                    ids[25],
+                    ids[3],
+                    ids[17],
+                    ids[0],
+                ]
+            (entry,) = await aio.aget(store, [ids[25]], embeddings=True)
+            assert entry.embedded is None
+            assert entry.embedding is not None
+            np.testing.assert_array_equal(entry.embedding.vector, embeddings[25].vector)
+            with pytest.raises(EmbeddingStoreError, match="''"):
+                await aio.aget(store, [ids[0], ""])
+            await aio.aremove_all(store, [ids[3]])
+            assert [entry.embedding_id for entry in await aio.aget(store, asked)] == [
+                ids[25],
+                ids[17],
+                ids[0],
+            ]
 
         run_in_loop(store, body)
 

@@ -16,6 +16,7 @@ capability's weaker test (see each :class:`Capability` below and the README).
 
 from __future__ import annotations
 
+import re
 import uuid
 from collections.abc import Sequence
 
@@ -32,6 +33,7 @@ from ragloom.core.stores.base import (
     EmbeddingSearchRequest,
     EmbeddingSearchResult,
     EmbeddingStore,
+    StoredEmbedding,
 )
 from ragloom.testkit.suite import Capability, ConformanceSuite, if_fails
 
@@ -65,6 +67,13 @@ def entries(store: EmbeddingStore, dimension: int) -> dict[str, EmbeddingMatch]:
     by_id = {match.embedding_id: match for match in matches}
     assert len(by_id) == len(matches), "a search returned the same id twice"
     return by_id
+
+
+def got(entries: Sequence[StoredEmbedding]) -> list[str]:
+    """The ids of what ``get`` gave back, in its order (each must be a StoredEmbedding)."""
+    for entry in entries:
+        assert isinstance(entry, StoredEmbedding), f"get returned {type(entry).__name__}"
+    return [entry.embedding_id for entry in entries]
 
 
 def relevance(vectors: npt.ArrayLike, query: npt.ArrayLike) -> npt.NDArray[np.float64]:
@@ -431,6 +440,133 @@ class EmbeddingStoreSuite(EmbeddingStoreSuiteBase, standard=True):
         assert_top_matches(
             matches, [ids[i] for i in kept], relevance(vectors[kept], query), max_results=10
         )
+
+    @if_fails(
+        "remove_all(some_filter) (positional, as the Java API reads) must remove by that filter "
+        "(core's stores.arguments.removal_target), and a second filter= must be refused"
+    )
+    def test_remove_all_takes_a_positional_filter(
+        self, store: EmbeddingStore, dimension: int
+    ) -> None:
+        ids = store.add_all(
+            [embedding(1, 0, 0, 0), embedding(0, 1, 0, 0), embedding(0, 0, 1, 0)],
+            [TextSegment("a", {"k": "x"}), TextSegment("b", {"k": "y"}), TextSegment("c")],
+        )
+        condition: object = metadata_key("k").is_equal_to("x")
+        twice = metadata_key("k").is_equal_to("y")
+        refused = (EmbeddingStoreError, InvalidFilterError)
+        with pytest.raises(EmbeddingStoreError if self.removes_by_filter else refused):
+            store.remove_all(condition, filter=twice)  # type: ignore[arg-type]
+        assert sorted(entries(store, dimension)) == sorted(ids)
+        if self.removes_by_filter:
+            store.remove_all(condition)  # type: ignore[arg-type]
+        else:
+            with pytest.raises(refused):
+                store.remove_all(condition)  # type: ignore[arg-type]
+        kept = ids[1:] if self.removes_by_filter else ids
+        assert sorted(entries(store, dimension)) == sorted(kept)
+
+    # ------------------------------------------------------------------ getting by id
+
+    @if_fails("get(ids) must give StoredEmbedding entries in the order the ids were asked")
+    def test_get_gives_the_entries_in_the_order_asked(self, store: EmbeddingStore) -> None:
+        segments = [TextSegment(f"text {name}", {"name": name}) for name in "abc"]
+        vectors = [embedding(1, 0, 0, 0), embedding(0, 1, 0, 0), embedding(0, 0, 1, 0)]
+        store.add_all(vectors, segments, ids=["a", "b", "c"])
+        found = store.get(["c", "a", "b"])
+        assert got(found) == ["c", "a", "b"]
+        assert [entry.embedded for entry in found] == [segments[2], segments[0], segments[1]]
+        assert all(entry.embedding is None for entry in found), "vectors without embeddings=True"
+        assert got(store.get(iter(["b"]))) == ["b"]  # any iterable of ids
+
+    @if_fails("get must omit unknown ids and give an id asked twice once, at its first place")
+    def test_get_omits_unknown_ids_and_gives_a_repeated_id_once(
+        self, store: EmbeddingStore
+    ) -> None:
+        assert store.get(["a"]) == []  # nothing stored yet
+        store.add_all([embedding(1, 0, 0, 0), embedding(0, 1, 0, 0)], ids=["a", "b"])
+        assert got(store.get(["x", "b", "y", "a", "b", "a"])) == ["b", "a"]
+        assert store.get([]) == []
+        assert store.get(["x", "y"]) == []
+
+    @if_fails(
+        "get(ids, embeddings=True) must give each vector exactly as added (the float32 values "
+        "given to add_all, not normalized or rounded through float16/strings)"
+    )
+    def test_get_with_embeddings_gives_the_float32_values_as_added(
+        self, store: EmbeddingStore, dimension: int
+    ) -> None:
+        rng = np.random.default_rng(5)
+        scales = np.array([1e-3, 1.0, 7.0, 1e3], dtype=np.float32)[:, None]
+        vectors = (rng.normal(size=(4, dimension)) * scales).astype(np.float32)
+        ids = store.add_all([Embedding(v) for v in vectors], ids=["w", "x", "y", "z"])
+        found = store.get(["z", "x", "w", "y"], embeddings=True)
+        assert got(found) == ["z", "x", "w", "y"]
+        for entry in found:
+            assert entry.embedding is not None, f"{entry.embedding_id}: no vector"
+            vector = np.asarray(entry.embedding.vector)
+            assert vector.dtype == np.float32
+            np.testing.assert_array_equal(vector, vectors[ids.index(entry.embedding_id)])
+            assert entry.embedded is None
+
+    @if_fails("get must give embedded=None for an entry stored without a segment")
+    def test_get_of_an_entry_without_segment(self, store: EmbeddingStore) -> None:
+        store.add(embedding(1, 0, 0, 0), TextSegment("with text"), id="with")
+        store.add(embedding(0, 1, 0, 0), id="without")
+        found = store.get(["without", "with"], embeddings=True)
+        assert got(found) == ["without", "with"]
+        assert found[0].embedded is None
+        assert found[1].embedded == TextSegment("with text")
+
+    @if_fails("get must give the entry as last written: a replaced id's new data, no removed id")
+    def test_get_after_a_replace_and_a_remove(self, store: EmbeddingStore) -> None:
+        store.add_all(
+            [embedding(1, 0, 0, 0), embedding(0, 1, 0, 0), embedding(0, 0, 1, 0)],
+            [TextSegment("old a", {"v": 1}), TextSegment("b"), TextSegment("c")],
+            ids=["a", "b", "c"],
+        )
+        store.add(embedding(0, 0, 0, 2), TextSegment("new a", {"v": 2}), id="a")
+        store.remove("b")
+        found = store.get(["a", "b", "c"], embeddings=True)
+        assert got(found) == ["a", "c"]
+        assert found[0].embedded == TextSegment("new a", {"v": 2})
+        assert found[0].embedding is not None
+        np.testing.assert_array_equal(found[0].embedding.vector, [0, 0, 0, 2])
+        store.remove_all()
+        assert store.get(["a", "c"]) == []
+
+    @if_fails(
+        "get must give metadata back with its type (int not float, bool not int, UUID not str)"
+    )
+    def test_get_gives_metadata_of_every_type_back(self, store: EmbeddingStore) -> None:
+        value = uuid.UUID("8f5b8ac4-1c4e-4d7e-9a55-0c8f2a4b6d10")
+        metadata = {
+            "s": "text ünï 文",
+            "i": 42,
+            "f": 2.5,
+            "b": True,
+            "u": value,
+            "neg": -7,
+            "empty": "",
+        }
+        segment = TextSegment("The quick brown fox.", metadata)
+        store.add(embedding(1, 0, 0, 0), segment, id="m")
+        (entry,) = store.get(["m"])
+        assert entry.embedded == segment
+        assert entry.embedded is not None
+        for key, expected in metadata.items():
+            actual = entry.embedded.metadata[key]
+            assert type(actual) is type(expected), f"{key}: {type(actual).__name__}"
+            assert actual == expected
+
+    @pytest.mark.parametrize("bad_id", ["", 42, None, b"bytes"])
+    @if_fails("get must validate ids as add_all does: EmbeddingStoreError naming the bad id")
+    def test_get_rejects_bad_ids(self, store: EmbeddingStore, bad_id: object) -> None:
+        store.add(embedding(1, 0, 0, 0), id="a")
+        with pytest.raises(EmbeddingStoreError, match=re.escape(repr(bad_id))):
+            store.get(["a", bad_id])  # type: ignore[list-item]
+        with pytest.raises(EmbeddingStoreError):
+            store.get("a")  # one str is not a collection of ids
 
     # ------------------------------------------------------------------ bad input
 

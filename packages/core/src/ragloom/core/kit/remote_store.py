@@ -49,11 +49,13 @@ from ragloom.core.filters import Filter
 from ragloom.core.kit.async_add import AsyncAddMixin
 from ragloom.core.kit.steps import ClientCall, Steps, arun_steps, run_steps
 from ragloom.core.metadata import MetadataValue
+from ragloom.core.stores.arguments import get_ids, removal_target
 from ragloom.core.stores.base import (
     EmbeddingMatch,
     EmbeddingSearchRequest,
     EmbeddingSearchResult,
     EmbeddingStore,
+    StoredEmbedding,
 )
 from ragloom.core.stores.metadata_types import (
     BatchKinds,
@@ -64,7 +66,6 @@ from ragloom.core.stores.metadata_types import (
 from ragloom.core.stores.metadata_types import metadata_schema as metadata_schema_kinds
 from ragloom.core.stores.scores import exact_cosines, relevance_score
 from ragloom.core.stores.validation import (
-    check_filter,
     generate_ids,
     split_segments,
     validate_embeddings,
@@ -388,15 +389,27 @@ class RemoteEmbeddingStore(EmbeddingStore, AsyncAddMixin):
         """:meth:`search` on the async client."""
         return await self._arun(self._search(request))
 
-    def remove_all(self, ids: Iterable[str] | None = None, *, filter: Filter | None = None) -> None:
-        """Remove the given ids, the entries matching ``filter``, or (neither) everything."""
+    def remove_all(
+        self, ids: Iterable[str] | Filter | None = None, *, filter: Filter | None = None
+    ) -> None:
+        """Remove the given ids, the entries matching ``filter`` (also when passed as
+        ``ids``), or (neither) everything."""
         self._run(self._remove(ids, filter))
 
     async def aremove_all(
-        self, ids: Iterable[str] | None = None, *, filter: Filter | None = None
+        self, ids: Iterable[str] | Filter | None = None, *, filter: Filter | None = None
     ) -> None:
         """:meth:`remove_all` on the async client."""
         await self._arun(self._remove(ids, filter))
+
+    def get(self, ids: Iterable[str], *, embeddings: bool = False) -> list[StoredEmbedding]:
+        """The stored entries of ``ids`` in the order asked (unknown ids omitted, each id
+        once), with their vectors as added when ``embeddings``."""
+        return self._run(self._get(ids, embeddings))
+
+    async def aget(self, ids: Iterable[str], *, embeddings: bool = False) -> list[StoredEmbedding]:
+        """:meth:`get` on the async client."""
+        return await self._arun(self._get(ids, embeddings))
 
     def _prepare(self, entries: NewEntries) -> Any:
         """The store's form of a checked batch (raise here for what it cannot hold)."""
@@ -533,18 +546,47 @@ class RemoteEmbeddingStore(EmbeddingStore, AsyncAddMixin):
                 return
             yield i, float(scores[i])
 
+    # ------------------------------------------------------------------ lookup by id
+
+    def _get(self, ids: Iterable[str], embeddings: bool) -> Steps[list[StoredEmbedding]]:
+        """The shared part of ``get``: the ids checked and each taken once, the server asked
+        for the rows of their keys (:meth:`_rows_of`), the answer put in the order asked."""
+        wanted = get_ids(ids)
+        keys = self._keys(wanted) if wanted and self._dimension is not None else []
+        if not keys:
+            return []
+        rows = yield from self._rows_of(keys, embeddings)
+        vectors: list[Embedding | None] = [None] * len(rows)
+        if embeddings and rows:
+            vectors = list(Embedding._trusted_rows(self._vectors(rows)))
+        found: dict[str, StoredEmbedding] = {}
+        for row, vector in zip(rows, vectors, strict=True):
+            entry_id, segment = self._stored(row)
+            found[entry_id] = StoredEmbedding(entry_id, segment, vector)
+        return [found[id] for id in wanted if id in found]
+
+    def _rows_of(self, keys: list[Any], embeddings: bool) -> Steps[list[Any]]:
+        """The stored rows of these server keys, in any order: what :meth:`_stored` reads,
+        and the vectors (for :meth:`_vectors`) when ``embeddings``."""
+        raise NotImplementedError
+        yield  # pragma: no cover - makes this a generator
+
+    def _stored(self, row: Any) -> tuple[str, TextSegment | None]:
+        """The id and segment of a row read back without its vector."""
+        raise NotImplementedError
+
     # ------------------------------------------------------------------ removal
 
-    def _remove(self, ids: Iterable[str] | None, filter: Filter | None) -> Steps[None]:
-        """Remove ``ids``, the entries passing ``filter`` or (neither) every entry."""
-        if ids is not None and filter is not None:
-            raise EmbeddingStoreError("remove_all takes ids or a filter, not both")
-        if ids is not None:
-            keys = self._keys(validate_ids(ids, unique=False))
+    def _remove(self, ids: Iterable[str] | Filter | None, filter: Filter | None) -> Steps[None]:
+        """Remove ``ids``, the entries passing ``filter`` (also when passed as ``ids``) or
+        (neither) every entry."""
+        id_list, filter = removal_target(ids, filter)
+        if id_list is not None:
+            keys = self._keys(id_list)
             if keys and self._dimension is not None:
                 yield from self._delete_keys(keys)
             return
-        compiled = None if filter is None else (yield from self._compile(check_filter(filter)))
+        compiled = None if filter is None else (yield from self._compile(filter))
         if self._dimension is None or (compiled is not None and compiled.empty):
             return
         if compiled is None or compiled.exact:

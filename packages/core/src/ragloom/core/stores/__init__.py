@@ -15,6 +15,7 @@ if TYPE_CHECKING:
         EmbeddingSearchRequest,
         EmbeddingSearchResult,
         EmbeddingStore,
+        StoredEmbedding,
     )
     from ragloom.core.stores.in_memory import InMemoryEmbeddingStore
 
@@ -24,6 +25,7 @@ __all__ = [
     "EmbeddingSearchResult",
     "EmbeddingStore",
     "InMemoryEmbeddingStore",
+    "StoredEmbedding",
 ]
 
 _EXPORTS = {
@@ -32,5 +34,6 @@ _EXPORTS = {
     "EmbeddingSearchResult": "base",
     "EmbeddingStore": "base",
     "InMemoryEmbeddingStore": "in_memory",
+    "StoredEmbedding": "base",
 }
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -14,9 +14,10 @@ import numpy.typing as npt
 
 from ragloom.core.errors import RagloomError
 from ragloom.core.filters import Filter
+from ragloom.core.stores.arguments import removal_target
 from ragloom.core.stores.filter_mask import filter_mask
 from ragloom.core.stores.metadata_table import MetadataTable
-from ragloom.core.stores.validation import check_filter, validate_ids
+from ragloom.core.stores.validation import validate_ids
 
 __all__ = [
     "Positions",
@@ -59,26 +60,23 @@ class TombstonedRows:
         """Remove the entry with this id; an unknown id is ignored."""
         self.remove_all(self._validate_ids([id], 1))
 
-    def remove_all(self, ids: Iterable[str] | None = None, *, filter: Filter | None = None) -> None:
-        """Remove ``ids``, or the entries matching ``filter``, or (neither) everything."""
-        error = self._id_error
-        if ids is not None and filter is not None:
-            raise error("remove_all takes ids or a filter, not both")
-        if ids is None and filter is None:
+    def remove_all(
+        self, ids: Iterable[str] | Filter | None = None, *, filter: Filter | None = None
+    ) -> None:
+        """Remove ``ids``, or the entries matching ``filter`` (also when passed as ``ids``),
+        or (neither) everything."""
+        id_list, filter = removal_target(ids, filter, error=self._id_error, noun=self._id_noun)
+        if id_list is None and filter is None:
             with self._lock:
                 self._reset()
             return
-        if ids is not None:
-            if isinstance(ids, str):
-                raise error("remove_all takes a collection of ids, not one str")
-            id_list = list(ids)
-            self._validate_ids(id_list, len(id_list), unique=False)
+        if id_list is not None:
             with self._lock:
                 index = self._ensure_index()
                 popped = (index.pop(item, None) for item in id_list)
                 self._kill(np.array([row for row in popped if row is not None], dtype=np.intp))
             return
-        filter = check_filter(filter, error=error)
+        assert filter is not None
         with self._lock:
             if self._size == 0:
                 return

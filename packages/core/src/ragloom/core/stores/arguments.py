@@ -1,7 +1,7 @@
 """The argument rules of the :class:`~ragloom.core.stores.base.EmbeddingStore` contract:
-ids, ``max_results``, ``min_score`` and ``filter``, checked the same way by every store and
-by the search request (the author kit's :mod:`~ragloom.core.stores.validation` re-exports
-them)."""
+ids, ``max_results``, ``min_score``, ``filter``, the ids of ``get`` and the target of
+``remove_all``, checked the same way by every store and by the search request (the author
+kit's :mod:`~ragloom.core.stores.validation` re-exports them)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,14 @@ from collections.abc import Iterable
 from ragloom.core.errors import EmbeddingStoreError, RagloomError
 from ragloom.core.filters import Filter
 
-__all__ = ["check_filter", "check_max_results", "check_min_score", "validate_ids"]
+__all__ = [
+    "check_filter",
+    "check_max_results",
+    "check_min_score",
+    "get_ids",
+    "removal_target",
+    "validate_ids",
+]
 
 
 def validate_ids(
@@ -41,6 +48,37 @@ def validate_ids(
         duplicate = next(i for i, n in Counter(id_list).items() if n > 1)
         raise error(f"id {duplicate!r} appears more than once in one call")
     return id_list
+
+
+def get_ids(
+    ids: Iterable[str], *, error: type[RagloomError] = EmbeddingStoreError, noun: str = "embedding"
+) -> list[str]:
+    """The ids ``get`` looks up: validated as ``add_all`` validates them (an id asked twice
+    is allowed), each once, in the order first asked."""
+    return list(dict.fromkeys(validate_ids(ids, error=error, noun=noun, unique=False)))
+
+
+def removal_target(
+    ids: Iterable[str] | Filter | None,
+    filter: Filter | None,
+    *,
+    error: type[RagloomError] = EmbeddingStoreError,
+    noun: str = "embedding",
+) -> tuple[list[str] | None, Filter | None]:
+    """What ``remove_all(ids, filter=filter)`` removes: the ids (validated, repeats
+    allowed), or the checked filter, or (both None) everything. A :class:`Filter` passed
+    positionally (``remove_all(some_filter)``, as the Java API reads) is the filter."""
+    if isinstance(ids, Filter):
+        if filter is not None:
+            raise error("remove_all takes one filter, got one positionally and one as filter=")
+        ids, filter = None, ids
+    if ids is not None and filter is not None:
+        raise error("remove_all takes ids or a filter, not both")
+    if ids is not None:
+        if isinstance(ids, str):
+            raise error("remove_all takes a collection of ids, not one str")
+        return validate_ids(ids, error=error, noun=noun, unique=False), None
+    return None, None if filter is None else check_filter(filter, error=error)
 
 
 def check_max_results(value: object, *, error: type[RagloomError] = EmbeddingStoreError) -> int:

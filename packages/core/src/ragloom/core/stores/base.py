@@ -7,6 +7,8 @@ Every store (in memory, pgvector, Milvus, ...) follows the same rules, which the
   adding an id that already exists replaces its entry;
 - a match's ``score`` is the relevance ``(cosine + 1) / 2`` in [0, 1]; matches come
   sorted by score descending, ties in insertion order; ``min_score`` is inclusive;
+- ``get(ids)`` gives the stored entries of ``ids`` back in the order asked (unknown ids
+  omitted, an id asked twice given once), vectors only on request, exactly as added;
 - bad input raises :class:`~ragloom.core.errors.EmbeddingStoreError` and leaves the
   store unchanged.
 """
@@ -35,6 +37,7 @@ __all__ = [
     "EmbeddingMatch",
     "EmbeddingSearchResult",
     "EmbeddingStore",
+    "StoredEmbedding",
 ]
 
 
@@ -124,13 +127,33 @@ class EmbeddingSearchResult:
     matches: list[EmbeddingMatch] = field(default_factory=list)
 
 
+@dataclass(frozen=True, slots=True)
+class StoredEmbedding:
+    """One stored entry as :meth:`EmbeddingStore.get` gives it back.
+
+    ``embedded`` is ``None`` for an embedding stored without a segment; ``embedding`` is
+    the vector as added (float32) only when asked for (``get(..., embeddings=True)``).
+    """
+
+    embedding_id: str
+    embedded: TextSegment | None
+    embedding: Embedding | None = None
+
+
 @runtime_checkable
 class EmbeddingStore(Protocol):
     """A vector store: add embeddings (optionally with their segments), search, remove.
 
-    Implementations define :meth:`add_all`, :meth:`search` and :meth:`remove_all`;
-    subclassing this protocol explicitly inherits :meth:`add` and :meth:`remove`,
-    which delegate to them.
+    Implementations define :meth:`add_all`, :meth:`search`, :meth:`remove_all` and
+    :meth:`get`; subclassing this protocol explicitly inherits :meth:`add` and
+    :meth:`remove`, which delegate to them.
+
+    :meth:`get` is a protocol member, as ``add`` and ``remove`` are: every member is part
+    of the contract the testkit checks and that callers (the LangChain and LlamaIndex
+    adapters, parent-document retrieval) rely on, so a structural store without ``get``
+    is not an ``EmbeddingStore`` for ``isinstance`` (unlike the optional async variants,
+    kept out of the protocol in :mod:`ragloom.core.aio`). It has no default: it cannot be
+    derived from the other methods.
     """
 
     def add_all(
@@ -156,7 +179,15 @@ class EmbeddingStore(Protocol):
         """Remove the given ids, or the entries matching ``filter``, or (neither) everything.
 
         Unknown ids are ignored; an empty ``ids`` removes nothing; passing both is an error.
+        A :class:`~ragloom.core.Filter` passed positionally is taken as ``filter``.
         """
+        ...
+
+    def get(self, ids: Iterable[str], *, embeddings: bool = False) -> list[StoredEmbedding]:
+        """The stored entries of ``ids``, in the order asked; unknown ids omitted; an id
+        asked twice is given once (first place). Ids validated as add_all validates them
+        (EmbeddingStoreError naming the bad id). Vectors only when ``embeddings=True`` (as
+        stored: the float32 values given to add_all)."""
         ...
 
     def add(

@@ -55,7 +55,7 @@ import math
 import os
 import threading
 import tokenize
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -77,11 +77,13 @@ from ragloom.core.stores._columnar import (
     write_arrays,
 )
 from ragloom.core.stores._rows import Positions, TombstonedRows
+from ragloom.core.stores.arguments import get_ids
 from ragloom.core.stores.base import (
     EmbeddingMatch,
     EmbeddingSearchRequest,
     EmbeddingSearchResult,
     EmbeddingStore,
+    StoredEmbedding,
 )
 from ragloom.core.stores.filter_mask import filter_mask
 from ragloom.core.stores.hnsw import new_search_index
@@ -457,6 +459,31 @@ class InMemoryEmbeddingStore(TombstonedRows, EmbeddingStore):
                 for text, metadata in zip(found_texts, self._metadata._take(positions), strict=True)
             ],
         )
+
+    def get(self, ids: Iterable[str], *, embeddings: bool = False) -> list[StoredEmbedding]:
+        """The stored entries of ``ids`` in the order asked (unknown ids omitted, each id
+        once), with their vectors as added when ``embeddings`` (each its own copy)."""
+        wanted = get_ids(ids)
+        with self._lock:
+            if not wanted or self._size == self._dead:
+                return []
+            index = self._ensure_index()
+            found = [(id, index[id]) for id in wanted if id in index]
+            positions = np.fromiter((row for _, row in found), dtype=np.intp, count=len(found))
+            vectors: list[Embedding | None] = [None] * len(found)
+            if embeddings:
+                vectors = list(Embedding._trusted_rows(self._matrix.take(positions, axis=0)))
+            segment = TextSegment._trusted
+            return [
+                StoredEmbedding(id, None if text is None else segment(text, metadata), vector)
+                for (id, _), text, metadata, vector in zip(
+                    found,
+                    [self._texts[row] for _, row in found],
+                    self._metadata._take(positions),
+                    vectors,
+                    strict=True,
+                )
+            ]
 
     def _top_k(
         self, query: Matrix, selected: Positions | None, request: EmbeddingSearchRequest
