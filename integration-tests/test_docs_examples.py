@@ -65,7 +65,6 @@ NOT_YET_RUNNABLE = {
     "packages/retriever-neo4j/README.md": "a Neo4j on localhost:7687; `chat_model` undefined",
     "packages/retriever-sql/README.md": "a shop database; `chat_model` undefined",
     "packages/store-milvus/README.md": "`embeddings`, `segments` undefined; a Milvus server",
-    "packages/store-pgvector/README.md": "a placeholder DSN; `embeddings`, `segments` undefined",
     "packages/transformer-html/README.md": "a page on example.com",
 }
 # Every address of scripts/services/env.sh, as the examples read them.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 import threading
 import uuid
@@ -392,8 +393,6 @@ def test_tables_that_are_not_ours_or_missing_are_clear_errors(
 ) -> None:
     with pytest.raises(EmbeddingStoreError, match="does not exist"):
         PgVectorEmbeddingStore(pg_pool, table_name, dimension=4, create_table=False)
-    with pytest.raises(EmbeddingStoreError, match="give the dimension"):
-        PgVectorEmbeddingStore(pg_pool, table_name)
     with psycopg.connect(pg_dsn, autocommit=True) as conn:
         conn.execute(sql.SQL("CREATE TABLE {} (id int)").format(sql.Identifier(table_name)))
     with pytest.raises(EmbeddingStoreError, match="not a ragloom pgvector table"):
@@ -464,3 +463,92 @@ def test_store_on_an_absent_server_is_a_clear_error() -> None:
             dimension=4,
             timeout=1,
         )
+
+
+def _exists(pg_dsn: str, table_name: str) -> bool:
+    with psycopg.connect(pg_dsn) as conn:
+        row = conn.execute("SELECT to_regclass(%s)::oid", [table_name]).fetchone()
+    return row is not None and row[0] is not None
+
+
+def test_without_a_dimension_the_first_write_creates_the_table(
+    pg_pool: ConnectionPool[Any], pg_dsn: str, table_name: str
+) -> None:
+    with PgVectorEmbeddingStore(pg_pool, table_name) as store:
+        assert store.dimension is None
+        assert not _exists(pg_dsn, table_name)
+        # Before the first write: an empty store (no statement needs the table).
+        assert len(store) == 0
+        assert store.search(EmbeddingSearchRequest(Embedding([1.0, 0.0, 0.0]))).matches == []
+        assert store.get(["a"]) == []
+        store.remove_all(["a"])
+        store.remove_all()
+        store.create_index("none")  # remembered for the table the first write creates
+        with pytest.raises(EmbeddingStoreError, match="does not exist yet"):
+            PgFullTextContentRetriever(store)
+        assert not _exists(pg_dsn, table_name)
+        store.add_all([Embedding([1.0, 0.0, 0.0]), Embedding([0.0, 1.0, 0.0])], ids=["a", "b"])
+        assert store.dimension == 3
+        assert _exists(pg_dsn, table_name)
+        found = store.search(EmbeddingSearchRequest(Embedding([1.0, 0.1, 0.0]), max_results=1))
+        assert [match.embedding_id for match in found.matches] == ["a"]
+        with pytest.raises(EmbeddingStoreError, match="dimension"):
+            store.add_all([Embedding([1.0, 0.0])])
+    with psycopg.connect(pg_dsn) as conn:
+        indexes = conn.execute(
+            "SELECT indexdef FROM pg_indexes WHERE tablename = %s", [table_name]
+        ).fetchall()
+    assert not any("hnsw" in definition for (definition,) in indexes)  # index="none" kept
+    with PgVectorEmbeddingStore(pg_pool, table_name) as reopened:  # dimension read back
+        assert reopened.dimension == 3
+        assert [entry.embedding_id for entry in reopened.get(["b", "a"])] == ["b", "a"]
+
+
+def test_without_a_dimension_two_stores_adopt_one_table(
+    pg_pool: ConnectionPool[Any], table_name: str
+) -> None:
+    with (
+        PgVectorEmbeddingStore(pg_pool, table_name) as first,
+        PgVectorEmbeddingStore(pg_pool, table_name) as second,
+    ):
+        first.add_all([Embedding([1.0, 2.0])], ids=["x"])
+        with pytest.raises(EmbeddingStoreError, match="dimension 2"):
+            second.add_all([Embedding([1.0, 2.0, 3.0])])
+        second.add_all([Embedding([2.0, 1.0])], ids=["y"])
+        assert second.dimension == 2
+        assert len(first) == 2
+
+
+def test_without_a_dimension_the_first_async_write_creates_the_table(
+    pg_dsn: str, table_name: str
+) -> None:
+    async def scenario() -> list[str]:
+        async with PgVectorEmbeddingStore(pg_dsn, table_name, pool_size=2) as store:
+            assert store.dimension is None
+            assert await store.aget(["a"]) == []
+            await store.aadd_all([Embedding([0.0, 1.0]), Embedding([1.0, 0.0])], ids=["a", "b"])
+            assert store.dimension == 2
+            result = await store.asearch(EmbeddingSearchRequest(Embedding([1.0, 0.0])))
+            return [match.embedding_id for match in result.matches]
+
+    assert asyncio.run(scenario()) == ["b", "a"]
+
+
+def test_a_failed_write_rolls_back_and_leaves_no_lock_on_the_pooled_connection(
+    pg_dsn: str, table_name: str
+) -> None:
+    # One connection: every write runs on it, and it goes back to the pool after each.
+    with PgVectorEmbeddingStore(pg_dsn, table_name, dimension=2, pool_size=1) as store:
+        store.add_all([Embedding([1.0, 0.0])], [TextSegment("a", {"tenant": "t"})], ids=["a"])
+        batch = [Embedding([0.0, 1.0]), Embedding([1.0, 1.0])]
+        segments = [TextSegment("b", {"year": 1}), TextSegment("c", {"tenant": 7})]
+        with pytest.raises(MetadataTypeError):  # after the key locks were taken
+            store.add_all(batch, segments, ids=["b", "c"])
+        assert [entry.embedding_id for entry in store.get(["a", "b", "c"])] == ["a"]
+        with store.pool.connection() as conn:
+            held = conn.execute(
+                "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' "
+                "AND pid = pg_backend_pid()"
+            ).fetchone()
+        assert held == (0,)
+        assert len(store) == 1

@@ -53,7 +53,7 @@ from ragloom.stores.pgvector._metadata import (
     kind_tag,
 )
 
-__all__ = ["CompiledFilter", "compile_filter", "jsonb_text"]
+__all__ = ["CompiledFilter", "compile_filter", "jsonb_text", "storable_text"]
 
 _TRUE, _FALSE = sql.SQL("TRUE"), sql.SQL("FALSE")
 # The stored kind tag of each core value kind.
@@ -127,7 +127,7 @@ def _json_str(value: str) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
-def _storable(text: str) -> bool:
+def storable_text(text: str) -> bool:
     """Whether PostgreSQL text can hold ``text`` (the store refuses anything else)."""
     if "\x00" in text:
         return False
@@ -199,10 +199,10 @@ class _SqlCompiler(FilterCompiler[sql.Composable]):
         return sql.SQL("(NOT {})").format(operand)
 
     def equal(self, key: str, value: FilterValue) -> sql.Composable:
-        if not _storable(key):  # no stored key holds NUL: missing everywhere
+        if not storable_text(key):  # no stored key holds NUL: missing everywhere
             return _FALSE
         self.check_types(key, _tag(value))
-        if type(value) is str and not _storable(value):  # no stored str holds it
+        if type(value) is str and not storable_text(value):  # no stored str holds it
             return _FALSE
         forms = [
             sql.SQL("metadata @> {v}").format(v=self.param(self.document(key, form)))
@@ -213,13 +213,13 @@ class _SqlCompiler(FilterCompiler[sql.Composable]):
         return sql.SQL("({})").format(sql.SQL(" OR ").join(forms))
 
     def member(self, key: str, values: tuple[FilterValue, ...]) -> sql.Composable:
-        if not _storable(key):
+        if not storable_text(key):
             return _FALSE
         self.check_types(key, _tag(values[0]))
         forms = [
             jsonb_text(form)
             for value in values
-            if not (type(value) is str and not _storable(value))
+            if not (type(value) is str and not storable_text(value))
             for form in _json(value)
         ]
         if not forms:
@@ -227,15 +227,15 @@ class _SqlCompiler(FilterCompiler[sql.Composable]):
         return self.fill(_MEMBER, key, forms)
 
     def contains(self, key: str, value: str) -> sql.Composable:
-        if not _storable(key):
+        if not storable_text(key):
             return _FALSE
         self.check_types(key, STR)
-        if not _storable(value):  # no stored str contains it
+        if not storable_text(value):  # no stored str contains it
             return _FALSE
         return self.fill(_CONTAINS, key, value)
 
     def order(self, key: str, operator: str, value: FilterValue) -> sql.Composable:
-        if not _storable(key):
+        if not storable_text(key):
             return _FALSE
         kind = _tag(value)
         self.check_types(key, kind)
@@ -244,7 +244,7 @@ class _SqlCompiler(FilterCompiler[sql.Composable]):
             number = encode_number(value)
             return self.fill(_NUMBER_ORDER, key, number, op=sql.SQL(operator))
         assert isinstance(value, str)
-        if not _storable(value.replace("\x00", "")):
+        if not storable_text(value.replace("\x00", "")):
             raise InvalidFilterError(
                 f"filter value {value!r} on key {key!r} is not valid Unicode (lone surrogate)"
             )

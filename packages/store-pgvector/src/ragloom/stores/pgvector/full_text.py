@@ -89,6 +89,12 @@ class PgFullTextContentRetriever:
             check_max_results(max_results)
         if not callable(min_score):
             check_min_score(min_score)
+        if store.dimension is None:
+            raise EmbeddingStoreError(
+                f"table {store.table_name} does not exist yet (a store opened without a "
+                "dimension creates it on its first write): add embeddings first, or open "
+                "the store with dimension="
+            )
         self.store = store
         self.max_results = max_results
         self.min_score = min_score

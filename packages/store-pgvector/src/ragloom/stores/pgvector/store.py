@@ -1,6 +1,7 @@
 """PgVectorEmbeddingStore: the EmbeddingStore contract on PostgreSQL with pgvector.
 
-Table (one per store, created on first use unless ``create_table=False``)::
+Table (one per store, created by the first write, or when the store is opened with a
+``dimension``, unless ``create_table=False``)::
 
     id              text PRIMARY KEY          caller's id, or a generated UUID4 string
     seq             bigint IDENTITY           insertion order: ties, like in memory
@@ -11,6 +12,10 @@ Table (one per store, created on first use unless ``create_table=False``)::
 
 with an HNSW (or IVFFlat) cosine index on ``embedding`` and GIN indexes on ``metadata``
 (``jsonb_path_ops``, for equality filters) and ``metadata_kinds``.
+
+The store sits on core's remote-store base (:mod:`ragloom.core.kit.remote_store`): each
+operation is written once as steps (a generator of client calls), run in one transaction
+on one pooled connection, sync or async (:class:`~ragloom.stores.pgvector._session.Transaction`).
 
 Search is one statement: the index orders candidates by pgvector's cosine distance
 (``ORDER BY embedding <=> q, seq LIMIT k``; an incremental sort breaks exact ties by
@@ -30,8 +35,8 @@ import json
 import math
 import struct
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, Literal
+from collections.abc import Iterable, Mapping
+from typing import Any, ClassVar, Literal, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -39,32 +44,30 @@ import psycopg
 from psycopg import sql
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
-from ragloom.core.aio import AsyncAddMixin
 from ragloom.core.document import TextSegment
 from ragloom.core.embedding import Embedding
 from ragloom.core.errors import EmbeddingStoreError, InvalidFilterError
 from ragloom.core.filters import Filter
 from ragloom.core.kit.metadata_codec import KIND_LETTERS
-from ragloom.core.kit.remote_store import new_entries, renamed_option
-from ragloom.core.metadata import Metadata
+from ragloom.core.kit.remote_store import (
+    Compiled,
+    NewEntries,
+    RemoteEmbeddingStore,
+    positive_int,
+    renamed_option,
+)
+from ragloom.core.kit.steps import ClientCall, Steps, arun_steps, run_steps
+from ragloom.core.metadata import Metadata, MetadataValue
+from ragloom.core.stores.arguments import get_ids, removal_target
 from ragloom.core.stores.base import (
     EmbeddingMatch,
     EmbeddingSearchRequest,
     EmbeddingSearchResult,
-    EmbeddingStore,
+    StoredEmbedding,
 )
-from ragloom.core.stores.metadata_types import (
-    BatchKinds,
-    check_held_row,
-    conflicting_kinds,
-)
-from ragloom.core.stores.metadata_types import metadata_schema as metadata_schema_kinds
-from ragloom.core.stores.scores import exact_cosines, relevance_score
-from ragloom.core.stores.validation import (
-    check_filter,
-    validate_ids,
-)
-from ragloom.stores.pgvector._async_database import AsyncConnection, AsyncDatabase
+from ragloom.core.stores.metadata_types import BatchKinds
+from ragloom.core.stores.validation import validate_ids
+from ragloom.stores.pgvector._async_database import AsyncDatabase
 from ragloom.stores.pgvector._copy import Batch
 from ragloom.stores.pgvector._database import (
     Connection,
@@ -73,7 +76,7 @@ from ragloom.stores.pgvector._database import (
     decode_vectors,
     describe,
 )
-from ragloom.stores.pgvector._filters import compile_filter
+from ragloom.stores.pgvector._filters import CompiledFilter, compile_filter, storable_text
 from ragloom.stores.pgvector._metadata import (
     check_text,
     decode_many,
@@ -81,6 +84,7 @@ from ragloom.stores.pgvector._metadata import (
     encode_metadata,
     kind_tag,
 )
+from ragloom.stores.pgvector._session import AsyncSession, Session, Transaction
 
 __all__ = [
     "IndexType",
@@ -93,6 +97,7 @@ __all__ = [
 IndexType = Literal["hnsw", "ivfflat", "none"]
 IterativeScan = Literal["off", "strict_order", "relaxed_order"]
 
+T = TypeVar("T")
 _MAX_IDENTIFIER_BYTES = 63
 _MAX_DIMENSION = 16000  # pgvector's limit for the vector type
 _EF_SEARCH_MAX = 1000  # pgvector's limit for hnsw.ef_search
@@ -119,6 +124,16 @@ _WITH_MISMATCH = (
 )
 _NEXT_SEQS = "SELECT nextval(%s::regclass) FROM generate_series(1, %s)"
 _STATEMENT_CACHE = 256  # search statements kept, by (filter, zero query)
+_TRUNCATE = sql.SQL("TRUNCATE {}")
+_DELETE_WHERE = sql.SQL(
+    "WITH mismatch AS MATERIALIZED ("
+    "SELECT metadata FROM {table} WHERE metadata_kinds && %s), "
+    "gone AS (DELETE FROM {table} WHERE ({condition}) "
+    "AND NOT EXISTS (SELECT FROM mismatch) RETURNING 1) "
+    "SELECT (SELECT metadata::text FROM mismatch LIMIT 1), (SELECT count(*) FROM gone)"
+)
+_GET = sql.SQL("SELECT id, text, metadata::text FROM {} WHERE id = ANY(%s)")
+_GET_WITH_VECTORS = sql.SQL("SELECT id, text, metadata::text, embedding FROM {} WHERE id = ANY(%s)")
 _SEARCH = sql.SQL(
     "SELECT seq, id, embedding, text, metadata::text FROM {table}{where} ORDER BY {order} LIMIT %s"
 )
@@ -150,29 +165,30 @@ def _index_name(table: str, suffix: str) -> str:
     return head + tail
 
 
-def _positive_int(value: object, what: str, upper: int | None = None) -> int:
-    if type(value) is not int or value < 1 or (upper is not None and value > upper):
-        limit = f" <= {upper}" if upper is not None else ""
-        raise EmbeddingStoreError(f"{what} must be an int >= 1{limit}, got {value!r}")
-    return value
+def _no_statement(step: ClientCall) -> Any:
+    """The client of steps run outside a transaction (they must not yield a call)."""
+    raise EmbeddingStoreError(f"{step.what}: a statement outside a transaction (internal error)")
 
 
-class PgVectorEmbeddingStore(EmbeddingStore, AsyncAddMixin):
+class PgVectorEmbeddingStore(RemoteEmbeddingStore):
     """An :class:`~ragloom.core.EmbeddingStore` in a PostgreSQL table with pgvector.
 
     ``connection`` is a libpq connection string or URI (the store then owns a pool of
     ``pool_size`` connections; close it with :meth:`close` or a ``with`` block) or a
     :class:`psycopg_pool.ConnectionPool` you own. ``dimension`` is fixed when the table is
-    created; for an existing table it may be omitted (read from the table) and, when
-    given, must match it. ``index`` is ``"hnsw"`` (default), ``"ivfflat"`` (build it after
-    loading data, see :meth:`create_index`) or ``"none"`` (exact scans). Metadata is stored
-    as typed JSONB; filters run in SQL with the in-memory store's semantics. A metadata
-    key keeps one type (``metadata_schema`` declares some, e.g. ``{"tenant": str}``; else
-    the first write fixes it): a write with another type raises ``MetadataTypeError``.
+    created: by the store's first write when omitted (as in the Milvus and Qdrant
+    stores), at opening when given; an existing table's is read (and, when given, must
+    match). ``index`` is ``"hnsw"`` (default), ``"ivfflat"`` (build it after loading
+    data, see :meth:`create_index`) or ``"none"`` (exact scans). Metadata is stored as
+    typed JSONB; filters run in SQL with the in-memory store's semantics. A metadata key
+    keeps one type (``metadata_schema`` declares some, e.g. ``{"tenant": str}``; else the
+    first write fixes it): a write with another type raises ``MetadataTypeError``.
 
     Thread-safe: each call takes a pooled connection. A connection broken by a server
     restart is replaced, and the call retried when that is safe.
     """
+
+    _label: ClassVar[str] = "pgvector table"
 
     def __init__(
         self,
@@ -199,7 +215,9 @@ class PgVectorEmbeddingStore(EmbeddingStore, AsyncAddMixin):
         table: str | None = None,
     ) -> None:
         name = renamed_option(collection, "collection", table, "table")
-        self._table_name = _identifier("ragloom_embeddings" if name is None else name, "table name")
+        table_name = _identifier("ragloom_embeddings" if name is None else name, "table name")
+        super().__init__(table_name, metadata_schema=metadata_schema)
+        self._table_name = table_name
         self._schema = None if schema is None else _identifier(schema, "schema name")
         self._table = (
             sql.Identifier(self._schema, self._table_name)
@@ -207,7 +225,7 @@ class PgVectorEmbeddingStore(EmbeddingStore, AsyncAddMixin):
             else sql.Identifier(self._table_name)
         )
         if dimension is not None:
-            _positive_int(dimension, "dimension", _MAX_DIMENSION)
+            positive_int(dimension, "dimension", _MAX_DIMENSION)
         if index not in ("hnsw", "ivfflat", "none"):
             raise EmbeddingStoreError(f"index must be 'hnsw', 'ivfflat' or 'none', got {index!r}")
         if iterative_scan not in ("off", "strict_order", "relaxed_order"):
@@ -216,13 +234,13 @@ class PgVectorEmbeddingStore(EmbeddingStore, AsyncAddMixin):
                 f"got {iterative_scan!r}"
             )
         self._index: IndexType = index
-        self._hnsw_m = _positive_int(hnsw_m, "hnsw_m", 100)
-        self._hnsw_ef_construction = _positive_int(hnsw_ef_construction, "hnsw_ef_construction")
-        self._ef_search = _positive_int(ef_search, "ef_search", _EF_SEARCH_MAX)
-        self._ivfflat_lists = _positive_int(ivfflat_lists, "ivfflat_lists", 32768)
+        self._hnsw_m = positive_int(hnsw_m, "hnsw_m", 100)
+        self._hnsw_ef_construction = positive_int(hnsw_ef_construction, "hnsw_ef_construction")
+        self._ef_search = positive_int(ef_search, "ef_search", _EF_SEARCH_MAX)
+        self._ivfflat_lists = positive_int(ivfflat_lists, "ivfflat_lists", 32768)
         self._metadata_index = bool(metadata_index)
-        self._batch_size = _positive_int(batch_size, "batch_size")
-        self._declared = metadata_schema_kinds(metadata_schema)
+        self._batch_size = positive_int(batch_size, "batch_size")
+        self._sequence: str | None = None  # the seq column's sequence, once the table exists
         # (key, kind) pairs this store has committed: writing them again needs no lock.
         self._written_kinds: set[tuple[str, str]] = set()
         if not isinstance(timeout, int | float) or isinstance(timeout, bool) or timeout <= 0:
@@ -230,13 +248,13 @@ class PgVectorEmbeddingStore(EmbeddingStore, AsyncAddMixin):
         settings = {
             "hnsw.ef_search": str(self._ef_search),
             "hnsw.iterative_scan": iterative_scan,
-            "ivfflat.probes": str(_positive_int(ivfflat_probes, "ivfflat_probes", 32768)),
+            "ivfflat.probes": str(positive_int(ivfflat_probes, "ivfflat_probes", 32768)),
             "ivfflat.iterative_scan": "off" if iterative_scan == "off" else "relaxed_order",
         }
         self._statements: dict[tuple[Filter | None, bool], tuple[sql.SQL, list[Any]]] = {}
         self._db = Database(
             connection,
-            pool_size=_positive_int(pool_size, "pool_size"),
+            pool_size=positive_int(pool_size, "pool_size"),
             timeout=float(timeout),
             settings=settings,
         )
@@ -246,7 +264,7 @@ class PgVectorEmbeddingStore(EmbeddingStore, AsyncAddMixin):
             self._db.pool.max_size,
         )
         try:
-            self._dimension: int = self._db.run(
+            self._dimension = self._db.run(
                 lambda conn: self._setup(
                     conn, dimension, create_table, drop_table_first, create_extension
                 ),
@@ -260,16 +278,6 @@ class PgVectorEmbeddingStore(EmbeddingStore, AsyncAddMixin):
             raise
 
     # ------------------------------------------------------------------ properties
-
-    @property
-    def dimension(self) -> int:
-        """The vector dimension of the table."""
-        return self._dimension
-
-    @property
-    def collection(self) -> str:
-        """The table's name (without its schema)."""
-        return self._table_name
 
     @property
     def table_name(self) -> str:
@@ -286,10 +294,18 @@ class PgVectorEmbeddingStore(EmbeddingStore, AsyncAddMixin):
         """The connection pool the store uses."""
         return self._db.pool
 
+    @property
+    def async_pool(self) -> AsyncConnectionPool[Any] | None:
+        """The async connection pool the async methods use (opened by the first of them, in
+        its event loop, with the sync pool's size and connection string; None before)."""
+        return self._async_db.pool
+
     def __repr__(self) -> str:
         return f"PgVectorEmbeddingStore(table={self.table_name!r}, dimension={self._dimension})"
 
     def __len__(self) -> int:
+        if self._dimension is None:
+            return 0
         query = sql.SQL("SELECT count(*) FROM {}").format(self._table)
 
         def work(conn: Connection) -> int:
@@ -298,33 +314,58 @@ class PgVectorEmbeddingStore(EmbeddingStore, AsyncAddMixin):
 
         return self._db.run(work, what="counting entries", write=False, idempotent=True)
 
-    @property
-    def async_pool(self) -> AsyncConnectionPool[Any] | None:
-        """The async connection pool the async methods use (opened by the first of them, in
-        its event loop, with the sync pool's size and connection string; None before)."""
-        return self._async_db.pool
-
     def close(self) -> None:
         """Close the connection pool, if the store created it (see :meth:`aclose`)."""
         self._db.close()
 
-    async def aclose(self) -> None:
-        """Close the async pool of the running event loop, then the sync pool as
-        :meth:`close` does; use it (or ``async with``) when you used the async methods."""
+    async def _close_async(self) -> None:
+        """Close the async pool of the running event loop."""
         await self._async_db.close()
-        self._db.close()
 
-    async def __aenter__(self) -> PgVectorEmbeddingStore:
-        return self
+    # ------------------------------------------------------------------ transactions
 
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.aclose()
+    def _run(self, steps: Steps[T]) -> T:
+        """Steps in one transaction on a pooled connection (a rolled-back one runs again:
+        see :class:`Transaction`)."""
+        if not isinstance(steps, Transaction):
+            return run_steps(steps, _no_statement)
+        transaction: Transaction[T] = steps
+        oid = self._db.vector_oid
 
-    def __enter__(self) -> PgVectorEmbeddingStore:
-        return self
+        def work(conn: Connection) -> T:
+            return run_steps(transaction.again(), Session(conn, oid).perform)
 
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
+        result = self._db.run(
+            work,
+            what=transaction.what,
+            write=transaction.write,
+            idempotent=transaction.idempotent,
+            settings=transaction.settings,
+        )
+        if transaction.committed is not None:
+            transaction.committed()
+        return result
+
+    async def _arun(self, steps: Steps[T]) -> T:
+        """:meth:`_run` on the running event loop's async pool."""
+        if not isinstance(steps, Transaction):
+            return run_steps(steps, _no_statement)
+        transaction: Transaction[T] = steps
+        oid = self._db.vector_oid
+
+        async def work(conn: psycopg.AsyncConnection[Any]) -> T:
+            return await arun_steps(transaction.again(), AsyncSession(conn, oid).perform)
+
+        result = await self._async_db.run(
+            work,
+            what=transaction.what,
+            write=transaction.write,
+            idempotent=transaction.idempotent,
+            settings=transaction.settings,
+        )
+        if transaction.committed is not None:
+            transaction.committed()
+        return result
 
     # ------------------------------------------------------------------ schema
 
@@ -335,7 +376,9 @@ class PgVectorEmbeddingStore(EmbeddingStore, AsyncAddMixin):
         create_table: bool,
         drop_table_first: bool,
         create_extension: bool,
-    ) -> int:
+    ) -> int | None:
+        """Check (or create) the extension and the table; the table's dimension (None: no
+        table yet, and no dimension to create it with)."""
         qualified = self._table.as_string(conn)
         # Serialize concurrent setups of one table (and of the extension).
         conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 7))", ["ragloom-pgvector"])
@@ -364,9 +407,7 @@ class PgVectorEmbeddingStore(EmbeddingStore, AsyncAddMixin):
                     f"table {self.table_name} does not exist (and create_table=False)"
                 )
             if dimension is None:
-                raise EmbeddingStoreError(
-                    f"table {self.table_name} does not exist: give the dimension to create it"
-                )
+                return None  # created by the first write (_ensure_collection)
             self._create(conn, dimension)
             stored = dimension
         else:
@@ -376,8 +417,22 @@ class PgVectorEmbeddingStore(EmbeddingStore, AsyncAddMixin):
             raise EmbeddingStoreError(
                 f"table {self.table_name}: column seq is not an identity column"
             )
-        self._sequence: str = row[0]
+        self._sequence = row[0]
         return stored
+
+    def _ensure_collection(self, dimension: int) -> None:
+        """Create the table on the first write (or adopt one another store made since)."""
+        if self._dimension is not None:
+            return
+        with self._lock:
+            if self._dimension is None:
+                self._dimension = self._db.run(
+                    lambda conn: self._setup(conn, dimension, True, False, False),
+                    what=f"creating table {self.table_name}",
+                    write=True,
+                    idempotent=True,
+                    prepare=False,
+                )
 
     @staticmethod
     def _columns(conn: Connection, qualified: str) -> dict[str, tuple[str, int]] | None:
@@ -483,6 +538,9 @@ class PgVectorEmbeddingStore(EmbeddingStore, AsyncAddMixin):
         index = self._index if index is None else index
         if index not in ("hnsw", "ivfflat", "none"):
             raise EmbeddingStoreError(f"index must be 'hnsw', 'ivfflat' or 'none', got {index!r}")
+        if self._dimension is None:  # no table yet: the first write builds this index
+            self._index = index
+            return
 
         def work(conn: Connection) -> None:
             self._create_vector_index(conn, index)
@@ -492,79 +550,10 @@ class PgVectorEmbeddingStore(EmbeddingStore, AsyncAddMixin):
 
     # ------------------------------------------------------------------ adding
 
-    def add_all(
-        self,
-        embeddings: Sequence[Embedding] | npt.NDArray[np.floating[Any]],
-        segments: Sequence[TextSegment] | None = None,
-        *,
-        ids: Sequence[str] | None = None,
-    ) -> list[str]:
-        """Add a batch in one transaction; existing ids are replaced (keeping their order).
-
-        ``embeddings`` is a sequence of :class:`Embedding` or an ``(n, dimension)`` array.
-        Everything is validated before anything is written; on error nothing is added.
-        Without ``ids`` the rows are streamed with binary ``COPY``; with ``ids``, an upsert
-        (``INSERT ... ON CONFLICT``) in pipelined batches, or ``COPY`` into a temporary
-        table and one upsert from it for large batches.
-        """
-        batch, upsert, kinds = self._batch(embeddings, segments, ids)
-        if batch is None:
-            return []
-
-        def work(conn: Connection) -> None:
-            for lock in self._kind_locks(kinds):  # in the writing transaction
-                conn.execute(_KIND_LOCK, [lock])
-            self._check_kinds(conn, kinds)
-            if upsert:
-                self._upsert(conn, batch)
-            else:
-                self._copy(conn, self._table, batch)
-
-        what = f"adding {len(batch)} embeddings"
-        self._db.run(work, what=what, write=True, idempotent=upsert)
-        self._written_kinds.update((key, kind) for key, (kind, _) in kinds.items())
-        return batch.ids
-
-    async def aadd_all(
-        self,
-        embeddings: Sequence[Embedding] | npt.NDArray[np.floating[Any]],
-        segments: Sequence[TextSegment] | None = None,
-        *,
-        ids: Sequence[str] | None = None,
-    ) -> list[str]:
-        """:meth:`add_all` on the store's async connection pool (same statements)."""
-        batch, upsert, kinds = self._batch(embeddings, segments, ids)
-        if batch is None:
-            return []
-
-        async def work(conn: AsyncConnection) -> None:
-            for lock in self._kind_locks(kinds):
-                await conn.execute(_KIND_LOCK, [lock])
-            probe = self._kinds_probe(kinds)
-            if probe is not None:
-                cursor = await conn.execute(*probe)
-                self._refuse_held(kinds, await cursor.fetchone())
-            if upsert:
-                await self._aupsert(conn, batch)
-            else:
-                await self._acopy(conn, self._table, batch)
-
-        what = f"adding {len(batch)} embeddings"
-        await self._async_db.run(work, what=what, write=True, idempotent=upsert)
-        self._written_kinds.update((key, kind) for key, (kind, _) in kinds.items())
-        return batch.ids
-
-    def _batch(
-        self,
-        embeddings: Sequence[Embedding] | npt.NDArray[np.floating[Any]],
-        segments: Sequence[TextSegment] | None,
-        ids: Sequence[str] | None,
-    ) -> tuple[Batch | None, bool, BatchKinds]:
-        """The validated rows to write (None for none), whether to upsert (ids given) and
-        the metadata types they bring (checked against the table's when written)."""
-        entries = new_entries(embeddings, segments, ids, self._dimension, self._declared)
-        if entries is None:
-            return None, False, {}
+    def _prepare(self, entries: NewEntries) -> Batch:
+        """The checked rows to write (PostgreSQL text holds no NUL or lone surrogate)."""
+        if self._dimension is None:
+            positive_int(int(entries.vectors.shape[1]), "dimension", _MAX_DIMENSION)
         texts, metadata = entries.texts, entries.metadata or [{}] * len(entries.ids)
         documents: list[str] = []
         tags: list[list[str]] = []
@@ -576,14 +565,31 @@ class PgVectorEmbeddingStore(EmbeddingStore, AsyncAddMixin):
             if text is not None:
                 check_text(text, f"text of segment {position}")
         entry_ids = entries.ids if entries.generated else _storable_ids(entries.ids)
-        batch = Batch(entry_ids, entries.vectors, texts, documents, tags)
-        return batch, not entries.generated, entries.kinds
+        return Batch(entry_ids, entries.vectors, texts, documents, tags)
 
-    @staticmethod
-    def _copy_statement(table: sql.Composable) -> sql.Composed:
-        return sql.SQL("COPY {} ({}) FROM STDIN (FORMAT BINARY)").format(
-            table, sql.SQL(", ").join(map(sql.Identifier, _COLUMNS))
-        )
+    def _write(self, entries: NewEntries, batch: Batch) -> Steps[None]:
+        """Add a batch in one transaction; existing ids are replaced (keeping their order).
+
+        Without ids the rows are streamed with binary ``COPY``; with ids, an upsert
+        (``INSERT ... ON CONFLICT``) in pipelined batches, or ``COPY`` into a temporary
+        table and one upsert from it for large batches.
+        """
+        kinds, upsert = entries.kinds, not entries.generated
+        what = f"adding {len(batch)} embeddings"
+
+        def steps() -> Steps[None]:
+            for lock in self._kind_locks(kinds):  # in the writing transaction
+                yield ClientCall.of(what, "execute", _KIND_LOCK, [lock])
+            yield from self._check_kinds(kinds)
+            if upsert:
+                yield from self._upsert(what, batch)
+            else:
+                yield ClientCall.of(what, "copy", self._copy_statement(self._table), batch)
+
+        def committed() -> None:
+            self._written_kinds.update((key, kind) for key, (kind, _) in kinds.items())
+
+        return Transaction(what, steps, write=True, idempotent=upsert, committed=committed)
 
     def _kind_locks(self, kinds: BatchKinds) -> list[int]:
         """The advisory locks to hold before the type probe: one per key the batch gives a
@@ -591,60 +597,36 @@ class PgVectorEmbeddingStore(EmbeddingStore, AsyncAddMixin):
         writer's uncommitted rows, so two writers giving a new key two types would both
         pass it; with the key's lock the second waits for the first's commit and its probe
         sees those rows. Sorted, so that writers take them in one order (no deadlock);
-        a pair once committed is not locked again (writes of known types stay parallel)."""
+        a pair once committed is not locked again (writes of known types stay parallel).
+        Transaction-level locks: the commit or rollback releases them, none outlives the
+        write on a pooled connection."""
         return sorted(
             _lock_id(self._schema, self._table_name, key)
             for key, (kind, _) in kinds.items()
             if (key, kind) not in self._written_kinds
         )
 
-    def _check_kinds(self, conn: Connection, kinds: BatchKinds) -> None:
-        """Refuse the batch if the table holds one of its keys with another type: one probe
-        of the ``metadata_kinds`` GIN index, in the writing transaction."""
-        probe = self._kinds_probe(kinds)
-        if probe is not None:
-            self._refuse_held(kinds, conn.execute(*probe).fetchone())
-
-    def _kinds_probe(self, kinds: BatchKinds) -> tuple[sql.Composed, list[Any]] | None:
-        """The query finding one row that holds a key of ``kinds`` with another type."""
-        if not kinds:
-            return None
+    def _held_metadata(
+        self, conflicts: Mapping[str, list[str]]
+    ) -> Steps[list[dict[str, MetadataValue]]]:
+        """One row holding a key of the batch with another type: one probe of the
+        ``metadata_kinds`` GIN index, in the writing transaction."""
         other = [
             kind_tag(_LETTER[kind], key)
-            for key, kinds_to_avoid in conflicting_kinds(kinds).items()
+            for key, kinds_to_avoid in conflicts.items()
             for kind in kinds_to_avoid
         ]
         query = sql.SQL("SELECT metadata::text FROM {} WHERE metadata_kinds && %s LIMIT 1")
-        return query.format(self._table), [other]
+        row = yield ClientCall.of(
+            "checking metadata types", "row", query.format(self._table), [other]
+        )
+        return [] if row is None else [decode_metadata(row[0])]
 
     @staticmethod
-    def _refuse_held(kinds: BatchKinds, row: tuple[Any, ...] | None) -> None:
-        if row is not None:
-            check_held_row(kinds, decode_metadata(row[0]))
-
-    def _copy(self, conn: Connection, table: sql.Composable, batch: Batch) -> None:
-        """Binary ``COPY`` of ``batch`` into ``table`` (our stream on UTF-8 connections)."""
-        with conn.cursor() as cursor, cursor.copy(self._copy_statement(table)) as copy:
-            if conn.info.encoding == "utf-8":
-                for chunk in batch.copy_chunks():
-                    copy.write(chunk)
-                return
-            assert self._db.vector_oid is not None
-            copy.set_types(["text", self._db.vector_oid, "text", "jsonb", "text[]"])
-            for row in batch.param_rows():
-                copy.write_row(row)
-
-    async def _acopy(self, conn: AsyncConnection, table: sql.Composable, batch: Batch) -> None:
-        """:meth:`_copy` on an async connection."""
-        async with conn.cursor() as cursor, cursor.copy(self._copy_statement(table)) as copy:
-            if conn.info.encoding == "utf-8":
-                for chunk in batch.copy_chunks():
-                    await copy.write(chunk)
-                return
-            assert self._db.vector_oid is not None
-            copy.set_types(["text", self._db.vector_oid, "text", "jsonb", "text[]"])
-            for row in batch.param_rows():
-                await copy.write_row(row)
+    def _copy_statement(table: sql.Composable) -> sql.Composed:
+        return sql.SQL("COPY {} ({}) FROM STDIN (FORMAT BINARY)").format(
+            table, sql.SQL(", ").join(map(sql.Identifier, _COLUMNS))
+        )
 
     def _upsert_sql(self) -> tuple[sql.Composed, sql.Composed]:
         """The (SET list, column list) of the upserts."""
@@ -686,7 +668,7 @@ class PgVectorEmbeddingStore(EmbeddingStore, AsyncAddMixin):
             ((seq, *row) for (seq,), row in zip(seqs, rows, strict=True)), key=lambda row: row[1]
         )
 
-    def _upsert(self, conn: Connection, batch: Batch) -> None:
+    def _upsert(self, what: str, batch: Batch) -> Steps[None]:
         """Insert or replace ``rows`` (id first), deadlock-free among concurrent upserts.
 
         New rows take their ``seq`` (insertion order) in input order, from values drawn
@@ -695,73 +677,27 @@ class PgVectorEmbeddingStore(EmbeddingStore, AsyncAddMixin):
         in one global order and never deadlock. Replaced rows keep their ``seq``.
         """
         if len(batch) < _STAGING_FROM:
-            seqs = conn.execute(_NEXT_SEQS, [self._sequence, len(batch)]).fetchall()
+            seqs = yield ClientCall.of(what, "rows", _NEXT_SEQS, [self._sequence, len(batch)])
             ordered = self._ordered_rows(batch, seqs)
             statement = self._values_upsert()
-            with conn.cursor() as cursor:
-                for start in range(0, len(ordered), self._batch_size):
-                    cursor.executemany(statement, ordered[start : start + self._batch_size])
+            for start in range(0, len(ordered), self._batch_size):
+                chunk = ordered[start : start + self._batch_size]
+                yield ClientCall.of(what, "executemany", statement, chunk)
             return
         staging = sql.Identifier(f"ragloom_staging_{uuid.uuid4().hex}")
         create, insert = self._staging_upsert(staging)
-        conn.execute(create)
-        self._copy(conn, staging, batch)
-        conn.execute(insert, [self._sequence])
+        yield ClientCall.of(what, "execute", create)
+        yield ClientCall.of(what, "copy", self._copy_statement(staging), batch)
+        yield ClientCall.of(what, "execute", insert, [self._sequence])
 
-    async def _aupsert(self, conn: AsyncConnection, batch: Batch) -> None:
-        """:meth:`_upsert` on an async connection."""
-        if len(batch) < _STAGING_FROM:
-            cursor = await conn.execute(_NEXT_SEQS, [self._sequence, len(batch)])
-            ordered = self._ordered_rows(batch, await cursor.fetchall())
-            statement = self._values_upsert()
-            async with conn.cursor() as writer:
-                for start in range(0, len(ordered), self._batch_size):
-                    await writer.executemany(statement, ordered[start : start + self._batch_size])
-            return
-        staging = sql.Identifier(f"ragloom_staging_{uuid.uuid4().hex}")
-        create, insert = self._staging_upsert(staging)
-        await conn.execute(create)
-        await self._acopy(conn, staging, batch)
-        await conn.execute(insert, [self._sequence])
+    # ------------------------------------------------------------------ reading
 
-    # ------------------------------------------------------------------ searching
-
-    def search(self, request: EmbeddingSearchRequest) -> EmbeddingSearchResult:
-        """The best matches by cosine (HNSW/IVFFlat approximate, exact without an index)."""
-        statement, params, settings = self._search_plan(request)
-
-        def work(conn: Connection) -> list[tuple[Any, ...]]:
-            return conn.execute(statement, params, binary=True).fetchall()
-
-        rows = self._db.run(work, what="searching", write=False, idempotent=True, settings=settings)
-        return self._search_result(request, rows)
-
-    async def asearch(self, request: EmbeddingSearchRequest) -> EmbeddingSearchResult:
-        """:meth:`search` on the store's async connection pool (psycopg's async API)."""
-        statement, params, settings = self._search_plan(request)
-
-        async def work(conn: AsyncConnection) -> list[tuple[Any, ...]]:
-            cursor = await conn.execute(statement, params, binary=True)
-            return await cursor.fetchall()
-
-        rows = await self._async_db.run(
-            work, what="searching", write=False, idempotent=True, settings=settings
-        )
-        return self._search_result(request, rows)
-
-    def _search_plan(
-        self, request: EmbeddingSearchRequest
-    ) -> tuple[sql.SQL, list[Any], dict[str, str] | None]:
-        """The statement, its parameters and the session settings a search needs."""
-        if not isinstance(request, EmbeddingSearchRequest):
-            raise EmbeddingStoreError(
-                f"search takes an EmbeddingSearchRequest, got {type(request).__name__}"
-            )
-        query = request.query_embedding.vector
-        if query.shape[0] != self._dimension:
-            raise EmbeddingStoreError(
-                f"query dimension {query.shape[0]} does not match the table's {self._dimension}"
-            )
+    def _search(self, request: EmbeddingSearchRequest) -> Steps[EmbeddingSearchResult]:
+        """The best matches by cosine (HNSW/IVFFlat approximate, exact without an index):
+        one statement, rescored exactly."""
+        query = self._checked_query(request)
+        if self._dimension is None:
+            return _done(EmbeddingSearchResult([]))
         k = request.max_results
         query64 = query.astype(np.float64)
         query_norm = math.sqrt(float(query64 @ query64))
@@ -769,24 +705,27 @@ class PgVectorEmbeddingStore(EmbeddingStore, AsyncAddMixin):
         settings = None
         if k > self._ef_search:
             settings = {"hnsw.ef_search": str(min(k, _EF_SEARCH_MAX))}
-        return statement, params, settings
+
+        def steps() -> Steps[EmbeddingSearchResult]:
+            rows = yield ClientCall.of("searching", "rows", statement, params, binary=True)
+            return self._search_result(request, query, rows)
+
+        return Transaction("searching", steps, write=False, idempotent=True, settings=settings)
 
     def _search_result(
-        self, request: EmbeddingSearchRequest, rows: list[tuple[Any, ...]]
+        self, request: EmbeddingSearchRequest, query: Matrix, rows: list[tuple[Any, ...]]
     ) -> EmbeddingSearchResult:
         """The matches of a search's rows, rescored exactly and ordered."""
-        k = request.max_results
-        query64 = request.query_embedding.vector.astype(np.float64)
         if rows and rows[0][0] is None:
             assert request.filter is not None
             raise_mismatch(request.filter, rows[0][4])
         if not rows:
             return EmbeddingSearchResult([])
+        assert self._dimension is not None
         vectors = decode_vectors([row[2] for row in rows], self._dimension)
-        cosines: list[float] = exact_cosines(vectors, query64).tolist()
-        order = sorted(range(len(rows)), key=lambda i: (-cosines[i], rows[i][0]))[:k]
-        min_score = request.min_score
-        kept = [(i, score) for i in order if (score := relevance_score(cosines[i])) >= min_score]
+        cosines = self._cosines(vectors, query)
+        seqs = [row[0] for row in rows]
+        kept = list(self._ranked(cosines, seqs, request.max_results, request.min_score))
         metadata = decode_many([rows[i][4] for i, _ in kept])
         trusted_embedding, trusted_metadata = Embedding._trusted, Metadata._trusted
         matches: list[EmbeddingMatch] = []
@@ -849,72 +788,76 @@ class PgVectorEmbeddingStore(EmbeddingStore, AsyncAddMixin):
         """Remove the entry with this id; an unknown id is ignored."""
         self.remove_all(validate_ids([id], 1))
 
-    def remove_all(self, ids: Iterable[str] | None = None, *, filter: Filter | None = None) -> None:
-        """Remove ``ids``, or the entries matching ``filter``, or (neither) everything.
-
-        Removing everything is ``TRUNCATE`` (fast, resets the index; it briefly locks out
-        concurrent readers of the table).
-        """
-        plan = self._remove_plan(ids, filter)
-        if plan is None:
-            return
-        statement, params, what = plan
+    def _remove(self, ids: Iterable[str] | Filter | None, filter: Filter | None) -> Steps[None]:
+        """The base's removal (``ids``, the entries matching ``filter``, or everything) in
+        one transaction. Removing everything is ``TRUNCATE`` (fast, resets the index; it
+        briefly locks out concurrent readers of the table)."""
+        id_list, checked = removal_target(ids, filter)
+        if self._dimension is None or id_list == []:
+            return _done(None)
         self._written_kinds.clear()  # the rows holding them may go: lock the next writes
+        what = "removing by filter" if checked is not None else "removing everything"
+        if id_list is not None:
+            what = f"removing {len(id_list)} ids"
+        parent = super()._remove
+        return Transaction(what, lambda: parent(id_list, checked), write=True, idempotent=True)
 
-        def work(conn: Connection) -> tuple[Any, ...] | None:
-            cursor = conn.execute(statement, params)
-            return cursor.fetchone() if cursor.description else None
+    def _compile(self, condition: Filter) -> Steps[Compiled]:
+        """``condition`` in SQL (exact: SQL selects exactly its entries)."""
+        return Compiled((condition, compile_filter(condition)))
+        yield  # pragma: no cover - makes this a generator
 
-        self._check_removed(filter, self._db.run(work, what=what, write=True, idempotent=True))
+    def _keys(self, ids: list[str]) -> list[str]:
+        """The ids PostgreSQL text can hold (no other can be stored)."""
+        return [embedding_id for embedding_id in ids if storable_text(embedding_id)]
 
-    async def aremove_all(
-        self, ids: Iterable[str] | None = None, *, filter: Filter | None = None
-    ) -> None:
-        """:meth:`remove_all` on the store's async connection pool."""
-        plan = self._remove_plan(ids, filter)
-        if plan is None:
+    def _delete_keys(self, keys: list[str]) -> Steps[None]:
+        statement = sql.SQL("DELETE FROM {} WHERE id = ANY(%s)").format(self._table)
+        yield ClientCall.of(f"removing {len(keys)} ids", "execute", statement, [keys])
+
+    def _delete_where(self, native: tuple[Filter, CompiledFilter] | None) -> Steps[None]:
+        """``TRUNCATE`` (None), or one statement deleting a filter's rows unless the table
+        holds a value the filter cannot compare (then nothing is deleted and the core's
+        error is raised, as in memory)."""
+        if native is None:
+            yield ClientCall.of("removing everything", "execute", _TRUNCATE.format(self._table))
             return
-        statement, params, what = plan
-        self._written_kinds.clear()
+        condition, compiled = native
+        statement = _DELETE_WHERE.format(table=self._table, condition=compiled.condition)
+        params = [compiled.mismatch_tags, *compiled.params]
+        row = yield ClientCall.of("removing by filter", "row", statement, params)
+        if row is not None and row[0] is not None:
+            raise_mismatch(condition, row[0])
 
-        async def work(conn: AsyncConnection) -> tuple[Any, ...] | None:
-            cursor = await conn.execute(statement, params)
-            return await cursor.fetchone() if cursor.description else None
+    # ------------------------------------------------------------------ lookup by id
 
-        row = await self._async_db.run(work, what=what, write=True, idempotent=True)
-        self._check_removed(filter, row)
+    def _get(self, ids: Iterable[str], embeddings: bool) -> Steps[list[StoredEmbedding]]:
+        """The base's lookup (``get``/``aget``): one ``WHERE id = ANY(%s)`` query, put in
+        the order asked."""
+        wanted = get_ids(ids)
+        if self._dimension is None or not self._keys(wanted):
+            return _done([])
+        parent = super()._get
+        return Transaction(
+            "reading by id", lambda: parent(wanted, embeddings), write=False, idempotent=True
+        )
 
-    def _remove_plan(
-        self, ids: Iterable[str] | None, filter: Filter | None
-    ) -> tuple[sql.Composed, list[Any], str] | None:
-        """The statement, parameters and description of a removal (None: nothing to do)."""
-        if ids is not None and filter is not None:
-            raise EmbeddingStoreError("remove_all takes ids or a filter, not both")
-        if ids is None and filter is None:
-            return sql.SQL("TRUNCATE {}").format(self._table), [], "removing everything"
-        if ids is not None:
-            if isinstance(ids, str):
-                raise EmbeddingStoreError("remove_all takes a collection of ids, not one str")
-            id_list = _storable_ids(validate_ids(ids, unique=False))
-            if not id_list:
-                return None
-            statement = sql.SQL("DELETE FROM {} WHERE id = ANY(%s)").format(self._table)
-            return statement, [id_list], f"removing {len(id_list)} ids"
-        compiled = compile_filter(check_filter(filter))
-        statement = sql.SQL(
-            "WITH mismatch AS MATERIALIZED ("
-            "SELECT metadata FROM {table} WHERE metadata_kinds && %s), "
-            "gone AS (DELETE FROM {table} WHERE ({condition}) "
-            "AND NOT EXISTS (SELECT FROM mismatch) RETURNING 1) "
-            "SELECT (SELECT metadata::text FROM mismatch LIMIT 1), (SELECT count(*) FROM gone)"
-        ).format(table=self._table, condition=compiled.condition)
-        return statement, [compiled.mismatch_tags, *compiled.params], "removing by filter"
+    def _rows_of(self, keys: list[str], embeddings: bool) -> Steps[list[tuple[Any, ...]]]:
+        statement = _GET_WITH_VECTORS if embeddings else _GET
+        rows: list[tuple[Any, ...]] = yield ClientCall.of(
+            "reading by id", "rows", statement.format(self._table), [keys], binary=True
+        )
+        return rows
 
-    @staticmethod
-    def _check_removed(filter: Filter | None, row: tuple[Any, ...] | None) -> None:
-        """Raise the core's error when a filter removal met metadata it cannot compare."""
-        if filter is not None and row is not None and row[0] is not None:
-            raise_mismatch(filter, row[0])
+    def _stored(self, row: tuple[Any, ...]) -> tuple[str, TextSegment | None]:
+        entry_id, text, metadata = row[0], row[1], row[2]
+        if text is None:
+            return entry_id, None
+        return entry_id, TextSegment(text, Metadata._trusted(decode_metadata(metadata)))
+
+    def _vectors(self, rows: list[tuple[Any, ...]]) -> Matrix:
+        assert self._dimension is not None
+        return decode_vectors([row[3] for row in rows], self._dimension)
 
 
 # ---------------------------------------------------------------------- helpers
@@ -932,6 +875,12 @@ def raise_mismatch(condition: Filter, metadata_text: str) -> None:
     raise InvalidFilterError(  # pragma: no cover - test() raises for a mismatching row
         f"filter {condition} cannot be compared with stored metadata {metadata_text}"
     )
+
+
+def _done(value: T) -> Steps[T]:
+    """Steps that need no statement: ``value`` at once."""
+    return value
+    yield  # pragma: no cover - makes this a generator
 
 
 def _vector_payload(vector: Matrix) -> bytes:
