@@ -227,3 +227,31 @@ def test_a_mistyped_write_is_refused_by_one_probe_of_the_typed_fields(
     declared = _store(service, dimension=2, metadata_schema={"tenant": int})
     with pytest.raises(MetadataTypeError, match="'tenant'"):
         declared.add_all([Embedding([0, 1.0])], [TextSegment("c", {"tenant": "x"})], ids=["c"])
+
+
+def test_get_looks_ids_up_by_a_search_in_filter_on_the_key(
+    service: tuple[SearchWireServer, str],
+) -> None:
+    store = _store(service, dimension=2)
+    odd = ["a/b c#?", "ünï'code", "plain"]
+    store.add_all([Embedding([1.0, float(i)]) for i in range(3)], ids=odd)
+    before = len(service[0].requests)
+    found = store.get(["plain", "missing", "a/b c#?"], embeddings=True)
+    assert [(e.embedding_id, e.embedded) for e in found] == [("plain", None), ("a/b c#?", None)]
+    assert found[0].embedding is not None
+    assert found[0].embedding.vector.tolist() == [1.0, 2.0]
+    [lookup] = [r["body"] for r in service[0].requests[before:]]
+    assert lookup["filter"].startswith("search.in(id, '")
+    assert lookup["filter"].endswith("', ',')")
+    assert "content_vector" in lookup["select"]
+    assert "content_vector" not in store_select(store, service, ["plain"])
+
+
+def store_select(
+    store: AzureAiSearchEmbeddingStore, service: tuple[SearchWireServer, str], ids: list[str]
+) -> str:
+    """The ``select`` of the lookup ``get(ids)`` (without vectors) sends."""
+    before = len(service[0].requests)
+    assert [e.embedding_id for e in store.get(ids)] == ids
+    [lookup] = [r["body"] for r in service[0].requests[before:]]
+    return str(lookup["select"])

@@ -42,7 +42,6 @@ from azure.search.documents.indexes.models import (
 )
 from azure.search.documents.models import VectorizedQuery
 
-from ragloom.core.aio import ClientCall, Steps
 from ragloom.core.document import TextSegment
 from ragloom.core.embedding import Embedding
 from ragloom.core.errors import EmbeddingStoreError
@@ -63,6 +62,7 @@ from ragloom.core.kit.remote_store import (
     RemoteEmbeddingStore,
     positive_int,
 )
+from ragloom.core.kit.steps import ClientCall, Steps
 from ragloom.core.metadata import MetadataValue
 from ragloom.core.stores.base import EmbeddingMatch
 from ragloom.retrievers.azure_ai_search.odata import (
