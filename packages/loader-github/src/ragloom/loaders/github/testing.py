@@ -30,23 +30,30 @@ makes a folder list itself as a subfolder (a cycle no git repository can hold: a
 broken or hostile server). ``script(...)`` queues
 answers (status, headers, message) that the next requests get instead. ``drip(...)``
 makes the answers to some paths arrive slowly, a few bytes at a time (a server or proxy
-dribbling a body). Every request is recorded in ``requests``.
+dribbling a body). Every request is recorded in ``requests``. The HTTP side is the
+testkit's :class:`~ragloom.testkit.wire.WireServer` (one route for every path).
 """
 
 from __future__ import annotations
 
 import base64
 import hashlib
-import json
 import threading
 import time
-from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from types import TracebackType
 from typing import Any
-from urllib.parse import parse_qs, quote, unquote, urlsplit
+from urllib.parse import quote, unquote, urlsplit
+
+from ragloom.testkit.wire import (
+    Answer,
+    Behaviour,
+    Recorded,
+    WireFake,
+    WireHandler,
+    WireServer,
+    slowly,
+)
 
 __all__ = [
     "API_PREFIX",
@@ -60,16 +67,10 @@ __all__ = [
 API_PREFIX = "/api/v3"
 DOCS = "https://docs.github.com/rest"
 CREATED_AT = "2024-01-02T03:04:05Z"
-
-
-@dataclass(frozen=True)
-class Recorded:
-    """One request the server received."""
-
-    method: str
-    path: str
-    query: dict[str, list[str]]
-    headers: dict[str, str]
+_HEADERS = {
+    "Content-Type": "application/json; charset=utf-8",
+    "X-GitHub-Api-Version-Selected": "2022-11-28",
+}
 
 
 @dataclass(frozen=True)
@@ -150,7 +151,7 @@ class _Objects:
         return sha
 
 
-class GitHubWireServer:
+class GitHubWireServer(WireFake):
     """The server; a context manager that starts and stops it.
 
     ``token``: when set, a request with another token gets 401 (requests without a
@@ -173,44 +174,20 @@ class GitHubWireServer:
         self.tree_limit = tree_limit
         self.contents_max_size = contents_max_size
         self.repositories: dict[tuple[str, str], FixtureRepository] = {}
-        self.requests: list[Recorded] = []
-        self._script: deque[ScriptedAnswer] = deque()
         self._drips: dict[str, Drip] = {}
         self._loops: dict[tuple[str, str], list[tuple[str, str]]] = {}
-        self._stopping = threading.Event()
         self._lock = threading.RLock()
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
-        self._httpd.daemon_threads = True
-        self._httpd.wire = self  # type: ignore[attr-defined]
-        self._thread = threading.Thread(
-            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-        )
+        self.wire = WireServer({"^/.*": self.respond})
 
     @property
-    def url(self) -> str:
-        """The web root (``html_url``s live here)."""
-        host, port = self._httpd.server_address[:2]
-        return f"http://{host!s}:{port}"
+    def requests(self) -> list[Recorded]:
+        """The requests received, in order (clear it to start counting again)."""
+        return self.wire.requests
 
     @property
     def api_url(self) -> str:
         """The REST API root, the loader's ``base_url`` (GitHub Enterprise style)."""
         return self.url + API_PREFIX
-
-    def __enter__(self) -> GitHubWireServer:
-        self._thread.start()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self._stopping.set()  # ends the answers still dripping
-        self._httpd.shutdown()
-        self._httpd.server_close()
-        self._thread.join(timeout=5)
 
     # -- fixture --------------------------------------------------------------------
 
@@ -258,8 +235,19 @@ class GitHubWireServer:
 
     def script(self, *answers: ScriptedAnswer) -> None:
         """Queue answers that the next requests get instead of the normal ones."""
-        with self._lock:
-            self._script.extend(answers)
+        self.wire.script(*(self._scripted(answer) for answer in answers))
+
+    def _scripted(self, answer: ScriptedAnswer) -> Behaviour:
+        """A scripted answer as GitHub words errors, with the rate headers of its time."""
+
+        def play(handler: WireHandler, request: Recorded) -> None:
+            with self._lock:
+                self._new_window()
+                headers = {**_HEADERS, **self._rate_headers(), **answer.headers}
+            body = _error(answer.message, answer.status)
+            handler.send_answer((answer.status, body, headers), request)
+
+        return play
 
     def drip(self, path_part: str, *, chunk_size: int = 16, interval: float = 0.2) -> None:
         """Answer the requests whose path contains ``path_part`` (say ``"/git/blobs/"``
@@ -271,26 +259,12 @@ class GitHubWireServer:
 
     # -- answers --------------------------------------------------------------------
 
-    def respond(self, handler: _Handler) -> None:
-        """Answer one request (called by the handler thread)."""
-        parts = urlsplit(handler.path)
-        query = parse_qs(parts.query)
-        headers = {k.lower(): v for k, v in handler.headers.items()}
+    def respond(self, request: Recorded) -> Answer:
+        """The answer to one request (the wire server's route for every path)."""
         with self._lock:
-            self.requests.append(Recorded(handler.command, parts.path, query, headers))
-            now = time.time()
-            if now >= self.reset_at:
-                self.remaining, self.reset_at = self.rate_limit, int(now) + 3600
-            scripted = self._script.popleft() if self._script else None
-            if scripted is not None:
-                handler.send_json(
-                    scripted.status,
-                    _error(scripted.message, scripted.status),
-                    {**self._rate_headers(), **scripted.headers},
-                )
-                return
+            self._new_window()
             if self.remaining <= 0:
-                handler.send_json(
+                return (
                     403,
                     {
                         "message": "API rate limit exceeded for 127.0.0.1. (But here's the good "
@@ -298,14 +272,21 @@ class GitHubWireServer:
                         "documentation for more details.)",
                         "documentation_url": f"{DOCS}/overview/rate-limits-for-the-rest-api",
                     },
-                    self._rate_headers(),
+                    {**_HEADERS, **self._rate_headers()},
                 )
-                return
             self.remaining -= 1
-            rate_headers = self._rate_headers()
-            status, body = self._route(parts.path, query, headers)
-            drip = next((d for part, d in self._drips.items() if part in parts.path), None)
-        handler.send_json(status, body, rate_headers, drip)
+            headers = {**_HEADERS, **self._rate_headers()}
+            status, body = self._route(request.path, request.query, request.headers)
+            drip = next((d for part, d in self._drips.items() if part in request.path), None)
+        if drip is None:
+            return status, body, headers
+        return slowly((status, body, headers), drip.chunk_size, drip.interval)
+
+    def _new_window(self) -> None:
+        """Start a new rate-limit window when the last one has reset."""
+        now = time.time()
+        if now >= self.reset_at:
+            self.remaining, self.reset_at = self.rate_limit, int(now) + 3600
 
     def _rate_headers(self) -> dict[str, str]:
         return {
@@ -576,44 +557,6 @@ class GitHubWireServer:
             "network_count": 0,
             "subscribers_count": 0,
         }
-
-
-class _Handler(BaseHTTPRequestHandler):
-    server_version = "GitHub.com"
-    protocol_version = "HTTP/1.1"
-
-    def do_GET(self) -> None:
-        self.server.wire.respond(self)  # type: ignore[attr-defined]
-
-    def send_json(
-        self,
-        status: int,
-        body: Any,
-        headers: Mapping[str, str],
-        drip: Drip | None = None,
-    ) -> None:
-        payload = json.dumps(body).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json; charset=utf-8")
-        self.send_header("Content-Length", str(len(payload)))
-        self.send_header("X-GitHub-Api-Version-Selected", "2022-11-28")
-        for name, value in headers.items():
-            self.send_header(name, value)
-        self.end_headers()
-        if drip is None:
-            self.wfile.write(payload)
-            return
-        self.close_connection = True
-        for start in range(0, len(payload), drip.chunk_size):
-            if self.server.wire._stopping.wait(drip.interval):  # type: ignore[attr-defined]
-                return
-            try:
-                self.wfile.write(payload[start : start + drip.chunk_size])
-            except OSError:  # the client gave up and hung up
-                return
-
-    def log_message(self, format: str, *args: Any) -> None:
-        """Quiet: requests are recorded in ``GitHubWireServer.requests``."""
 
 
 def _error(message: str, status: int, documentation_url: str = DOCS) -> dict[str, str]:

@@ -22,21 +22,23 @@ filter or an unknown field is a 400, as on Azure. Vector scores are exact cosine
 (``1 / (2 - cos)``, Azure's score for the cosine metric; every query is exhaustive
 here). Full text counts query words in the index's searchable strings, hybrid fuses
 full text and vectors by RRF (k = 60), the semantic reranker scores 0-4 by word overlap.
+
+The HTTP side is the testkit's :class:`~ragloom.testkit.wire.WireServer` (one route for
+``/indexes...``, the ``api-key`` header, Azure's error bodies).
 """
 
 from __future__ import annotations
 
-import json
 import math
 import re
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from ragloom.retrievers.azure_ai_search.odata_eval import ODataError, parse_filter
+from ragloom.testkit.wire import Recorded, WireServer
 
 __all__ = ["SearchWireServer"]
 
@@ -51,6 +53,7 @@ _ROUTES = {
     "doc": re.compile(rf"^{_INDEX}/docs(?:\('(?P<key>[^']*)'\)|/(?P<key2>[^/]+))$"),
 }
 PAGE_SIZE = 50  # Azure's page size when `top` is not given
+_JSON = {"Content-Type": "application/json; odata.metadata=none"}
 
 
 def _words(text: str) -> set[str]:
@@ -161,8 +164,8 @@ class SearchWireServer:
 
     ``index`` and ``documents`` (dicts with the index's fields) create a schemaless
     index that exists from the start (any field may be filtered and returned);
-    indexes created through the API have the definition sent. ``requests`` records
-    ``{"method", "path", "body"}`` of each request.
+    indexes created through the API have the definition sent. ``requests`` lists
+    ``{"method", "path", "body"}`` of each request with the right ``api-key``.
     """
 
     def __init__(
@@ -183,6 +186,12 @@ class SearchWireServer:
             )
         self.requests: list[dict[str, Any]] = []
         self._lock = threading.Lock()
+
+    def _unauthorized(self, request: Recorded) -> tuple[int, Any, Mapping[str, str]]:
+        return 403, {"error": {"code": "", "message": "Forbidden"}}, _JSON
+
+    def _not_found(self, request: Recorded) -> tuple[int, Any, Mapping[str, str]]:
+        return 404, {"error": {"code": "", "message": f"Resource not found: {request.path}"}}, _JSON
 
     # ------------------------------------------------------------------ search
 
@@ -401,68 +410,28 @@ class SearchWireServer:
         self.indexes[name] = _Index(name, dict(definition), keys[0], documents)
         return (200 if existing else 201), definition
 
+    def _answer(self, request: Recorded) -> tuple[int, Any, Mapping[str, str]]:
+        """A request as the wire server hands it: Azure's answer, or its error body."""
+        if isinstance(request.body, str):  # not JSON
+            return 400, {"error": {"code": "", "message": "The request is invalid."}}, _JSON
+        try:
+            status, payload = self.handle(request.method, request.path, request.body)
+        except _Failure as failure:
+            error = {"code": failure.code, "message": failure.message}
+            return failure.status, {"error": error}, _JSON
+        if isinstance(payload, str):  # $count: plain text, with a byte-order mark
+            return status, payload.encode("utf-8-sig"), {"Content-Type": "text/plain"}
+        return status, payload, _JSON
+
     @contextmanager
     def running(self) -> Iterator[str]:
         """Serve on 127.0.0.1 (a free port) and yield the endpoint URL."""
-        server = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, format: str, *args: Any) -> None:
-                pass
-
-            def _reply(self, status: int, payload: Any) -> None:
-                if payload is None:
-                    data, kind = b"", "application/json"
-                elif isinstance(payload, str):
-                    data, kind = payload.encode("utf-8-sig"), "text/plain"
-                else:
-                    data, kind = (
-                        json.dumps(payload).encode(),
-                        "application/json; odata.metadata=none",
-                    )
-                self.send_response(status)
-                self.send_header("Content-Type", kind)
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def _serve(self, method: str) -> None:
-                path = self.path.partition("?")[0]
-                length = int(self.headers.get("Content-Length") or 0)
-                try:
-                    body = json.loads(self.rfile.read(length)) if length else None
-                except ValueError:
-                    self._reply(400, {"error": {"code": "", "message": "The request is invalid."}})
-                    return
-                if self.headers.get("api-key") != server.api_key:
-                    self._reply(403, {"error": {"code": "", "message": "Forbidden"}})
-                    return
-                try:
-                    self._reply(*server.handle(method, path, body))
-                except _Failure as failure:
-                    error = {"code": failure.code, "message": failure.message}
-                    self._reply(failure.status, {"error": error})
-
-            def do_GET(self) -> None:
-                self._serve("GET")
-
-            def do_POST(self) -> None:
-                self._serve("POST")
-
-            def do_PUT(self) -> None:
-                self._serve("PUT")
-
-            def do_DELETE(self) -> None:
-                self._serve("DELETE")
-
-        httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        httpd.daemon_threads = True
-        thread = threading.Thread(
-            target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        wire = WireServer(
+            {"^/indexes.*": self._answer},
+            api_key=self.api_key,
+            api_key_header="api-key",
+            unauthorized=self._unauthorized,
+            not_found=self._not_found,
         )
-        thread.start()
-        try:
-            yield f"http://127.0.0.1:{httpd.server_address[1]}"
-        finally:
-            httpd.shutdown()
-            httpd.server_close()
+        with wire:
+            yield wire.url

@@ -13,9 +13,12 @@ page; other scalar metadata is added to its results as the APIs add extra fields
   of ``results_per_page``, ``pageno``; 403 when the JSON format is not enabled; 429 from
   the limiter).
 
-Every server records the requests it got in ``received`` and can play a one-shot answer
-instead of the normal one (``answer_next``: a status and a JSON or raw body, optionally
-late), e.g. to send malformed JSON or to time a client out::
+Each is the testkit's :class:`~ragloom.testkit.wire.WireServer` with the API's routes.
+Every server records the requests it got in ``received`` (:class:`~ragloom.testkit.wire.
+Recorded`: ``params`` holds the query parameters, last value winning, and a form body's
+fields) and can play a one-shot answer instead of the normal one (``answer_next``: a
+status and a JSON or raw body, optionally late), e.g. to send malformed JSON or to time
+a client out::
 
     with GoogleCustomSearchTestServer(documents, api_key="k", cx="cx") as server:
         engine = GoogleCustomSearchEngine("k", "cx", base_url=server.url)
@@ -23,20 +26,17 @@ late), e.g. to send malformed JSON or to time a client out::
 
 from __future__ import annotations
 
-import json
 import re
-import threading
 import time
 import urllib.parse
 import uuid
-from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from types import TracebackType
-from typing import Any, Self
+from typing import Any
 
 from ragloom.core.document import Document
+from ragloom.testkit import wire
+from ragloom.testkit.wire import Recorded, WireFake, WireServer
 
 __all__ = [
     "DAILY_LIMIT_EXCEEDED",
@@ -45,26 +45,11 @@ __all__ = [
     "Reply",
     "SearxngTestServer",
     "TavilyTestServer",
-    "TestRequest",
     "google_error",
 ]
 
 _WORDS = re.compile(r"\w+")
 UNAUTHORIZED = "Unauthorized: missing or invalid API key."
-
-
-@dataclass(frozen=True)
-class TestRequest:
-    """One request a server got: method, path, query parameters (last value wins),
-    lowercased headers and the JSON body (``None`` for GET)."""
-
-    __test__ = False  # not a pytest test class
-
-    method: str
-    path: str
-    params: dict[str, str]
-    headers: dict[str, str]
-    body: Any
 
 
 @dataclass(frozen=True)
@@ -74,7 +59,6 @@ class Reply:
     status: int
     payload: Any
     content_type: str = "application/json"
-    delay_seconds: float = 0.0
 
 
 def _ranked(documents: Sequence[Document], query: str) -> list[tuple[float, int, Document]]:
@@ -99,46 +83,18 @@ def _page(index: int, document: Document) -> tuple[str, str, dict[str, Any]]:
     return url, title, extras
 
 
-class _LocalServer:
-    """A threaded HTTP server on 127.0.0.1 (a free port); subclasses answer requests."""
+class _LocalServer(WireFake):
+    """The testkit's WireServer (127.0.0.1, a free port) answering every path through
+    :meth:`answer`; subclasses answer as their API does."""
 
     def __init__(self, documents: Sequence[Document]) -> None:
         self.documents = list(documents)
-        self.received: list[TestRequest] = []
-        self._queued: deque[Reply] = deque()
-        self._lock = threading.Lock()
-        self._stopping = threading.Event()
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-        )
+        self.wire = WireServer({"^/.*": self._route})
 
     @property
-    def url(self) -> str:
-        """The base URL to give the engine (``http://127.0.0.1:<port>``)."""
-        host, port = self._server.server_address[:2]
-        return f"http://{host!s}:{port}"
-
-    def start(self) -> Self:
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._stopping.set()
-        self._server.shutdown()
-        self._server.server_close()
-
-    def __enter__(self) -> Self:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self.stop()
+    def received(self) -> list[Recorded]:
+        """The requests got, in order (clear it to start counting again)."""
+        return self.wire.requests
 
     def answer_next(
         self,
@@ -150,62 +106,20 @@ class _LocalServer:
     ) -> None:
         """The next request gets this answer instead of the normal one (``payload``:
         JSON-able, or ``bytes`` sent as they are); ``delay_seconds`` makes it late."""
-        with self._lock:
-            self._queued.append(Reply(status, payload, content_type, delay_seconds))
+        answer = wire.status(status, payload, {"Content-Type": content_type})
+        self.wire.script(wire.late(delay_seconds, answer))
 
     def delay_next(self, seconds: float) -> None:
         """The next request gets its normal answer, ``seconds`` late."""
-        with self._lock:
-            self._queued.append(Reply(0, None, delay_seconds=seconds))
+        self.wire.script(wire.delay(seconds))
 
-    def answer(self, request: TestRequest) -> Reply:
+    def answer(self, request: Recorded) -> Reply:
         """The documented answer to ``request``."""
         raise NotImplementedError
 
-    def _reply(self, request: TestRequest) -> Reply:
-        with self._lock:
-            self.received.append(request)
-            queued = self._queued.popleft() if self._queued else None
-        if queued is None:
-            return self.answer(request)
-        self._stopping.wait(queued.delay_seconds)
-        return self.answer(request) if queued.status == 0 else queued
-
-    def _handler(self) -> type[BaseHTTPRequestHandler]:
-        outer = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, format: str, *args: Any) -> None:  # quiet in tests
-                pass
-
-            def _serve(self, method: str) -> None:
-                path, _, query = self.path.partition("?")
-                params = dict(urllib.parse.parse_qsl(query, keep_blank_values=True))
-                length = int(self.headers.get("Content-Length") or 0)
-                data = self.rfile.read(length) if length else b""
-                try:
-                    body: Any = json.loads(data) if data else None
-                except ValueError:
-                    body = data
-                if method == "POST" and isinstance(body, bytes):  # form-encoded fields
-                    params.update(urllib.parse.parse_qsl(body.decode("utf-8", "replace")))
-                headers = {k.lower(): v for k, v in self.headers.items()}
-                reply = outer._reply(TestRequest(method, path, params, headers, body))
-                payload = reply.payload
-                data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
-                self.send_response(reply.status)
-                self.send_header("Content-Type", reply.content_type)
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def do_GET(self) -> None:
-                self._serve("GET")
-
-            def do_POST(self) -> None:
-                self._serve("POST")
-
-        return Handler
+    def _route(self, request: Recorded) -> tuple[int, Any, Mapping[str, str]]:
+        reply = self.answer(request)
+        return reply.status, reply.payload, {"Content-Type": reply.content_type}
 
 
 class TavilyTestServer(_LocalServer):
@@ -232,7 +146,7 @@ class TavilyTestServer(_LocalServer):
         """The JSON bodies received, in order."""
         return [request.body for request in self.received]
 
-    def answer(self, request: TestRequest) -> Reply:
+    def answer(self, request: Recorded) -> Reply:
         if request.method != "POST" or request.path != "/search":
             return Reply(404, {"detail": "Not Found"})
         body = request.body if request.body is not None else {}
@@ -351,7 +265,7 @@ class GoogleCustomSearchTestServer(_LocalServer):
         self.queries_per_day = queries_per_day
         self._queries = 0
 
-    def answer(self, request: TestRequest) -> Reply:
+    def answer(self, request: Recorded) -> Reply:
         if request.method != "GET" or request.path != "/customsearch/v1":
             return Reply(404, google_error(404, "NOT_FOUND", "notFound", "Not Found"))
         params = request.params
@@ -467,7 +381,7 @@ class SearxngTestServer(_LocalServer):
         self.rate_limit = rate_limit
         self._served = 0
 
-    def answer(self, request: TestRequest) -> Reply:
+    def answer(self, request: Recorded) -> Reply:
         if request.path not in ("/", "/search"):
             return Reply(404, b"Not Found", "text/plain")
         self._served += 1
