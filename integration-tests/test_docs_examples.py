@@ -19,19 +19,23 @@ from __future__ import annotations
 import ast
 import asyncio
 import inspect
+import json
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import boto3
+import psycopg
 import pytest
+from azure.storage.blob import BlobServiceClient
 from google.auth.credentials import AnonymousCredentials
 from google.cloud import storage
 
 from ragloom.chat_models.openai.testing import CHAT_MODEL, WireServer
 from ragloom.testkit.servers import local_service_setting, service_setting
+from ragloom.testkit.wire import raw
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
@@ -55,17 +59,8 @@ NOT_RUN = {
 # paths or servers): they run, expected to fail (strict: one that starts to pass fails
 # until it leaves this list). Issue 36 item 5; to be emptied.
 NOT_YET_RUNNABLE = {
-    "packages/chat-openai/README.md": "an Ollama server on localhost:11434; `messages` undefined",
-    "packages/ingestor-ray/README.md": "a placeholder DSN and files under /data",
-    "packages/loader-azure-blob/README.md": "`connection_string=...` is a placeholder",
-    "packages/loader-selenium/README.md": "pages on example.com",
-    "packages/parser-auto/README.md": "an inbox/ folder that does not exist",
-    "packages/parser-office/README.md": "a budget.xlsx that does not exist",
-    "packages/parser-pdf/README.md": "a report.pdf that does not exist; `segment` undefined",
     "packages/retriever-neo4j/README.md": "a Neo4j on localhost:7687; `chat_model` undefined",
-    "packages/retriever-sql/README.md": "a shop database; `chat_model` undefined",
     "packages/store-milvus/README.md": "`embeddings`, `segments` undefined; a Milvus server",
-    "packages/transformer-html/README.md": "a page on example.com",
 }
 # Every address of scripts/services/env.sh, as the examples read them.
 SERVICE_VARIABLES = (
@@ -78,12 +73,25 @@ SERVICE_VARIABLES = (
     "RAGLOOM_SELENIUM_URL",
     "RAGLOOM_TENCENT_COS_URL",
 )
-# The local servers' test credentials (moto accepts any key).
+# The local servers' test credentials (moto accepts any key; Azurite's well-known
+# development account, public, documented by Microsoft).
 TEST_CREDENTIALS = {
     "AWS_ACCESS_KEY_ID": "testing",
     "AWS_SECRET_ACCESS_KEY": "testing",
     "AWS_DEFAULT_REGION": "us-east-1",
 }
+AZURITE_ACCOUNT = "devstoreaccount1"
+AZURITE_KEY = (
+    "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
+)
+
+
+def azurite_connection_string() -> str:
+    """The connection string of the local Azure Blob server's development account."""
+    return (
+        f"DefaultEndpointsProtocol=http;AccountName={AZURITE_ACCOUNT};AccountKey={AZURITE_KEY};"
+        f"BlobEndpoint={service_setting('RAGLOOM_AZURE_BLOB_URL')}/{AZURITE_ACCOUNT};"
+    )
 
 
 @dataclass(frozen=True)
@@ -136,14 +144,30 @@ class PageRun:
     failed_at: str | None = None
 
 
-def _s3_example_bucket() -> None:
+def _answers(chat_server: WireServer, *texts: str) -> None:
+    """The chat model's next answers (what a real model would write for the example)."""
+    for text in texts:
+        body = {
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": text},
+                    "finish_reason": "stop",
+                }
+            ],
+            "object": "chat.completion",
+        }
+        chat_server.script(raw(json.dumps(body).encode()))
+
+
+def _s3_example_bucket(chat_server: WireServer) -> None:
     """The bucket the S3 README reads, on the local S3 server."""
     s3 = boto3.client("s3", endpoint_url=service_setting("RAGLOOM_AMAZON_S3_URL"))
     s3.create_bucket(Bucket="my-bucket")
     s3.put_object(Bucket="my-bucket", Key="guides/intro.md", Body=b"# Intro\n\nHello.\n")
 
 
-def _gcs_example_bucket() -> None:
+def _gcs_example_bucket(chat_server: WireServer) -> None:
     """The bucket the GCS README reads, on the local emulator."""
     client = storage.Client(
         project="ragloom",
@@ -154,10 +178,48 @@ def _gcs_example_bucket() -> None:
     bucket.blob("guides/intro.md").upload_from_string("# Intro\n\nHello.\n")
 
 
-# What a page's examples expect on the local servers (a reader's own buckets), made first.
-PREPARE = {
+def _azure_example_container(chat_server: WireServer) -> None:
+    """The container the Azure README reads, on the local Azurite."""
+    service = BlobServiceClient.from_connection_string(azurite_connection_string())
+    container = service.get_container_client("my-container")
+    if not container.exists():
+        container.create_container()
+    container.upload_blob("guides/intro.md", b"# Intro\n\nHello.\n", overwrite=True)
+
+
+def _sql_example_shop(chat_server: WireServer) -> None:
+    """The shop schema the SQL README asks about (on the local PostgreSQL) with its
+    SELECT-only role, and the SQL a model writes for it."""
+    with psycopg.connect(service_setting("RAGLOOM_PG_DSN"), autocommit=True) as connection:
+        connection.execute("DROP SCHEMA IF EXISTS shop CASCADE")
+        connection.execute("CREATE SCHEMA shop")
+        connection.execute("CREATE TABLE shop.customers (id int PRIMARY KEY, name text)")
+        connection.execute(
+            "CREATE TABLE shop.orders (id int PRIMARY KEY,"
+            " customer_id int REFERENCES shop.customers, amount numeric(10, 2))"
+        )
+        connection.execute("INSERT INTO shop.customers VALUES (1, 'Ada'), (2, 'Grace')")
+        connection.execute(
+            "INSERT INTO shop.orders VALUES (1, 1, 100.50), (2, 1, 45.00), (3, 2, 20.00)"
+        )
+        if not connection.execute("SELECT 1 FROM pg_roles WHERE rolname = 'reader'").fetchone():
+            connection.execute("CREATE ROLE reader LOGIN")
+        connection.execute("GRANT USAGE ON SCHEMA shop TO reader")
+        connection.execute("GRANT SELECT ON ALL TABLES IN SCHEMA shop TO reader")
+    _answers(
+        chat_server,
+        "SELECT c.name, SUM(o.amount) AS total FROM shop.customers c"
+        " JOIN shop.orders o ON o.customer_id = c.id GROUP BY c.name ORDER BY total DESC",
+    )
+
+
+# What a page's examples expect (a reader's own buckets, data, and a model's answers),
+# made before the page's first block.
+PREPARE: dict[str, Callable[[WireServer], None]] = {
     "packages/loader-amazon-s3/README.md": _s3_example_bucket,
+    "packages/loader-azure-blob/README.md": _azure_example_container,
     "packages/loader-google-cloud-storage/README.md": _gcs_example_bucket,
+    "packages/retriever-sql/README.md": _sql_example_shop,
 }
 
 
@@ -206,6 +268,7 @@ def test_doc_block_runs(
         monkeypatch.setenv(name, service_setting(name))
     for name, value in TEST_CREDENTIALS.items():
         monkeypatch.setenv(name, value)
+    monkeypatch.setenv("AZURE_STORAGE_CONNECTION_STRING", azurite_connection_string())
     monkeypatch.setenv("RAGLOOM_CHAT_BASE_URL", chat_server.url)
     monkeypatch.setenv("RAGLOOM_CHAT_MODEL_NAME", CHAT_MODEL)
     monkeypatch.chdir(ROOT)
@@ -216,7 +279,7 @@ def test_doc_block_runs(
     position = page_blocks.index(block)
     assert run.done <= position, f"{block.name} already ran as part of its page"
     if run.done == 0 and (prepare := PREPARE.get(str(block.page.relative_to(ROOT)))):
-        prepare()
+        prepare(chat_server)
     for current in page_blocks[run.done : position + 1]:
         run.done += 1
         try:
