@@ -212,3 +212,34 @@ def test_broken_or_non_callable_components_are_reported(site: Path) -> None:
         plugins.component(plugins.CONTENT_RETRIEVERS, "number")
     with pytest.raises(PluginError, match="'missing' from ragloom-plugin-odd.*failed to load"):
         plugins.create(plugins.CONTENT_RETRIEVERS, "missing")
+
+
+def test_the_default_distribution_wins_over_another_provider(
+    site: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A second provider (a model that needs a server, say) does not make the default
+    ambiguous: the one from a distribution of the group's PROVIDERS is built."""
+    monkeypatch.setitem(plugins.PROVIDERS, plugins.DOCUMENT_PARSERS, ("ragloom-plugin-one",))
+    install_distribution(
+        site, "ragloom-plugin-one", "[ragloom.document_parsers]\none = {module}:UpperParser\n"
+    )
+    install_distribution(
+        site, "ragloom-plugin-two", "[ragloom.document_parsers]\ntwo = {module}:UpperParser\n"
+    )
+    plugins.refresh()
+    default = plugins.default_provider(plugins.DOCUMENT_PARSERS)
+    assert default is not None
+    assert default.name == "one"
+    parser = plugins.load_default(plugins.DOCUMENT_PARSERS)
+    assert parser.parse(b"x").metadata["parser"] == "ragloom-plugin-one"
+    monkeypatch.setenv("RAGLOOM_DOCUMENT_PARSER", "two")  # named, the other is used
+    parser = plugins.load_default(plugins.DOCUMENT_PARSERS)
+    assert parser.parse(b"x").metadata["parser"] == "ragloom-plugin-two"
+    # two from the default distributions: ambiguous, as before
+    monkeypatch.setitem(
+        plugins.PROVIDERS, plugins.DOCUMENT_PARSERS, ("ragloom-plugin-one", "ragloom-plugin-two")
+    )
+    monkeypatch.delenv("RAGLOOM_DOCUMENT_PARSER")
+    assert plugins.default_provider(plugins.DOCUMENT_PARSERS) is None
+    with pytest.raises(PluginError, match="plugins provide the default"):
+        plugins.load_default(plugins.DOCUMENT_PARSERS)

@@ -144,11 +144,30 @@ def test_two_providers_without_a_choice_is_a_problem(
         monkeypatch, tmp_path, plugins.DOCUMENT_SPLITTERS,
         "other = ragloom.easy_rag.defaults:default_document_splitter",
     )  # fmt: skip
+    # neither is from the distribution that makes the default (that one would win)
+    monkeypatch.setitem(plugins.PROVIDERS, plugins.DOCUMENT_SPLITTERS, ("ragloom-elsewhere",))
     code, table, _ = run(capsys, "--check")
     assert code == EXIT_PARTIAL
     group = table[plugins.DOCUMENT_SPLITTERS]
     assert "RAGLOOM_DOCUMENT_SPLITTER" in group["error"]
     assert not any(p["active"] for p in group["providers"])
+
+
+def test_the_default_distribution_stays_active_beside_another_provider(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """chat-openai registers its embedding model too: listed, not active, and its
+    missing configuration is no problem until RAGLOOM_EMBEDDING_MODEL names it."""
+    code, table, err = run(capsys, "--check")
+    assert code == 0, err
+    found = providers(table, plugins.EMBEDDING_MODELS)
+    assert (found["all-minilm-l6-v2"]["active"], found["all-minilm-l6-v2"]["status"]) == (
+        True,
+        "ok",
+    )
+    assert (found["openai"]["active"], found["openai"]["status"]) == (False, "not configured")
+    assert "RAGLOOM_EMBEDDING_MODEL_NAME" in found["openai"]["error"]
+    assert "the default (ragloom-embedding-onnx)" in table[plugins.EMBEDDING_MODELS]["note"]
 
 
 def test_components_are_listed_and_checked_by_import_only(

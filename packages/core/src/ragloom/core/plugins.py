@@ -4,9 +4,11 @@ One entry-point group per kind of component, of two sorts:
 
 - Default groups (:data:`DEFAULT_GROUPS`: parsers, splitters, embedding, chat and scoring
   models). Each entry point names a zero-argument callable (usually a class) that builds
-  the component. Exactly one provider in a group is the default; two or more are
-  ambiguous unless the user chooses one, by passing the component explicitly or by naming
-  the entry point in the environment variable ``RAGLOOM_<KIND>``
+  the component. The only provider in a group is the default; of several, the one from
+  the distribution that makes the group's default (:data:`PROVIDERS`: the ONNX
+  embedding model wins over chat-openai's, which needs a server); otherwise two or more
+  are ambiguous unless the user chooses one, by passing the component explicitly or by
+  naming the entry point in the environment variable ``RAGLOOM_<KIND>``
   (e.g. ``RAGLOOM_DOCUMENT_PARSER=tika``).
 - Component groups (:data:`COMPONENT_GROUPS`: stores, loaders, retrievers, ...). These
   need configuration (URLs, credentials, tables), so there is no default: an entry point
@@ -47,6 +49,7 @@ __all__ = [
     "load",
     "component",
     "create",
+    "default_provider",
     "load_default",
 ]
 
@@ -195,20 +198,38 @@ def create(group: str, name: str, /, **config: Any) -> Any:
         raise _failed(ep, group, f"failed to build {keys}", exc) from exc
 
 
+def _distribution(ep: EntryPoint) -> str:
+    return ep.dist.name.replace("_", "-").lower() if ep.dist is not None else ""
+
+
+def default_provider(group: str) -> EntryPoint | None:
+    """The provider :func:`load_default` builds when the environment picks none: the
+    only one installed, else the only one from a distribution of :data:`PROVIDERS`
+    (others, e.g. a model that needs a server's URL, are used when named); ``None`` when
+    none is installed or the choice is ambiguous."""
+    found = providers(group)
+    if len(found) == 1:
+        return found[0]
+    preferred = [ep for ep in found if _distribution(ep) in PROVIDERS.get(group, ())]
+    return preferred[0] if len(preferred) == 1 else None
+
+
 def load_default(group: str, fallback: Callable[[], T] | None = None) -> Any:
     """Build the default provider of ``group``.
 
-    The environment variable (see :func:`env_var`) wins; otherwise the single installed
-    provider; with none, ``fallback()`` (or :class:`PluginError` without a fallback);
-    with several, :class:`PluginError` naming them all and how to choose.
+    The environment variable (see :func:`env_var`) wins; otherwise the
+    :func:`default_provider`; with none installed, ``fallback()`` (or
+    :class:`PluginError` without a fallback); with several and no default among them,
+    :class:`PluginError` naming them all and how to choose.
     """
     variable = env_var(group)
     chosen = os.environ.get(variable)
     if chosen:
         return load(group, chosen)
+    default = default_provider(group)
+    if default is not None:
+        return _instantiate(default, group)
     found = providers(group)
-    if len(found) == 1:
-        return _instantiate(found[0], group)
     if not found:
         if fallback is not None:
             return fallback()

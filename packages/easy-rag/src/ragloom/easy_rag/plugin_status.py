@@ -130,6 +130,10 @@ def _active_names(group: str, found: tuple[EntryPoint, ...]) -> tuple[set[str], 
         return {chosen}, f"chosen by {variable}", None
     if len(found) == 1:
         return names, "the only one installed", None
+    default = plugins.default_provider(group)
+    if default is not None:
+        where = default.dist.name if default.dist is not None else default.name
+        return {default.name}, f"the default ({where}); {variable}=<name> picks another", None
     if group in OPTIONAL:
         return set(), f"several installed, none active until {variable}=<name> picks one", None
     return (
@@ -142,8 +146,10 @@ def _active_names(group: str, found: tuple[EntryPoint, ...]) -> tuple[set[str], 
     )
 
 
-def _check(ep: EntryPoint, group: str) -> tuple[str, str | None]:
-    """Import and build one provider: (status, one-line error or None)."""
+def _check(ep: EntryPoint, group: str, active: bool) -> tuple[str, str | None]:
+    """Import and build one provider: (status, one-line error or None). One that imports
+    but cannot be built is "not configured" when it is optional or not the active one
+    (chat-openai's embedding model beside the default ONNX one), else broken."""
     if group in plugins.COMPONENT_GROUPS:
         try:
             plugins.component(group, ep.name)  # imported, not built: it needs configuration
@@ -162,7 +168,7 @@ def _check(ep: EntryPoint, group: str) -> tuple[str, str | None]:
         if callable(load):
             load()
     except Exception as exc:
-        status = NOT_CONFIGURED if group in OPTIONAL else BROKEN
+        status = NOT_CONFIGURED if group in OPTIONAL or not active else BROKEN
         return status, _one_line(exc)
     return OK, None
 
@@ -181,7 +187,7 @@ def plugin_status(check: bool = False) -> list[Group]:
                 ep.name, ep.dist.name if ep.dist else None, ep.value, ep.name in active
             )
             if check:
-                provider.status, provider.error = _check(ep, group)
+                provider.status, provider.error = _check(ep, group, provider.active)
             entry.providers.append(provider)
         if check and group == plugins.DOCUMENT_PARSERS and found and entry.error is None:
             try:
