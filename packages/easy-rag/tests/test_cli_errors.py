@@ -140,3 +140,20 @@ def test_hybrid_scores_read_0_to_1_and_min_score_applies(
     assert kept == [s for s in scores if s >= threshold]
     assert main(argv) == 0
     assert capsys.readouterr().out.startswith("(scores: fused score, 0-1")
+
+
+@pytest.mark.parametrize(
+    ("command", "expected"),
+    [
+        ("query", "text what to look for, in your own words"),
+        ("query", "--index INDEX index directory (default .ragloom-index)"),
+        ("ask", "--index INDEX index directory (default .ragloom-index)"),
+        ("ingest", "--index INDEX index directory (default .ragloom-index)"),
+        ("plugins", "--json machine-readable output"),
+    ],
+)
+def test_every_argument_has_help(
+    command: str, expected: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main([command, "--help"]) == 0
+    assert expected in " ".join(capsys.readouterr().out.split())

@@ -372,7 +372,9 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
 
     def with_index(sub: argparse.ArgumentParser) -> None:
-        sub.add_argument("--index", default=DEFAULT_INDEX, help="index directory")
+        sub.add_argument(
+            "--index", default=DEFAULT_INDEX, help=f"index directory (default {DEFAULT_INDEX})"
+        )
         sub.add_argument("--json", action="store_true", help="machine-readable output")
 
     ingest = commands.add_parser("ingest", help="add, update and remove files in an index")
@@ -418,7 +420,7 @@ def build_parser() -> argparse.ArgumentParser:
     ):
         sub = commands.add_parser(name, help=helptext)
         if name == "query":
-            sub.add_argument("text")
+            sub.add_argument("text", help="what to look for, in your own words")
         else:
             sub.add_argument("question", nargs="?", help="omit for an interactive chat")
         sub.add_argument("-k", type=_positive_int, default=3, help="number of passages (default 3)")
@@ -456,7 +458,7 @@ def build_parser() -> argparse.ArgumentParser:
     evaluation.add_argument("args", nargs=argparse.REMAINDER, help="see `ragloom eval --help`")
 
     plugin_cmd = commands.add_parser("plugins", help="installed integrations and defaults")
-    plugin_cmd.add_argument("--json", action="store_true")
+    plugin_cmd.add_argument("--json", action="store_true", help="machine-readable output")
     plugin_cmd.add_argument(
         "--check",
         action="store_true",
