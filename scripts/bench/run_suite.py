@@ -743,17 +743,7 @@ def plot(results: dict[str, Any]) -> list[str]:
             ("search", "search latency, top-10 by vector (ms)", 1e3),
             ("memory", "memory kept by the store (MB)", 1e-6),
         ):
-            fig, ax = plt.subplots(figsize=(6, 4))
-            for name, by_n in stores[key].items():
-                points = sorted((int(n), value * scale) for n, value in by_n.items())
-                ax.plot(*zip(*points, strict=True), marker="o", label=name)
-            ax.set_xscale("log")
-            ax.set_yscale("log")
-            ax.set_xlabel("N vectors (384 dims)")
-            ax.set_title(label)
-            ax.grid(True, which="both", alpha=0.3)
-            ax.legend()
-            made.append(save(fig, f"{key}-vs-n.png"))
+            made.append(save(small_multiples(plt, stores[key], label, scale), f"{key}-vs-n.png"))
     for key, unit, field in (
         ("splitting", "MB/s (recursive, 1000/100 chars)", "mb_per_s"),
         ("embedding", "texts/s (all-MiniLM-L6-v2)", "texts_per_s"),
@@ -766,6 +756,43 @@ def plot(results: dict[str, Any]) -> list[str]:
             ax.invert_yaxis()
             made.append(save(fig, f"{key}.png"))
     return made
+
+
+def small_multiples(plt: Any, series: dict[str, dict[str, float]], title: str, scale: float) -> Any:
+    """One panel per library, its line in colour over the others in grey: lines that
+    overlap in one chart (several libraries within a few percent) all stay readable."""
+    lines = {
+        name: sorted((int(n), value * scale) for n, value in by_n.items())
+        for name, by_n in series.items()
+    }
+    columns = min(3, len(lines))
+    rows = -(-len(lines) // columns)
+    fig, axes = plt.subplots(
+        rows,
+        columns,
+        figsize=(3.2 * columns, 2.5 * rows + 0.5),
+        sharex=True,
+        sharey=True,
+        squeeze=False,
+    )
+    colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    for index, (name, points) in enumerate(lines.items()):
+        ax = axes[index // columns][index % columns]
+        for other, other_points in lines.items():
+            if other != name:
+                ax.plot(*zip(*other_points, strict=True), color="0.82", linewidth=1)
+        colour = colours[index % len(colours)]
+        ax.plot(*zip(*points, strict=True), color=colour, marker="o", linewidth=2)
+        ax.set_title(name, fontsize=9, color=colour)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.grid(True, which="both", alpha=0.3)
+    for index in range(len(lines), rows * columns):
+        axes[index // columns][index % columns].set_visible(False)
+    for ax in axes[-1]:
+        ax.set_xlabel("N vectors (384 dims)", fontsize=8)
+    fig.suptitle(title, fontsize=10)
+    return fig
 
 
 def save(fig: Any, name: str) -> str:
