@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any, Self
@@ -44,7 +44,9 @@ from ragloom.core.errors import (
 )
 from ragloom.core.kit.egress import ALLOW_ALL
 from ragloom.core.kit.http import HttpCallError, HttpClient, HttpErrorKind
-from ragloom.core.retry import RetryPolicy, retry_after, retry_delay
+from ragloom.core.kit.retrying import Pause, retrying
+from ragloom.core.kit.steps import run_steps
+from ragloom.core.retry import RetryPolicy, retry_after
 from ragloom.core.scoring import ScoringResult
 
 __all__ = [
@@ -191,21 +193,30 @@ class RerankEndpoint:
         Retried: HTTP 408, 429, 5xx and :class:`TransportFailure`. Everything else
         raises at once: the fitting :class:`ScoringModelError`, the cause chained.
         """
-        retries = 0
-        while True:
-            try:
-                reply = send()
-            except TransportFailure as exc:
-                if retries < self.retry.max_retries:
-                    self.retry.sleep(self.retry.backoff(retries))
-                    retries += 1
-                    continue
-                raise self._transport_error(exc, retries + 1) from exc
-            delay, note = retry_delay(self.retry, reply.status, reply.headers, retries)
-            if delay is None:
-                return self.answer(reply, retries + 1, note)
-            self.retry.sleep(delay)
-            retries += 1
+
+        def attempt() -> Generator[Callable[[], Reply], Reply, Reply]:
+            return (yield send)
+
+        def gave_up(exc: Exception, attempts: int) -> BaseException:
+            if isinstance(exc, TransportFailure):
+                return self._transport_error(exc, attempts)
+            return exc
+
+        def perform(step: Callable[[], Reply] | Pause) -> Reply | None:
+            if isinstance(step, Pause):
+                step.policy.sleep(step.seconds)
+                return None
+            return step()
+
+        steps = retrying(
+            attempt,
+            self.retry,
+            status=lambda reply: (reply.status, reply.headers, None),
+            retried=lambda exc: isinstance(exc, TransportFailure),
+            gave_up=gave_up,
+        )
+        done = run_steps(steps, perform)
+        return self.answer(done.answer, done.attempts, done.note)
 
     def answer(self, reply: Reply, attempts: int, note: str = "") -> Any:
         """The decoded JSON of a 2xx ``reply``; else the fitting :class:`ScoringModelError`

@@ -55,7 +55,7 @@ from collections.abc import AsyncIterator, Callable, Generator, Iterator, Mappin
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any, Self, TypeAlias
+from typing import Any, Generic, Self, TypeAlias, TypedDict, TypeVar, Unpack
 
 import httpcore
 import httpx
@@ -67,8 +67,9 @@ from ragloom.core.bounded_read import (
 )
 from ragloom.core.errors import EgressRefusedError, InvalidArgumentError, RagloomError
 from ragloom.core.kit.egress import DEFAULT_EGRESS_POLICY, EgressPolicy
+from ragloom.core.kit.retrying import Pause, retrying
 from ragloom.core.kit.steps import arun_steps, run_steps
-from ragloom.core.retry import RetryPolicy, retry_delay
+from ragloom.core.retry import RetryPolicy
 
 __all__ = [
     "DEFAULT_MAX_LINE_BYTES",
@@ -427,15 +428,7 @@ class _Exchange:
     keep_open: bool
 
 
-@dataclass(frozen=True, slots=True)
-class _Sleep:
-    """Wait ``seconds`` before the next attempt (with the policy's sleep function)."""
-
-    policy: RetryPolicy
-    seconds: float
-
-
-_Step: TypeAlias = _Exchange | _Sleep
+_Step: TypeAlias = _Exchange | Pause
 
 
 @dataclass(frozen=True, slots=True)
@@ -477,23 +470,51 @@ def _failure(exc: BaseException, url: str, what: str) -> BaseException | None:
     return None
 
 
-class _Calls:
-    """What the sync and async clients share: settings, checks and the call as steps."""
+_C = TypeVar("_C", httpx.Client, httpx.AsyncClient)
+
+_CallSteps: TypeAlias = Generator[_Step, Any, tuple[_Hop, HttpReply]]
+
+
+class _CallOptions(TypedDict, total=False):
+    """The per-call options of :meth:`HttpClient.request` (and of the streams), described
+    there once."""
+
+    headers: Mapping[str, str] | None
+    params: Mapping[str, str] | None
+    json: Any
+    content: bytes | None
+    retry: RetryPolicy | None
+    retryable: Retryable | None
+
+
+class _StreamOptions(_CallOptions, total=False):
+    """:class:`_CallOptions` and the bounds of a streamed body (:meth:`HttpClient.stream`)."""
+
+    idle_timeout: float | None
+    total_timeout: float | None
+    max_line_bytes: int
+
+
+class _Calls(Generic[_C]):
+    """What the sync and async clients share: the constructor (its arguments are described
+    on :class:`HttpClient`), settings, checks and the call as steps; a subclass says how
+    to open its own httpx client (:meth:`_new_client`) and how to perform a step."""
 
     def __init__(
         self,
         *,
-        egress: EgressPolicy,
-        max_redirects: int,
-        max_bytes: int,
-        follow_redirects: bool,
-        foreign_client: bool,
+        egress: EgressPolicy = DEFAULT_EGRESS_POLICY,
+        max_redirects: int = DEFAULT_MAX_REDIRECTS,
+        max_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+        verify: ssl.SSLContext | bool = True,
+        client: _C | None = None,
+        follow_redirects: bool = True,
     ) -> None:
         if type(max_redirects) is not int or max_redirects < 0:
             raise InvalidArgumentError(f"max_redirects must be an int >= 0, got {max_redirects!r}")
         if type(max_bytes) is not int or max_bytes < 0:
             raise InvalidArgumentError(f"max_bytes must be an int >= 0, got {max_bytes!r}")
-        if foreign_client and not egress.allow_private_addresses:
+        if client is not None and not egress.allow_private_addresses:
             raise InvalidArgumentError(
                 "an httpx client passed in cannot enforce the egress policy: pass it only "
                 "with egress=ALLOW_ALL (for an endpoint of your own configuration)"
@@ -502,7 +523,12 @@ class _Calls:
         self.max_redirects = max_redirects
         self.max_bytes = max_bytes
         self.follow_redirects = follow_redirects
-        self._own_client = not foreign_client
+        self._own_client = client is None
+        self._client: _C = self._new_client(egress, verify) if client is None else client
+
+    def _new_client(self, egress: EgressPolicy, verify: ssl.SSLContext | bool) -> _C:
+        """The pooled httpx client of this kind whose connections come from ``egress``."""
+        raise NotImplementedError
 
     def _following(self, response: httpx.Response) -> httpx.Request | None:
         return response.next_request if self.follow_redirects else None
@@ -515,32 +541,28 @@ class _Calls:
         retry: RetryPolicy | None,
         retryable: Retryable | None,
         keep_open: bool,
-    ) -> Generator[_Step, Any, tuple[_Hop, HttpReply]]:
+    ) -> _CallSteps:
         """Attempts until one answers and is not retried: the last answer (with its URL,
         redirects, attempts and retry note), or the last attempt's HttpCallError."""
-        policy = retry or RetryPolicy(max_retries=0)
-        attempts = 0
-        while True:
-            attempts += 1
-            try:
-                hop, reply = yield from self._attempt_steps(build(), url, timeout, keep_open)
-            except HttpCallError as exc:
-                exc.attempts = attempts
-                if exc.kind not in _RETRIED_KINDS or attempts > policy.max_retries:
-                    raise
-                yield _Sleep(policy, policy.backoff(attempts - 1))
-                continue
+
+        def status(answer: tuple[_Hop, HttpReply]) -> tuple[int, httpx.Headers, bool | None]:
+            reply = answer[1]
             says = None if retryable is None else retryable(reply.status, reply.headers)
-            delay, note = retry_delay(
-                policy, reply.status, reply.headers, attempts - 1, retryable=says
-            )
-            if delay is None:
-                return hop, dataclasses.replace(reply, attempts=attempts, retry_note=note)
-            yield _Sleep(policy, delay)
+            return reply.status, reply.headers, says
+
+        done = yield from retrying(
+            lambda: self._attempt_steps(build(), url, timeout, keep_open),
+            retry or RetryPolicy(max_retries=0),
+            status=status,
+            retried=_retried,
+            gave_up=_counted,
+        )
+        hop, reply = done.answer
+        return hop, dataclasses.replace(reply, attempts=done.attempts, retry_note=done.note)
 
     def _attempt_steps(
         self, request: httpx.Request, url: str, timeout: float, keep_open: bool
-    ) -> Generator[_Step, Any, tuple[_Hop, HttpReply]]:
+    ) -> _CallSteps:
         """One attempt: the request and its redirects, all within one deadline."""
         deadline = time.monotonic() + timeout
         redirects = 0
@@ -595,19 +617,57 @@ class _Calls:
             )
         return _Budget(url, idle or timeout, total, self.max_bytes, max_line_bytes)
 
-    def _prepared(
+    def _checked_call(
         self,
-        build_request: Callable[..., httpx.Request],
         method: str,
         url: str,
         timeout: float,
-        options: Mapping[str, Any],
-    ) -> tuple[Callable[[], httpx.Request], float]:
-        """A builder of a fresh request for every attempt, and the checked timeout."""
+        keep_open: bool,
+        *,
+        headers: Mapping[str, str] | None = None,
+        params: Mapping[str, str] | None = None,
+        json: Any = None,
+        content: bytes | None = None,
+        retry: RetryPolicy | None = None,
+        retryable: Retryable | None = None,
+    ) -> tuple[_CallSteps, float]:
+        """The call as steps (building a fresh request for every attempt) and its checked
+        timeout; a refused URL is refused here, before any step."""
         seconds = _checked_timeout("timeout", timeout)
         assert seconds is not None
         self.egress.check_url(url)
-        return functools.partial(build_request, method, url, **options), seconds
+        build = functools.partial(
+            self._client.build_request,
+            method,
+            url,
+            headers=headers,
+            params=params,
+            json=json,
+            content=content,
+        )
+        return self._call_steps(build, url, seconds, retry, retryable, keep_open), seconds
+
+    def _request_steps(
+        self, method: str, url: str, timeout: float, options: _CallOptions
+    ) -> _CallSteps:
+        """:meth:`HttpClient.request` as steps."""
+        return self._checked_call(method, url, timeout, False, **options)[0]
+
+    def _stream_steps(
+        self,
+        method: str,
+        url: str,
+        timeout: float,
+        *,
+        idle_timeout: float | None = None,
+        total_timeout: float | None = None,
+        max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+        **options: Unpack[_CallOptions],
+    ) -> tuple[_CallSteps, _Budget]:
+        """:meth:`HttpClient.stream` as steps, and the checked bounds of its body."""
+        steps, seconds = self._checked_call(method, url, timeout, True, **options)
+        budget = self._budget(url, seconds, idle_timeout, total_timeout, max_line_bytes)
+        return steps, budget
 
 
 def _timed(request: httpx.Request, deadline: float) -> httpx.Request:
@@ -695,6 +755,18 @@ _RETRIED_KINDS = frozenset(
 )
 """Failures worth another attempt: lost connections (a server that closes without
 answering is a protocol error to httpx), timeouts."""
+
+
+def _retried(exc: Exception) -> bool:
+    return isinstance(exc, HttpCallError) and exc.kind in _RETRIED_KINDS
+
+
+def _counted(exc: Exception, attempts: int) -> BaseException:
+    """The failure of the last attempt, with the number of attempts made."""
+    if isinstance(exc, HttpCallError):
+        exc.attempts = attempts
+    return exc
+
 
 _STREAM_FAILURES = (httpx.TransportError, httpx.DecodingError, OSError)
 
@@ -789,19 +861,7 @@ async def _aread_within(response: httpx.Response, max_bytes: int) -> bytes:
     return b"".join(parts)
 
 
-_Options: TypeAlias = dict[str, Any]
-
-
-def _options(
-    headers: Mapping[str, str] | None,
-    params: Mapping[str, str] | None,
-    json: Any,
-    content: bytes | None,
-) -> _Options:
-    return {"headers": headers, "params": params, "json": json, "content": content}
-
-
-class HttpClient(_Calls):
+class HttpClient(_Calls[httpx.Client]):
     """Bounded HTTP calls (see the module doc) through one pooled httpx client.
 
     ``egress``: where calls may go (:data:`DEFAULT_EGRESS_POLICY`, public addresses only,
@@ -815,88 +875,35 @@ class HttpClient(_Calls):
     the body read can bound); it stays the caller's to close.
     """
 
-    def __init__(
-        self,
-        *,
-        egress: EgressPolicy = DEFAULT_EGRESS_POLICY,
-        max_redirects: int = DEFAULT_MAX_REDIRECTS,
-        max_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
-        verify: ssl.SSLContext | bool = True,
-        client: httpx.Client | None = None,
-        follow_redirects: bool = True,
-    ) -> None:
-        super().__init__(
-            egress=egress,
-            max_redirects=max_redirects,
-            max_bytes=max_bytes,
-            follow_redirects=follow_redirects,
-            foreign_client=client is not None,
-        )
-        self._client = client or httpx.Client(
-            transport=_PinnedTransport(egress, verify), trust_env=False
-        )
+    def _new_client(self, egress: EgressPolicy, verify: ssl.SSLContext | bool) -> httpx.Client:
+        return httpx.Client(transport=_PinnedTransport(egress, verify), trust_env=False)
 
     def request(
-        self,
-        method: str,
-        url: str,
-        *,
-        timeout: float,
-        headers: Mapping[str, str] | None = None,
-        params: Mapping[str, str] | None = None,
-        json: Any = None,
-        content: bytes | None = None,
-        retry: RetryPolicy | None = None,
-        retryable: Retryable | None = None,
+        self, method: str, url: str, *, timeout: float, **options: Unpack[_CallOptions]
     ) -> HttpReply:
         """The complete answer to ``method url``, redirects followed, each attempt within
         ``timeout`` seconds as a whole. Error statuses are answers (see
-        :func:`status_kind`); with ``retry``, 408/429/5xx (or what ``retryable`` says),
-        lost connections, broken answers and timeouts are retried first. Raises
+        :func:`status_kind`); with ``retry`` (a :class:`~ragloom.core.retry.RetryPolicy`),
+        408/429/5xx (or what ``retryable`` says), lost connections, broken answers and
+        timeouts are retried first. ``headers``, ``params``, ``json`` and ``content``
+        make the request as in httpx. Raises
         :class:`~ragloom.core.errors.EgressRefusedError` for a refused URL, address or
         redirect, :class:`HttpCallError` when no complete answer came."""
-        build, seconds = self._prepared(
-            self._client.build_request,
-            method,
-            url,
-            timeout,
-            _options(headers, params, json, content),
-        )
-        steps = self._call_steps(build, url, seconds, retry, retryable, False)
+        steps = self._request_steps(method, url, timeout, options)
         return run_steps(steps, self._perform)[1]
 
     @contextmanager
     def stream(
-        self,
-        method: str,
-        url: str,
-        *,
-        timeout: float,
-        idle_timeout: float | None = None,
-        total_timeout: float | None = None,
-        max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
-        headers: Mapping[str, str] | None = None,
-        params: Mapping[str, str] | None = None,
-        json: Any = None,
-        content: bytes | None = None,
-        retry: RetryPolicy | None = None,
-        retryable: Retryable | None = None,
+        self, method: str, url: str, *, timeout: float, **options: Unpack[_StreamOptions]
     ) -> Iterator[HttpStream]:
         """:meth:`request` whose 2xx body is read as it arrives: ``timeout`` bounds each
         attempt up to the headers (retried as :meth:`request` does; an error status is
         read whole), then each chunk must come within ``idle_timeout`` (``timeout`` by
         default) and all of them within ``total_timeout`` (no limit by default); the body
-        is capped at ``max_bytes``, each line at ``max_line_bytes``. The connection is
-        released when the block ends."""
-        build, seconds = self._prepared(
-            self._client.build_request,
-            method,
-            url,
-            timeout,
-            _options(headers, params, json, content),
-        )
-        budget = self._budget(url, seconds, idle_timeout, total_timeout, max_line_bytes)
-        steps = self._call_steps(build, url, seconds, retry, retryable, True)
+        is capped at ``max_bytes``, each line at ``max_line_bytes``
+        (:data:`DEFAULT_MAX_LINE_BYTES` by default). The connection is released when the
+        block ends."""
+        steps, budget = self._stream_steps(method, url, timeout, **options)
         hop, reply = run_steps(steps, self._perform)
         try:
             yield HttpStream(reply, hop.response, budget)
@@ -906,7 +913,7 @@ class HttpClient(_Calls):
 
     def _perform(self, step: _Step) -> Any:
         """One step of a call, on this thread."""
-        if isinstance(step, _Sleep):
+        if isinstance(step, Pause):
             step.policy.sleep(step.seconds)
             return None
         token = _DEADLINE.set(step.deadline)
@@ -944,83 +951,27 @@ class HttpClient(_Calls):
         self.close()
 
 
-class AsyncHttpClient(_Calls):
+class AsyncHttpClient(_Calls[httpx.AsyncClient]):
     """:class:`HttpClient` on asyncio: the same arguments (``client`` is an
     ``httpx.AsyncClient``), the same bounds; ``asyncio.timeout`` ends each attempt at its
     deadline. Its pooled connections belong to the event loop that first used it."""
 
-    def __init__(
-        self,
-        *,
-        egress: EgressPolicy = DEFAULT_EGRESS_POLICY,
-        max_redirects: int = DEFAULT_MAX_REDIRECTS,
-        max_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
-        verify: ssl.SSLContext | bool = True,
-        client: httpx.AsyncClient | None = None,
-        follow_redirects: bool = True,
-    ) -> None:
-        super().__init__(
-            egress=egress,
-            max_redirects=max_redirects,
-            max_bytes=max_bytes,
-            follow_redirects=follow_redirects,
-            foreign_client=client is not None,
-        )
-        self._client = client or httpx.AsyncClient(
-            transport=_AsyncPinnedTransport(egress, verify), trust_env=False
-        )
+    def _new_client(self, egress: EgressPolicy, verify: ssl.SSLContext | bool) -> httpx.AsyncClient:
+        return httpx.AsyncClient(transport=_AsyncPinnedTransport(egress, verify), trust_env=False)
 
     async def request(
-        self,
-        method: str,
-        url: str,
-        *,
-        timeout: float,
-        headers: Mapping[str, str] | None = None,
-        params: Mapping[str, str] | None = None,
-        json: Any = None,
-        content: bytes | None = None,
-        retry: RetryPolicy | None = None,
-        retryable: Retryable | None = None,
+        self, method: str, url: str, *, timeout: float, **options: Unpack[_CallOptions]
     ) -> HttpReply:
         """:meth:`HttpClient.request`, awaited."""
-        build, seconds = self._prepared(
-            self._client.build_request,
-            method,
-            url,
-            timeout,
-            _options(headers, params, json, content),
-        )
-        steps = self._call_steps(build, url, seconds, retry, retryable, False)
+        steps = self._request_steps(method, url, timeout, options)
         return (await arun_steps(steps, self._perform))[1]
 
     @asynccontextmanager
     async def stream(
-        self,
-        method: str,
-        url: str,
-        *,
-        timeout: float,
-        idle_timeout: float | None = None,
-        total_timeout: float | None = None,
-        max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
-        headers: Mapping[str, str] | None = None,
-        params: Mapping[str, str] | None = None,
-        json: Any = None,
-        content: bytes | None = None,
-        retry: RetryPolicy | None = None,
-        retryable: Retryable | None = None,
+        self, method: str, url: str, *, timeout: float, **options: Unpack[_StreamOptions]
     ) -> AsyncIterator[AsyncHttpStream]:
         """:meth:`HttpClient.stream` for ``async with``."""
-        build, seconds = self._prepared(
-            self._client.build_request,
-            method,
-            url,
-            timeout,
-            _options(headers, params, json, content),
-        )
-        budget = self._budget(url, seconds, idle_timeout, total_timeout, max_line_bytes)
-        steps = self._call_steps(build, url, seconds, retry, retryable, True)
+        steps, budget = self._stream_steps(method, url, timeout, **options)
         hop, reply = await arun_steps(steps, self._perform)
         try:
             yield AsyncHttpStream(reply, hop.response, budget)
@@ -1030,7 +981,7 @@ class AsyncHttpClient(_Calls):
 
     async def _perform(self, step: _Step) -> Any:
         """One step of a call, on the event loop."""
-        if isinstance(step, _Sleep):
+        if isinstance(step, Pause):
             await step.policy.async_sleep(step.seconds)
             return None
         async with asyncio.timeout(step.deadline - time.monotonic()):
