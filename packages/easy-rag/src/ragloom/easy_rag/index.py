@@ -35,6 +35,7 @@ from ragloom.core import (
     LoadFailure,
     RagIndexError,
     RagloomError,
+    StoredEmbedding,
     TextSegment,
     UnsupportedDocumentError,
     metadata_key,
@@ -43,6 +44,7 @@ from ragloom.core.ingestor import DOCUMENT_ID, document_identity
 from ragloom.core.loaders.file_selection import select_files
 from ragloom.core.loaders.file_system import readable_name
 from ragloom.core.progress import ProgressCallback
+from ragloom.core.stores.validation import removal_target
 from ragloom.easy_rag.progress import captured_warnings
 
 __all__ = [
@@ -177,10 +179,15 @@ class KeywordMirroredStore(EmbeddingStore):
     def search(self, request: EmbeddingSearchRequest) -> EmbeddingSearchResult:
         return self.store.search(request)
 
-    def remove_all(self, ids: Iterable[str] | None = None, *, filter: Filter | None = None) -> None:
-        id_list = None if ids is None else list(ids)
+    def remove_all(
+        self, ids: Iterable[str] | Filter | None = None, *, filter: Filter | None = None
+    ) -> None:
+        id_list, filter = removal_target(ids, filter)
         self.store.remove_all(id_list, filter=filter)
         self.keywords.remove_all(id_list, filter=filter)
+
+    def get(self, ids: Iterable[str], *, embeddings: bool = False) -> list[StoredEmbedding]:
+        return self.store.get(ids, embeddings=embeddings)
 
 
 class RagIndex:

@@ -52,11 +52,13 @@ from ragloom.core import (
     Query,
     RagAssistant,
     RagloomError,
+    StoredEmbedding,
     TextSegment,
     metadata_key,
     parse_filter,
     plugins,
 )
+from ragloom.core.stores.validation import removal_target
 from ragloom.easy_rag import ExtractiveAssistant, RagIndex
 from ragloom.easy_rag.cli import MinScoreRetriever
 from ragloom.easy_rag.defaults import default_hybrid_retriever, hybrid_candidates
@@ -237,9 +239,14 @@ class _StagedWrites(EmbeddingStore):
     def search(self, request: EmbeddingSearchRequest) -> EmbeddingSearchResult:
         raise RagloomError("the staging store records writes only; search the index")
 
-    def remove_all(self, ids: Iterable[str] | None = None, *, filter: Filter | None = None) -> None:
-        names = None if ids is None else list(ids)
-        self.operations.append(lambda store: store.remove_all(names, filter=filter))
+    def get(self, ids: Iterable[str], *, embeddings: bool = False) -> list[StoredEmbedding]:
+        raise RagloomError("the staging store records writes only; read the index")
+
+    def remove_all(
+        self, ids: Iterable[str] | Filter | None = None, *, filter: Filter | None = None
+    ) -> None:
+        names, condition = removal_target(ids, filter)
+        self.operations.append(lambda store: store.remove_all(names, filter=condition))
 
 
 class _ReadLocked:

@@ -26,6 +26,8 @@ from ragloom.core.stores.arguments import (
     check_filter,
     check_max_results,
     check_min_score,
+    get_ids,
+    removal_target,
     validate_ids,
 )
 from ragloom.core.stores.metadata_columns import CodedColumn, MetadataColumn
@@ -39,7 +41,9 @@ __all__ = [
     "check_segment_text",
     "embedding_dimension",
     "generate_ids",
+    "get_ids",
     "metadata_columns",
+    "removal_target",
     "segment_columns",
     "split_segments",
     "validate_embeddings",

@@ -74,6 +74,7 @@ _MAX_DIMENSION = 32768
 _TOP_K_LIMIT = 16384  # Milvus: limit (+ offset) of one search or query
 _PAGE = 1000
 _FIELDS = ["id", "seq", "vector", "text", "has_text", "metadata", "kinds", "exact"]
+_ENTRY_FIELDS = ["id", "text", "has_text", "metadata", "kinds", "exact"]  # all but vector, seq
 _KIND_FIELDS = ["metadata", "kinds", "exact"]
 _SETTLE_ATTEMPTS = 8
 _SETTLE_BACKOFF = 0.005  # seconds: the first rewrite's back-off is up to twice this
@@ -106,8 +107,8 @@ class MilvusEmbeddingStore(RemoteEmbeddingStore):
     must then have it.
     Thread-safe (one pymilvus client, which is).
 
-    Async: ``asearch``, ``aadd_all``, ``aadd`` and ``aremove_all`` run the same operations
-    on a pymilvus ``AsyncMilvusClient``: with ``uri``, the store opens one per event loop
+    Async: ``asearch``, ``aadd_all``, ``aadd``, ``aremove_all`` and ``aget`` run the same
+    operations on a pymilvus ``AsyncMilvusClient``: with ``uri``, the store opens one per event loop
     (on its first async call there; close it with ``await store.aclose()`` or
     ``async with``); with ``client``, pass ``async_client`` for the same Milvus, or the
     async methods run each operation in a worker thread. At most ``async_concurrency``
@@ -550,15 +551,39 @@ class MilvusEmbeddingStore(RemoteEmbeddingStore):
         return int(row["seq"])
 
     def _match(self, row: Row, score: float) -> EmbeddingMatch:
-        segment = (
-            TextSegment(row["text"], Metadata(self._metadata(row))) if row["has_text"] else None
-        )
         vector = np.asarray(row["vector"], dtype=np.float32)
-        return EmbeddingMatch(score, row["id"], Embedding(vector), segment)
+        return EmbeddingMatch(score, row["id"], Embedding(vector), self._segment(row))
 
     @staticmethod
     def _metadata(row: Row) -> dict[str, MetadataValue]:
         return decode_metadata(row.get("metadata"), row.get("kinds"), row.get("exact"))
+
+    # ------------------------------------------------------------------ lookup by id
+
+    def _rows_of(self, keys: list[str], embeddings: bool) -> Steps[list[Row]]:
+        """The rows of ``keys``, a page of ids a query, read with Strong consistency (a get
+        right after a write sees it); the vector column only when asked for."""
+        fields = _FIELDS if embeddings else _ENTRY_FIELDS
+        rows: list[Row] = []
+        for start in range(0, len(keys), _PAGE):
+            batch = tuple(keys[start : start + _PAGE])
+            rows += yield ClientCall.of(
+                f"reading {len(batch)} entries by id",
+                "query",
+                self._collection,
+                output_fields=fields,
+                consistency_level="Strong",
+                **self._render(("id in ", Param(batch))),
+            )
+        return rows
+
+    def _stored(self, row: Row) -> tuple[str, TextSegment | None]:
+        return str(row["id"]), self._segment(row)
+
+    def _segment(self, row: Row) -> TextSegment | None:
+        if not row["has_text"]:
+            return None
+        return TextSegment(row["text"], Metadata(self._metadata(row)))
 
     # ------------------------------------------------------------------ removal
 

@@ -67,6 +67,7 @@ Matrix = npt.NDArray[np.float32]
 _MAX_DIMENSION = 65536  # Qdrant's limit for a dense vector
 _SLACK = 1e-4  # Qdrant's float32 cosine vs the exact one: bound on the difference
 _RESULT_FIELDS = ["rid", "seq", "text", "meta", "vec"]
+_ENTRY_FIELDS = ["rid", "seq", "text", "meta"]  # all but the vector
 _PAGE = 1000  # points per scroll page
 
 
@@ -104,8 +105,8 @@ class QdrantEmbeddingStore(RemoteEmbeddingStore):
 
     Thread-safe: calls to a local-mode client (which is not) are serialized by the store.
 
-    Async: ``asearch``, ``aadd_all``, ``aadd`` and ``aremove_all`` run the same operations
-    on an ``AsyncQdrantClient``: with ``url`` (or a server ``location``) the store opens
+    Async: ``asearch``, ``aadd_all``, ``aadd``, ``aremove_all`` and ``aget`` run the same
+    operations on an ``AsyncQdrantClient``: with ``url`` (or a server ``location``) the store opens
     one per event loop (close it with ``await store.aclose()`` or ``async with``); with
     ``client``, pass ``async_client`` for the same Qdrant. In local mode (``path`` or
     ``":memory:"``) they run the sync operation in a worker thread: the local engine is
@@ -479,11 +480,22 @@ class QdrantEmbeddingStore(RemoteEmbeddingStore):
 
     def _match(self, row: _Row, score: float) -> EmbeddingMatch:
         assert self._dimension is not None
+        vector = decode_vector(row.payload, self._dimension)
+        entry_id, segment = self._stored(row)
+        return EmbeddingMatch(score, entry_id, Embedding(vector), segment)
+
+    def _stored(self, row: _Row) -> tuple[str, TextSegment | None]:
         payload = row.payload
         text = payload.get("text")
-        segment = None if text is None else TextSegment(text, decode_meta(payload))
-        vector = decode_vector(payload, self._dimension)
-        return EmbeddingMatch(score, str(payload["rid"]), Embedding(vector), segment)
+        return str(payload["rid"]), None if text is None else TextSegment(
+            text, decode_meta(payload)
+        )
+
+    def _rows_of(self, pids: list[str], embeddings: bool) -> Steps[list[_Row]]:
+        """The points of ``pids`` (retrieved by point id), with the vector as added only
+        when asked for."""
+        fields = _RESULT_FIELDS if embeddings else _ENTRY_FIELDS
+        return self._rows((yield from self._retrieve(pids, fields)))
 
     def _scroll(
         self, condition: models.Filter | None, fields: list[str]
