@@ -46,6 +46,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ragloom.core import EmbeddingSearchRequest, InMemoryEmbeddingStore
+from ragloom.core.stores._usearch import native_dtype
 from ragloom.core.stores.quantized import IndexOptions
 
 KINDS = ("exact", "int8", "binary", "hnsw")
@@ -229,19 +230,28 @@ def build_engines(vectors: Matrix, names: list[str]) -> tuple[dict[str, Any], di
     graphs: dict[str, Any] = {}
     for name in names:
         start = time.process_time()
-        if name == "ragloom":
-            saved = folder / "ragloom"
+        if name.startswith("ragloom"):  # "ragloom": the default dtype; "ragloom-i8": i8
+            dtype = name.partition("-")[2] or "auto"
+            key = f"ragloom-{native_dtype() if dtype == 'auto' else dtype}"
+            saved = folder / key
             if saved.exists():
                 store = InMemoryEmbeddingStore.load(saved)
             else:
-                options = IndexOptions("hnsw", connectivity=16, expansion_add=128)
+                options = IndexOptions(
+                    "hnsw",
+                    connectivity=16,
+                    expansion_add=128,
+                    hnsw_dtype=dtype,  # type: ignore[arg-type]
+                )
                 store = InMemoryEmbeddingStore(index=options)
                 store.add_all(vectors, ids=[str(i) for i in range(rows)])
                 store.search(EmbeddingSearchRequest(vectors[0], 10))  # builds the graph
-                built[name] = time.process_time() - start
+                built[key] = time.process_time() - start
                 store.save(saved)
             store.search(EmbeddingSearchRequest(vectors[0], 10))  # opens a saved graph
             graphs[name] = store
+            if key in built:
+                built[name] = built[key]
         elif name == "hnswlib":
             saved = folder / "hnswlib.bin"
             index = hnswlib.Index(space="ip", dim=dimension)
@@ -293,7 +303,7 @@ def build_engines(vectors: Matrix, names: list[str]) -> tuple[dict[str, Any], di
 
 def searcher(name: str, graph: Any, beam: int) -> Callable[[Matrix], list[int]]:
     """One top-10 query of ``name`` at search beam ``beam`` (ids as ints)."""
-    if name == "ragloom":
+    if name.startswith("ragloom"):
         graph._quantized.options = dataclasses.replace(graph._quantized.options, expansion=beam)
         return lambda probe: [
             int(m.embedding_id) for m in graph.search(EmbeddingSearchRequest(probe, 10)).matches
@@ -356,15 +366,29 @@ def engines(rows: int, queries: int, repeat: int, names: list[str]) -> dict[str,
             f"{n} {p['cpu_ms']:.3f} (beam {p['beam']})" if p else f"{n} -" for n, p in found.items()
         )
         print(f"recall >= {recall}: CPU ms {shown}; ragloom / best raw {raw_ratio(found):.2f}x")
-    built = {name: seconds for name, seconds in built.items() if name in names}
+    built = {name: built[name] for name in names if name in built}
     print("build CPU s: " + "  ".join(f"{n} {s:.1f}" for n, s in built.items()))
     return {"load": load, "points": points, "matched": matched, "build_cpu_s": built}
 
 
 def cheapest(points: list[dict[str, float]], recall: float) -> dict[str, float] | None:
-    """The beam reaching ``recall`` at the lowest CPU time a query (None: none does)."""
-    reached = [p for p in points if p["recall"] >= recall]
-    return min(reached, key=lambda p: p["cpu_ms"]) if reached else None
+    """CPU time a query at ``recall`` (None: no beam reaches it), interpolated linearly
+    in recall between the last beam below it and the first reaching it (``beam``: that
+    one); CPU times measured at larger beams that reach it cheaper (noise) win."""
+    ordered = sorted(points, key=lambda p: p["beam"])
+    reached = [i for i, p in enumerate(ordered) if p["recall"] >= recall]
+    if not reached:
+        return None
+    first = ordered[reached[0]]
+    cpu = first["cpu_ms"]
+    if reached[0] > 0:
+        below = ordered[reached[0] - 1]
+        share = (recall - below["recall"]) / (first["recall"] - below["recall"])
+        cpu = below["cpu_ms"] + share * (first["cpu_ms"] - below["cpu_ms"])
+    best = min((ordered[i] for i in reached), key=lambda p: p["cpu_ms"])
+    if best["cpu_ms"] < cpu:
+        return best
+    return {**first, "cpu_ms": cpu}
 
 
 def raw_ratio(found: dict[str, dict[str, float] | None]) -> float:

@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 import pytest
+from usearch.index import Index  # type: ignore[import-untyped,unused-ignore]
 
 from ragloom.core import (
     EmbeddingSearchRequest,
@@ -21,7 +22,7 @@ from ragloom.core import (
     metadata_key,
 )
 from ragloom.core.filters import Filter
-from ragloom.core.stores._usearch import GraphFile
+from ragloom.core.stores._usearch import GraphFile, native_dtype
 from ragloom.core.stores.hnsw import HnswIndex
 from ragloom.core.stores.quantized import IndexOptions, QuantizedIndex, _popcount_table
 from ragloom.testkit import EmbeddingStoreFilterSuite, EmbeddingStoreSuite
@@ -315,6 +316,51 @@ def test_hnsw_beam_is_the_recall_knob(
         recalls[expansion] = hits / (10 * len(queries))
     assert recalls[128] >= 0.95
     assert recalls[128] > recalls[4]
+
+
+def test_hnsw_auto_dtype_builds_the_native_graph_and_keeps_auto_in_saves(
+    data: tuple[npt.NDArray[np.float32], npt.NDArray[np.float32]], tmp_path: Path
+) -> None:
+    """The default ``hnsw_dtype="auto"`` builds bf16 where usearch has SIMD kernels for
+    it, else f16; a save records "auto" (the graph file keeps its own kind)."""
+    vectors, queries = data
+    assert IndexOptions("hnsw").hnsw_dtype == "auto"
+    expected = native_dtype()
+    assert expected in ("bf16", "f16")
+    accelerated = Index(ndim=8, metric="ip", dtype="bf16").hardware_acceleration
+    assert (expected == "bf16") == (str(accelerated) != "serial")
+    store = _store("hnsw", vectors[:3000])
+    before = [_top(store, query) for query in queries[:5]]
+    index = store._quantized
+    assert isinstance(index, HnswIndex)
+    assert index._graph is not None
+    assert str(index._graph._index.dtype) == f"ScalarKind.{expected.upper()}"
+    store.save(tmp_path)
+    loaded = InMemoryEmbeddingStore.load(tmp_path, mmap=True)
+    assert loaded.index_options.hnsw_dtype == "auto"
+    assert [_top(loaded, query) for query in queries[:5]] == before
+
+
+@pytest.mark.slow
+def test_hnsw_i8_graph_rescores_twice_k_and_keeps_recall(
+    data: tuple[npt.NDArray[np.float32], npt.NDArray[np.float32]],
+) -> None:
+    """An int8 graph misorders near neighbours; its 2k rescored candidates keep recall."""
+    vectors, queries = data
+    options = IndexOptions("hnsw", exact_below=0, hnsw_dtype="i8")
+    assert options.candidate_count(10) == 20
+    assert dataclasses.replace(options, oversample=1).candidate_count(10) == 10
+    exact = _store("exact", vectors)
+    store = InMemoryEmbeddingStore(index=options)
+    store.add_all(vectors, ids=_ids(len(vectors)))
+    recalls = []
+    for query in queries:
+        expected = {r for r, _ in _top(exact, query)}
+        found = _top(store, query)
+        exact_scores = dict(_top(exact, query, ROWS))
+        assert all(score == exact_scores[row] for row, score in found)
+        recalls.append(len(expected & {r for r, _ in found}) / 10)
+    assert float(np.mean(recalls)) >= 0.95
 
 
 @pytest.mark.parametrize("mmap", [False, True])

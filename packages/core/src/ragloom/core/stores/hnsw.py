@@ -2,15 +2,16 @@
 
 Like the quantized indexes of :mod:`ragloom.core.stores.quantized`, the graph only
 *chooses candidates*: a search walks it for the ``max(oversample * k, min_candidates)``
-nearest unit vectors (``k`` by default) with a beam of ``expansion`` (raised to the
-candidate count), and the store rescores them exactly in ``float64``, so scores stay
-the exact relevance scores and only recall is approximate. The beam sets the recall:
-rescoring more rows than ``k`` changes the top ``k`` only where the graph's float16
-distances misorder near-ties (recall@10 0.988 against 0.987 at beam 64 on 100k text-like
-rows), at the cost of a cold read of a float32 row each. The graph (usearch, the
-``ragloom-core[hnsw]`` extra) holds its own copy of the unit vectors in ``float16`` by
-default (half the float32 matrix; ``hnsw_dtype="i8"`` for a quarter, ``"f32"`` for the
-full copy) and about ``2 * connectivity`` 4-byte links a row.
+nearest unit vectors (``k`` by default, ``2 * k`` for an int8 graph) with a beam of
+``expansion`` (raised to the candidate count), and the store rescores them exactly in
+``float64``, so scores stay the exact relevance scores and only recall is approximate.
+The beam sets the recall: rescoring more rows than ``k`` changes the top ``k`` only
+where the graph's 16-bit distances misorder near-ties (recall@10 0.988 against 0.987 at
+beam 64 on 100k text-like rows), at the cost of a cold read of a float32 row each. The
+graph (usearch, the ``ragloom-core[hnsw]`` extra) holds its own copy of the unit
+vectors, by default in ``bfloat16`` where usearch has SIMD kernels for it and
+``float16`` elsewhere (half the float32 matrix; ``hnsw_dtype="i8"`` for a quarter,
+``"f32"`` for the full copy), and about ``2 * connectivity`` 4-byte links a row.
 
 Keeping in step. Each row gets a uint64 key when first indexed; ``key -> row`` is an
 array, updated when compaction moves rows. Appends are indexed lazily, at the next
@@ -48,7 +49,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ragloom.core.errors import EmbeddingStoreError
-from ragloom.core.stores._usearch import GraphFile, HnswGraph, require_usearch
+from ragloom.core.stores._usearch import GraphFile, HnswGraph, native_dtype, require_usearch
 from ragloom.core.stores.quantized import (
     STATE_VERSION,
     IndexOptions,
@@ -160,7 +161,7 @@ class HnswIndex:
         options = self.options
         self._graph = HnswGraph.new(
             dimension,
-            dtype=options.hnsw_dtype,
+            dtype=native_dtype() if options.hnsw_dtype == "auto" else options.hnsw_dtype,
             connectivity=options.connectivity,
             expansion_add=options.expansion_add,
             expansion_search=options.expansion,
