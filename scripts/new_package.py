@@ -5,7 +5,10 @@
 writes packages/store-qdrant/ (pyproject, README, src/ragloom/stores/qdrant/ with a
 skeleton whose methods raise ``NotImplementedError("implement me: ...")``, a conformance
 test subclassing the testkit suite) and, for kinds that talk to a server, the service
-script scripts/services/qdrant.sh. The naming rule, applied here and nowhere else:
+script scripts/services/qdrant.sh. ``--in-process`` (stores) is for an engine that runs
+inside the Python process (a file or a directory, no server): no service script, and a
+conformance test that builds each store in its own temporary directory, so it passes
+unchanged once the skeleton is filled in. The naming rule, applied here and nowhere else:
 
     packages/<kind>-<name>  ->  distribution ragloom-<kind>-<name>
                             ->  import path ragloom.<kind>s.<name with - as _>
@@ -15,6 +18,7 @@ script scripts/services/qdrant.sh. The naming rule, applied here and nowhere els
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import re
 import sys
 import zlib
@@ -172,11 +176,29 @@ def render(template: str, values: dict[str, str]) -> str:
     return PLACEHOLDER.sub(value, text)
 
 
+#: The kinds with an in-process variant (``--in-process``), and its templates' prefix.
+IN_PROCESS = {"store": "in_process_"}
+
+
 def plan(
-    kind_name: str, name: str, client: str | None, service: bool, root: Path
+    kind_name: str,
+    name: str,
+    client: str | None,
+    service: bool,
+    root: Path,
+    *,
+    in_process: bool = False,
 ) -> dict[Path, str]:
     """Every file to write, relative path -> content, for one new package."""
     kind = KINDS[kind_name]
+    if in_process and kind_name not in IN_PROCESS:
+        raise GeneratorError(
+            f"--in-process: only for --kind {', '.join(IN_PROCESS)}, not {kind_name} "
+            "(--no-service leaves out a service script)"
+        )
+    if in_process:  # no server: no service script, fixture or README section for one
+        kind = dataclasses.replace(kind, server=False)
+    variant = IN_PROCESS[kind_name] if in_process else ""
     module = name.replace("-", "_")
     namespace = kind.namespace
     cls_base = "".join(part.capitalize() for part in name.split("-"))
@@ -220,7 +242,13 @@ def plan(
         ),
     }
     values["server_fixture"] = render("server_fixture.py.tmpl", values) if kind.server else ""
-    values["usage"] = render(f"{kind_name}/usage.py.tmpl", values)
+    values["usage"] = render(f"{kind_name}/{variant}usage.py.tmpl", values)
+    values["where"] = "path" if in_process else "url"
+    values["where_help"] = (
+        "the database's file or directory (created when missing)"
+        if in_process
+        else "the server's URL"
+    )
     package = Path("packages") / f"{kind_name}-{name}"
     source = package / "src" / "ragloom" / namespace / module
     files = {
@@ -230,7 +258,7 @@ def plan(
         source / f"{kind_name}.py": render(f"{kind_name}/module.py.tmpl", values),
         source / "py.typed": "",
         package / "tests" / f"test_{module}_conformance.py": render(
-            f"{kind_name}/test.py.tmpl", values
+            f"{kind_name}/{variant}test.py.tmpl", values
         ),
     }
     if with_service:
@@ -257,13 +285,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--no-service", action="store_true", help="no scripts/services/<name>.sh (server kinds)"
     )
+    parser.add_argument(
+        "--in-process",
+        action="store_true",
+        help="a store whose engine runs in the Python process (a file or directory, no "
+        "server): no service script, and a test that builds each store in a temporary "
+        "directory",
+    )
     args = parser.parse_args(argv)
     try:
         if args.kind not in KINDS:
             raise GeneratorError(f"--kind {args.kind!r}: use one of {', '.join(KINDS)}")
         name = check_name(args.name)
         client = None if args.client is None else check_client(args.client)
-        files = plan(args.kind, name, client, not args.no_service, args.root)
+        files = plan(
+            args.kind, name, client, not args.no_service, args.root, in_process=args.in_process
+        )
     except GeneratorError as exc:
         print(f"new_package: {exc}", file=sys.stderr)
         return 2

@@ -368,3 +368,85 @@ def test_the_worked_example_passes_the_store_suites(tmp_path: Path) -> None:
     )
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
     assert re.search(r"\b\d{2,} passed\b", result.stdout), result.stdout[-2000:]
+
+
+def generate_in_process(root: Path) -> dict[str, Path]:
+    """A store generated with --in-process, named as the worked example's class."""
+    result = generate(root, "--kind", "store", "--name", "example", "--in-process")
+    assert result.returncode == 0, result.stderr
+    package = root / "packages" / "store-example"
+    return {
+        "module": package / "src" / "ragloom" / "stores" / "example" / "store.py",
+        "test": package / "tests" / "test_example_conformance.py",
+        "readme": package / "README.md",
+        "src": package / "src",
+    }
+
+
+def run_generated_test(test: Path, src: Path) -> subprocess.CompletedProcess[str]:
+    inherited = os.environ.get("PYTHONPATH", "")
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(test)],
+        cwd=test.parent,
+        env=dict(os.environ, PYTHONPATH=os.pathsep.join([str(src), inherited])),
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+
+def test_an_in_process_store_has_no_server_parts(tmp_path: Path) -> None:
+    files = generate_in_process(tmp_path)
+    assert not (tmp_path / "scripts").exists()  # no service script, env.sh untouched
+    test = files["test"].read_text()
+    for server_part in ("integration", "require_server", "server_url", "scripts/services"):
+        assert server_part not in test
+    assert "scripts/services" not in files["readme"].read_text()
+    assert "        path: str," in files["module"].read_text()
+    lint = subprocess.run(
+        [sys.executable, "-m", "ruff", "check", "--no-cache", "--config",
+         str(REPO / "pyproject.toml"), str(tmp_path / "packages")],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert lint.returncode == 0, lint.stdout
+    refused = generate(tmp_path, "--kind", "loader", "--name", "x", "--in-process")
+    assert refused.returncode == 2
+    assert "--in-process: only for --kind store, not loader" in refused.stderr
+
+
+def test_an_in_process_store_passes_its_generated_test_unchanged(tmp_path: Path) -> None:
+    """The skeleton's test fails on "implement me"; with the skeleton filled in (the
+    worked example on Qdrant's local mode, a directory per store) the same, unedited
+    test passes: the checklist's "passes unchanged" holds for in-process stores."""
+    files = generate_in_process(tmp_path)
+    before = run_generated_test(files["test"], files["src"])
+    assert before.returncode == 1
+    assert "implement me" in before.stdout
+    filled = (
+        worked_example()
+        .replace("self.url = url", "self.path = path")
+        .replace("        url: str,", "        path: str,")
+        .replace('f"connecting to {self.url}", QdrantClient, location=self.url', (
+            'f"opening {self.path}", QdrantClient, path=self.path'
+        ))
+    )  # fmt: skip
+    assert "url" not in filled.replace("NAMESPACE_URL", "")
+    files["module"].write_text(filled)
+    test_before = files["test"].read_text()
+    after = run_generated_test(files["test"], files["src"])
+    assert after.returncode == 0, after.stdout[-4000:] + after.stderr[-2000:]
+    assert re.search(r"\b\d{2,} passed\b", after.stdout), after.stdout[-2000:]
+    assert files["test"].read_text() == test_before
+
+
+def test_the_guide_documents_the_metadata_type_helpers() -> None:
+    """The suite's hint for a mistyped metadata write points at core's
+    stores.metadata_types; the guide lists its helpers, by names that exist."""
+    from ragloom.core.stores import metadata_types
+
+    guide = CONTRIBUTING.read_text()
+    _, entry = guide.split("- `ragloom.core.stores.metadata_types`:")
+    entry = entry.split("\n- ")[0]
+    named = set(re.findall(r"`(\w+)\(", entry))
+    assert named >= {"batch_kinds", "conflicting_kinds", "check_held", "held_type_error"}
+    assert named <= set(metadata_types.__all__)
