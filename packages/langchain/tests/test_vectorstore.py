@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from langchain_core.documents import Document as LcDocument
 
-from ragloom.core.document import Document
+from ragloom.core.document import Document, TextSegment
 from ragloom.core.errors import (
     InvalidArgumentError,
     InvalidFilterError,
@@ -176,6 +176,24 @@ def test_a_fresh_adapter_over_a_filled_store_finds_by_id(
 ) -> None:
     fresh = RagloomVectorStore(vectorstore.store, RagloomEmbeddings(model))
     assert _ids(fresh.get_by_ids(["id1"])) == ["id1"]
+
+
+def test_get_by_ids_finds_entries_ragloom_wrote_and_reads_old_mirrored_ones(
+    vectorstore: RagloomVectorStore, model: FakeEmbeddingModel
+) -> None:
+    store = vectorstore.store
+    assert "langchain_id" not in store.get(["id0"])[0].embedded.metadata  # no mirror written
+    vector = model.embed("ingested").embedding
+    store.add_all([vector], [TextSegment("ingested", {"src": "a.md"})], ids=["ragloom-1"])
+    store.add_all([vector], ids=["bare"])  # an embedding without a segment is no document
+    # as the adapter's first release wrote it: the id mirrored in the metadata
+    store.add_all([vector], [TextSegment("old", {"langchain_id": "old-1", "n": 1})], ids=["old-1"])
+    found = vectorstore.get_by_ids(["bare", "old-1", "ragloom-1"])
+    assert found == [
+        LcDocument(id="old-1", page_content="old", metadata={"n": 1}),
+        LcDocument(id="ragloom-1", page_content="ingested", metadata={"src": "a.md"}),
+    ]
+    assert asyncio.run(vectorstore.aget_by_ids(["old-1", "bare", "ragloom-1"])) == found
 
 
 def test_delete_by_filter_and_the_guard_against_emptying(vectorstore: RagloomVectorStore) -> None:

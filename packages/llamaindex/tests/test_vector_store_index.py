@@ -232,3 +232,61 @@ def test_segments_written_by_ragloom_are_queryable(model: FakeEmbeddingModel) ->
     [found] = index.as_retriever(similarity_top_k=1).retrieve("ragloom")
     assert found.node.get_content() == "written by ragloom"
     assert found.node.metadata["k"] == 1
+
+
+@pytest.mark.parametrize("backend", ["in-memory", "qdrant"])
+def test_node_ids_restrict_a_query_as_in_simple_vector_store(
+    model: FakeEmbeddingModel, backend: str
+) -> None:
+    store = (
+        InMemoryEmbeddingStore()
+        if backend == "in-memory"
+        else QdrantEmbeddingStore("node_ids", location=":memory:", dimension=model.dimension)
+    )
+    ours, theirs = RagloomVectorStore(store), SimpleVectorStore()
+    nodes = _nodes()
+    for node in nodes:
+        node.embedding = model.embed(node.get_content()).embedding.to_list()
+    ours.add(nodes)
+    theirs.add(nodes)
+    vector = model.embed("capital").embedding.to_list()
+    everything = ours.query(VectorStoreQuery(query_embedding=vector, similarity_top_k=6))
+    full_scores = dict(zip(everything.ids or [], everything.similarities or [], strict=True))
+    for node_ids, top_k, filters in [
+        (["n5", "n0", "missing", "n3", "n0"], 2, None),
+        (["n1", "n2", "n3", "n4"], 4, FILTERS[0]),
+        (["n2"], 3, None),
+    ]:
+        query = VectorStoreQuery(
+            query_embedding=vector, similarity_top_k=top_k, node_ids=node_ids, filters=filters
+        )
+        found = ours.query(query)
+        expected = theirs.query(query)
+        assert sorted(found.ids or []) == sorted(expected.ids or [])
+        assert found.similarities == sorted(found.similarities or [], reverse=True)
+        for node_id, score in zip(found.ids or [], found.similarities or [], strict=True):
+            assert score == full_scores[node_id]  # the store's own exact score
+        assert [n.node_id for n in found.nodes or []] == found.ids
+        async_found = asyncio.run(ours.aquery(query))
+        assert async_found.ids == found.ids
+        assert async_found.similarities == found.similarities
+
+
+def test_get_nodes_reads_nodes_by_id(model: FakeEmbeddingModel) -> None:
+    store = InMemoryEmbeddingStore()
+    vector_store = RagloomVectorStore(store)
+    nodes = _nodes()
+    for node in nodes:
+        node.embedding = model.embed(node.get_content()).embedding.to_list()
+    vector_store.add(nodes)
+    store.add(model.embed("bare").embedding, id="bare")  # no segment: no node
+    found = vector_store.get_nodes(["n4", "missing", "bare", "n1", "n4"])
+    assert [(n.node_id, n.get_content(), n.metadata) for n in found] == [
+        ("n4", TEXTS[4][0], TEXTS[4][1]),
+        ("n1", TEXTS[1][0], TEXTS[1][1]),
+    ]
+    french = vector_store.get_nodes(["n4", "n1", "n0"], filters=FILTERS[0])
+    assert [n.node_id for n in french] == ["n1", "n0"]
+    assert [n.node_id for n in asyncio.run(vector_store.aget_nodes(["n2", "n0"]))] == ["n2", "n0"]
+    with pytest.raises(InvalidArgumentError, match="node_ids"):
+        vector_store.get_nodes(filters=FILTERS[0])

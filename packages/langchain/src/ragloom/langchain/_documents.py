@@ -2,33 +2,32 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 from langchain_core.documents import Document as LcDocument
 
 from ragloom.core.content import EMBEDDING_ID, SEGMENT_ID, Content
 from ragloom.core.document import TextSegment
-from ragloom.core.embedding import Embedding
-from ragloom.core.errors import EmbeddingModelError, InvalidMetadataError
+from ragloom.core.errors import InvalidMetadataError
 
 ID_KEY = "langchain_id"
-"""The metadata key under which the vector store adapter mirrors each entry's id, so that
-``get_by_ids`` can find entries with a filter on any store (stripped on the way out)."""
+"""The metadata key under which the adapter's first release mirrored each entry's id (for
+a filter-based ``get_by_ids``, before stores had ``get``): no longer written, still
+reserved and stripped on the way out, so that entries written then read back unchanged."""
 
 RETRIEVAL_KEY = "ragloom"
 """The metadata key of a retrieved document holding how it was retrieved (score, ...)."""
 
 
-def to_segment(text: str, metadata: Mapping[str, Any] | None, id: str) -> TextSegment:
-    """The segment stored for one LangChain text: its metadata plus ``ID_KEY``."""
+def to_segment(text: str, metadata: Mapping[str, Any] | None) -> TextSegment:
+    """The segment stored for one LangChain text and its metadata."""
     entries = dict(metadata or {})
     if ID_KEY in entries:
         raise InvalidMetadataError(
-            f"metadata key {ID_KEY!r} is reserved by the LangChain adapter (it holds the "
-            "entry's id); rename it"
+            f"metadata key {ID_KEY!r} is reserved by the LangChain adapter (entries it "
+            "wrote before stores had get() hold their id there); rename it"
         )
-    entries[ID_KEY] = id
     return TextSegment(text, entries)
 
 
@@ -50,17 +49,3 @@ def content_to_document(content: Content) -> LcDocument:
     return LcDocument(
         id=None if id is None else str(id), page_content=content.text, metadata=metadata
     )
-
-
-def to_embeddings(
-    vectors: Sequence[Sequence[float]], expected: int, source: str
-) -> list[Embedding]:
-    """LangChain's lists of floats as ragloom embeddings, one per input text."""
-    if len(vectors) != expected:
-        raise EmbeddingModelError(
-            f"{source} returned {len(vectors)} embeddings for {expected} texts"
-        )
-    try:
-        return [Embedding(vector) for vector in vectors]
-    except ValueError as exc:
-        raise EmbeddingModelError(f"{source} returned an invalid embedding: {exc}") from exc

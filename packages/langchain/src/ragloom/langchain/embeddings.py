@@ -2,15 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from langchain_core.embeddings import Embeddings
 
 from ragloom.core import aio
-from ragloom.core.document import TextSegment
-from ragloom.core.embedding import EmbeddingModel, EmbeddingResult, text_of
-from ragloom.core.errors import EmbeddingModelError, InvalidArgumentError, RagloomError
-from ragloom.langchain._documents import to_embeddings
+from ragloom.core.embedding import EmbeddingModel
+from ragloom.core.kit.foreign import ForeignEmbeddingModel
 
 __all__ = ["LangChainEmbeddingModel", "RagloomEmbeddings"]
 
@@ -40,54 +36,23 @@ class RagloomEmbeddings(Embeddings):
         return (await aio.aembed(self.model, text)).embedding.to_list()
 
 
-class LangChainEmbeddingModel(EmbeddingModel):
+class LangChainEmbeddingModel(ForeignEmbeddingModel):
     """LangChain ``Embeddings`` as a ragloom ``EmbeddingModel``.
 
     Every text goes through ``embed_documents`` (ragloom does not tell queries from
     documents). LangChain reports no token usage, so results carry none. ``dimension``,
     when not given, is measured once by embedding a probe text. Failures of the wrapped
-    object are raised as :class:`EmbeddingModelError` naming it.
+    object are raised as :class:`EmbeddingModelError` naming it (core's
+    :class:`~ragloom.core.kit.foreign.ForeignEmbeddingModel`).
     """
 
     def __init__(self, embeddings: Embeddings, *, dimension: int | None = None) -> None:
-        if dimension is not None and (type(dimension) is not int or dimension < 1):
-            raise InvalidArgumentError(f"dimension must be a positive int, got {dimension!r}")
+        name = type(embeddings).__name__
+        super().__init__(
+            lambda batch: self.embeddings.embed_documents(batch),
+            lambda batch: self.embeddings.aembed_documents(batch),
+            what=f"{name}.embed_documents",
+            awhat=f"{name}.aembed_documents",
+            dimension=dimension,
+        )
         self.embeddings = embeddings
-        self._dimension = dimension
-
-    @property
-    def dimension(self) -> int:
-        """The size of the vectors (given, or measured on first use)."""
-        if self._dimension is None:
-            self._dimension = self.embed("dimension").embedding.dimension
-        return self._dimension
-
-    def embed_all(self, texts: Sequence[str | TextSegment]) -> EmbeddingResult:
-        """One embedding per text, in order, in one ``embed_documents`` call."""
-        batch = [text_of(item) for item in texts]
-        if not batch:
-            return EmbeddingResult([])
-        try:
-            raw = self.embeddings.embed_documents(batch)
-        except RagloomError:
-            raise
-        except Exception as exc:
-            raise EmbeddingModelError(f"{self._name}.embed_documents failed: {exc}") from exc
-        return EmbeddingResult(to_embeddings(raw, len(batch), f"{self._name}.embed_documents"))
-
-    async def aembed_all(self, texts: Sequence[str | TextSegment]) -> EmbeddingResult:
-        """:meth:`embed_all` through ``aembed_documents``, without blocking."""
-        batch = [text_of(item) for item in texts]
-        if not batch:
-            return EmbeddingResult([])
-        try:
-            raw = await self.embeddings.aembed_documents(batch)
-        except RagloomError:
-            raise
-        except Exception as exc:
-            raise EmbeddingModelError(f"{self._name}.aembed_documents failed: {exc}") from exc
-        return EmbeddingResult(to_embeddings(raw, len(batch), f"{self._name}.aembed_documents"))
-
-    @property
-    def _name(self) -> str:
-        return type(self.embeddings).__name__

@@ -9,10 +9,6 @@ LangChain's hundreds of loaders (PDF, web pages, Notion, Slack, ...) then feed r
 
 from __future__ import annotations
 
-import json
-from collections.abc import Mapping
-from typing import Any, cast
-
 from langchain_core.document_loaders import BaseLoader
 from langchain_core.documents import Document as LcDocument
 
@@ -20,11 +16,9 @@ from ragloom.core.document import Document
 from ragloom.core.errors import (
     DocumentLoadError,
     InvalidArgumentTypeError,
-    InvalidMetadataError,
-    RagloomError,
 )
+from ragloom.core.kit.foreign import convert_document, foreign_metadata
 from ragloom.core.loaders.result import LoadedDocuments, LoadFailure
-from ragloom.core.metadata import ALLOWED_TYPES, MetadataValue
 
 __all__ = ["LangChainDocumentLoader", "to_ragloom_document"]
 
@@ -96,34 +90,23 @@ class LangChainDocumentLoader:
         failures: list[LoadFailure],
         strict: bool,
     ) -> None:
-        try:
-            documents.append(to_ragloom_document(lc_document))
-        except RagloomError as exc:
-            source = str(lc_document.metadata.get("source", self.name))
-            if strict:
-                raise DocumentLoadError(f"{source}: {exc}") from exc
-            failures.append(LoadFailure(source, exc))
+        convert_document(
+            lc_document,
+            to_ragloom_document,
+            lambda item: str(item.metadata.get("source", self.name)),
+            documents,
+            failures,
+            strict,
+        )
 
 
 def to_ragloom_document(document: LcDocument) -> Document:
     """A ragloom document of a LangChain one: same text; metadata values of ragloom's
     types kept, ``None`` dropped, lists and dicts as JSON text, anything else as ``str``
-    (a date, a path), so that filters and stores see a stable value. LangChain's ``id``
-    is kept as ``metadata["id"]`` unless the metadata already has one."""
-    metadata = {key: _value(key, value) for key, value in document.metadata.items()}
-    if document.id is not None:
-        metadata.setdefault("id", document.id)
-    return Document(
-        document.page_content,
-        {key: value for key, value in metadata.items() if value is not None},
-    )
-
-
-def _value(key: Any, value: Any) -> MetadataValue | None:
-    if not isinstance(key, str) or not key:
-        raise InvalidMetadataError(f"metadata key must be a non-empty string, got {key!r}")
-    if value is None or isinstance(value, ALLOWED_TYPES):
-        return cast(MetadataValue | None, value)
-    if isinstance(value, Mapping | list | tuple):
-        return json.dumps(value, ensure_ascii=False, default=str)
-    return str(value)
+    (a date, a path), so that filters and stores see a stable value (core's
+    :func:`~ragloom.core.kit.foreign.foreign_metadata`). LangChain's ``id`` is kept as
+    ``metadata["id"]`` unless the metadata already has one."""
+    metadata = foreign_metadata(document.metadata)
+    if document.id is not None and "id" not in document.metadata:
+        metadata["id"] = document.id
+    return Document(document.page_content, metadata)

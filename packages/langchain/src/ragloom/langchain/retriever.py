@@ -19,9 +19,8 @@ from ragloom.core.document import TextSegment
 from ragloom.core.errors import (
     InvalidArgumentError,
     InvalidArgumentTypeError,
-    RagloomError,
-    RetrievalError,
 )
+from ragloom.core.kit.foreign import ForeignRetriever
 from ragloom.core.query import Query
 from ragloom.core.retrievers.base import ContentRetriever
 from ragloom.langchain._documents import content_to_document
@@ -81,14 +80,15 @@ def _check_k(k: int | None) -> int | None:
     return k
 
 
-class LangChainContentRetriever:
+class LangChainContentRetriever(ForeignRetriever[LcDocument]):
     """A LangChain ``BaseRetriever`` as a ragloom ``ContentRetriever``, so that a LangChain
     retriever (a vector database's, a web search's, a self-query one) serves a ragloom
     pipeline, alone or fused in a ``HybridContentRetriever``.
 
     Documents keep their order (LangChain gives no scores); metadata is converted as the
     loader converts it, and the document's ``id`` is the content's ``segment_id``.
-    Failures of the wrapped retriever are :class:`RetrievalError` naming it.
+    Failures of the wrapped retriever are :class:`RetrievalError` naming it (core's
+    :class:`~ragloom.core.kit.foreign.ForeignRetriever`).
     """
 
     def __init__(self, retriever: BaseRetriever) -> None:
@@ -96,31 +96,15 @@ class LangChainContentRetriever:
             raise InvalidArgumentTypeError(
                 f"retriever must be a LangChain BaseRetriever, got {type(retriever).__name__}"
             )
+        name = type(retriever).__name__
+        super().__init__(
+            lambda text: self.retriever.invoke(text),
+            lambda text: self.retriever.ainvoke(text),
+            _content,
+            what=f"{name}.invoke",
+            awhat=f"{name}.ainvoke",
+        )
         self.retriever = retriever
-
-    def retrieve(self, query: Query) -> list[Content]:
-        """The retriever's documents for ``query.text``, as contents, in its order."""
-        try:
-            documents = self.retriever.invoke(query.text)
-        except RagloomError:
-            raise
-        except Exception as exc:
-            raise RetrievalError(f"{self._name}.invoke failed: {exc}") from exc
-        return [_content(document) for document in documents]
-
-    async def aretrieve(self, query: Query) -> list[Content]:
-        """:meth:`retrieve` through ``ainvoke``, without blocking."""
-        try:
-            documents = await self.retriever.ainvoke(query.text)
-        except RagloomError:
-            raise
-        except Exception as exc:
-            raise RetrievalError(f"{self._name}.ainvoke failed: {exc}") from exc
-        return [_content(document) for document in documents]
-
-    @property
-    def _name(self) -> str:
-        return type(self.retriever).__name__
 
 
 def _content(document: LcDocument) -> Content:

@@ -21,15 +21,17 @@ from ragloom.core import aio
 from ragloom.core.document import TextSegment
 from ragloom.core.embedding import Embedding
 from ragloom.core.errors import InvalidArgumentError
-from ragloom.core.filters import Filter, IsIn
+from ragloom.core.filters import Filter
+from ragloom.core.kit.foreign import foreign_embeddings
 from ragloom.core.mmr import maximal_marginal_relevance
 from ragloom.core.stores.base import (
     EmbeddingMatch,
     EmbeddingSearchRequest,
     EmbeddingSearchResult,
     EmbeddingStore,
+    StoredEmbedding,
 )
-from ragloom.langchain._documents import ID_KEY, to_document, to_embeddings, to_segment
+from ragloom.langchain._documents import to_document, to_segment
 from ragloom.langchain.filters import FilterLike, to_ragloom_filter
 
 __all__ = ["RagloomVectorStore"]
@@ -38,17 +40,15 @@ __all__ = ["RagloomVectorStore"]
 class RagloomVectorStore(VectorStore):
     """A LangChain ``VectorStore`` over ragloom's ``store``, embedding with ``embedding``.
 
-    Each entry's id is mirrored in its metadata under ``langchain_id`` (stripped from the
-    documents returned) so that ``get_by_ids`` works on every store through a filter;
-    entries added by ragloom itself, without that key, are searched but not found by id.
-    ``filter=`` takes a ragloom ``Filter``, a ragloom filter string or LangChain's dict
-    form (:mod:`ragloom.langchain.filters`).
+    ``get_by_ids`` reads entries with the store's ``get`` (entries added by ragloom itself
+    too; a bare embedding without a segment is no document). ``filter=`` takes a ragloom
+    ``Filter``, a ragloom filter string or LangChain's dict form
+    (:mod:`ragloom.langchain.filters`).
     """
 
     def __init__(self, store: EmbeddingStore, embedding: Embeddings) -> None:
         self.store = store
         self._embedding = embedding
-        self._dimension: int | None = None
 
     @property
     def embeddings(self) -> Embeddings:
@@ -131,22 +131,11 @@ class RagloomVectorStore(VectorStore):
 
     def get_by_ids(self, ids: Sequence[str], /) -> list[LcDocument]:
         """The documents stored under ``ids``, in the order asked; missing ids are left out."""
-        wanted = _distinct(ids)
-        if not wanted:
-            return []
-        if self._dimension is None:
-            self._dimension = len(self._embedding.embed_query("get_by_ids"))
-        return _by_id(wanted, self.store.search(_id_request(self._dimension, wanted)))
+        return _documents(self.store.get(ids))
 
     async def aget_by_ids(self, ids: Sequence[str], /) -> list[LcDocument]:
-        """:meth:`get_by_ids` without blocking."""
-        wanted = _distinct(ids)
-        if not wanted:
-            return []
-        if self._dimension is None:
-            self._dimension = len(await self._embedding.aembed_query("get_by_ids"))
-        request = _id_request(self._dimension, wanted)
-        return _by_id(wanted, await aio.asearch(self.store, request))
+        """:meth:`get_by_ids` without blocking (the store's own ``aget`` when it has one)."""
+        return _documents(await aio.aget(self.store, ids))
 
     # -- similarity search ------------------------------------------------------------
 
@@ -271,7 +260,7 @@ class RagloomVectorStore(VectorStore):
         ids: list[str] | None,
         options: dict[str, Any],
     ) -> tuple[list[str], list[TextSegment], list[str]]:
-        """The texts, their segments (metadata plus the mirrored id) and their ids."""
+        """The texts, their segments and their ids."""
         options.pop("batch_size", None)  # LangChain's indexing API passes it; one batch here
         _no_options("add_texts", options)
         batch = list(texts)
@@ -284,21 +273,18 @@ class RagloomVectorStore(VectorStore):
             for i in range(len(batch))
         ]
         segments = [
-            to_segment(text, None if metadatas is None else metadatas[i], entry_ids[i])
+            to_segment(text, None if metadatas is None else metadatas[i])
             for i, text in enumerate(batch)
         ]
         return batch, segments, entry_ids
 
     def _embed_documents(self, raw: list[list[float]], expected: int) -> list[Embedding]:
-        vectors = to_embeddings(raw, expected, f"{type(self._embedding).__name__}.embed_documents")
-        if vectors:
-            self._dimension = vectors[0].dimension
-        return vectors
+        return foreign_embeddings(
+            raw, expected, f"{type(self._embedding).__name__}.embed_documents"
+        )
 
     def _embed_query(self, raw: list[float]) -> Embedding:
-        vector = to_embeddings([raw], 1, f"{type(self._embedding).__name__}.embed_query")[0]
-        self._dimension = vector.dimension
-        return vector
+        return foreign_embeddings([raw], 1, f"{type(self._embedding).__name__}.embed_query")[0]
 
 
 def _identity(score: float) -> float:
@@ -329,21 +315,13 @@ def _removal(
     return ids, compiled
 
 
-def _distinct(ids: Sequence[str]) -> list[str]:
-    return list(dict.fromkeys(ids))
-
-
-def _id_request(dimension: int, ids: list[str]) -> EmbeddingSearchRequest:
-    """A search for exactly the entries of ``ids``: a filter on the mirrored id, with any
-    query vector of the store's dimension (a unit vector: finite on every backend)."""
-    probe = np.zeros(dimension, dtype=np.float32)
-    probe[0] = 1.0
-    return EmbeddingSearchRequest(probe, max_results=len(ids), filter=IsIn(ID_KEY, tuple(ids)))
-
-
-def _by_id(ids: list[str], result: EmbeddingSearchResult) -> list[LcDocument]:
-    found = {m.embedding_id: m.embedded for m in result.matches if m.embedded is not None}
-    return [to_document(found[i], i) for i in ids if i in found]
+def _documents(entries: list[StoredEmbedding]) -> list[LcDocument]:
+    """The documents of entries ``get`` gave back (those with a segment), in its order."""
+    return [
+        to_document(entry.embedded, entry.embedding_id)
+        for entry in entries
+        if entry.embedded is not None
+    ]
 
 
 def _with_segments(result: EmbeddingSearchResult) -> list[tuple[EmbeddingMatch, LcDocument]]:

@@ -9,9 +9,8 @@ ragloom's ``EmbeddingStoreIngestor``::
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
-from typing import Any, cast
+from typing import Any
 
 from llama_index.core.readers.base import BaseReader
 from llama_index.core.schema import Document as LiDocument
@@ -20,11 +19,11 @@ from ragloom.core.document import Document
 from ragloom.core.errors import (
     DocumentLoadError,
     InvalidArgumentTypeError,
-    InvalidMetadataError,
     RagloomError,
 )
+from ragloom.core.kit.foreign import convert_document, foreign_metadata
 from ragloom.core.loaders.result import LoadedDocuments, LoadFailure
-from ragloom.core.metadata import ALLOWED_TYPES, MetadataValue
+from ragloom.core.metadata import MetadataValue
 
 __all__ = ["LlamaIndexDocumentLoader", "to_ragloom_document"]
 
@@ -74,13 +73,14 @@ class LlamaIndexDocumentLoader:
         documents: list[Document] = []
         failures: list[LoadFailure] = []
         for li_document in loaded:
-            try:
-                documents.append(to_ragloom_document(li_document))
-            except RagloomError as exc:
-                source = str(li_document.metadata.get("file_path", li_document.doc_id))
-                if strict:
-                    raise DocumentLoadError(f"{source}: {exc}") from exc
-                failures.append(LoadFailure(source, exc))
+            convert_document(
+                li_document,
+                to_ragloom_document,
+                lambda item: str(item.metadata.get("file_path", item.doc_id)),
+                documents,
+                failures,
+                strict,
+            )
         return LoadedDocuments(documents, failures)
 
 
@@ -91,16 +91,6 @@ def to_ragloom_document(document: LiDocument) -> Document:
 
 
 def convert_metadata(metadata: Mapping[str, Any]) -> dict[str, MetadataValue]:
-    """LlamaIndex metadata made ragloom-typed, by the rules of :func:`to_ragloom_document`."""
-    converted = {key: _value(key, value) for key, value in metadata.items()}
-    return {key: value for key, value in converted.items() if value is not None}
-
-
-def _value(key: Any, value: Any) -> MetadataValue | None:
-    if not isinstance(key, str) or not key:
-        raise InvalidMetadataError(f"metadata key must be a non-empty string, got {key!r}")
-    if value is None or isinstance(value, ALLOWED_TYPES):
-        return cast(MetadataValue | None, value)
-    if isinstance(value, Mapping | list | tuple):
-        return json.dumps(value, ensure_ascii=False, default=str)
-    return str(value)
+    """LlamaIndex metadata made ragloom-typed, by the rules of :func:`to_ragloom_document`
+    (core's :func:`~ragloom.core.kit.foreign.foreign_metadata`)."""
+    return foreign_metadata(metadata)

@@ -11,7 +11,8 @@ from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle
 from ragloom.core import aio
 from ragloom.core.content import SCORE, SEGMENT_ID, Content
 from ragloom.core.document import TextSegment
-from ragloom.core.errors import InvalidArgumentTypeError, RagloomError, RetrievalError
+from ragloom.core.errors import InvalidArgumentTypeError
+from ragloom.core.kit.foreign import ForeignRetriever
 from ragloom.core.query import Query
 from ragloom.core.retrievers.base import ContentRetriever
 from ragloom.llamaindex._nodes import content_node
@@ -43,13 +44,14 @@ class RagloomRetriever(BaseRetriever):
         return [content_node(content) for content in contents]
 
 
-class LlamaIndexContentRetriever:
+class LlamaIndexContentRetriever(ForeignRetriever[NodeWithScore]):
     """A LlamaIndex retriever as a ragloom ``ContentRetriever``: a ``VectorStoreIndex``'s,
     a BM25 one, a router, any ``BaseRetriever``, serving a ragloom pipeline.
 
     Each node becomes a content with the node's text (without its metadata), its metadata
     converted as the reader converts it, its score as ``score`` and its id as
-    ``segment_id``. Failures of the wrapped retriever are :class:`RetrievalError`.
+    ``segment_id``. Failures of the wrapped retriever are :class:`RetrievalError` (core's
+    :class:`~ragloom.core.kit.foreign.ForeignRetriever`).
     """
 
     def __init__(self, retriever: BaseRetriever) -> None:
@@ -57,31 +59,15 @@ class LlamaIndexContentRetriever:
             raise InvalidArgumentTypeError(
                 f"retriever must be a LlamaIndex BaseRetriever, got {type(retriever).__name__}"
             )
+        name = type(retriever).__name__
+        super().__init__(
+            lambda text: self.retriever.retrieve(text),
+            lambda text: self.retriever.aretrieve(text),
+            _content,
+            what=f"{name}.retrieve",
+            awhat=f"{name}.aretrieve",
+        )
         self.retriever = retriever
-
-    def retrieve(self, query: Query) -> list[Content]:
-        """The retriever's nodes for ``query.text``, as contents, in its order."""
-        try:
-            nodes = self.retriever.retrieve(query.text)
-        except RagloomError:
-            raise
-        except Exception as exc:
-            raise RetrievalError(f"{self._name}.retrieve failed: {exc}") from exc
-        return [_content(node) for node in nodes]
-
-    async def aretrieve(self, query: Query) -> list[Content]:
-        """:meth:`retrieve` through ``aretrieve``, without blocking."""
-        try:
-            nodes = await self.retriever.aretrieve(query.text)
-        except RagloomError:
-            raise
-        except Exception as exc:
-            raise RetrievalError(f"{self._name}.aretrieve failed: {exc}") from exc
-        return [_content(node) for node in nodes]
-
-    @property
-    def _name(self) -> str:
-        return type(self.retriever).__name__
 
 
 def _content(scored: NodeWithScore) -> Content:

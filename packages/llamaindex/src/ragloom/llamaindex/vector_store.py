@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
 from llama_index.core.bridge.pydantic import PrivateAttr
 from llama_index.core.schema import BaseNode
 from llama_index.core.vector_stores.types import (
@@ -24,13 +25,16 @@ from llama_index.core.vector_stores.types import (
 from ragloom.core import aio
 from ragloom.core.document import TextSegment
 from ragloom.core.embedding import Embedding
-from ragloom.core.errors import InvalidArgumentError, UnsupportedFilterError
+from ragloom.core.errors import InvalidArgumentError
 from ragloom.core.filters import Filter, IsEqualTo, IsIn, and_
 from ragloom.core.stores.base import (
+    EmbeddingMatch,
     EmbeddingSearchRequest,
     EmbeddingSearchResult,
     EmbeddingStore,
+    StoredEmbedding,
 )
+from ragloom.core.stores.scores import exact_cosines, relevance_score
 from ragloom.llamaindex._nodes import REF_DOC_ID_KEY, node_entry, segment_node
 from ragloom.llamaindex.filters import to_ragloom_filter
 
@@ -44,7 +48,9 @@ class RagloomVectorStore(BasePydanticVectorStore):
     writes (``_node_content``, ``_node_type``, ``doc_id``, ``document_id``,
     ``ref_doc_id``), so queries give back whole nodes and ``delete(ref_doc_id)`` is a
     filtered removal. Segments written by ragloom itself come back as ``TextNode``s.
-    Queries take the default (dense) mode, ``filters`` and ``doc_ids``.
+    Queries take the default (dense) mode, ``filters``, ``doc_ids`` and ``node_ids`` (the
+    search then ranks just those nodes, read with the store's ``get``); ``get_nodes``
+    reads nodes by id.
     """
 
     stores_text: bool = True
@@ -113,12 +119,36 @@ class RagloomVectorStore(BasePydanticVectorStore):
 
     def query(self, query: VectorStoreQuery, **kwargs: Any) -> VectorStoreQueryResult:
         """The ``similarity_top_k`` nodes nearest ``query.query_embedding`` that pass
-        ``query.filters`` (and belong to ``query.doc_ids``, when given)."""
-        return _result(self._store.search(_request(query)))
+        ``query.filters`` (and belong to ``query.doc_ids`` and are among
+        ``query.node_ids``, when given)."""
+        request = _request(query)
+        if query.node_ids:
+            entries = self._store.get(query.node_ids, embeddings=True)
+            return _result(_ranked(entries, request))
+        return _result(self._store.search(request))
 
     async def aquery(self, query: VectorStoreQuery, **kwargs: Any) -> VectorStoreQueryResult:
         """:meth:`query` without blocking."""
-        return _result(await aio.asearch(self._store, _request(query)))
+        request = _request(query)
+        if query.node_ids:
+            entries = await aio.aget(self._store, query.node_ids, embeddings=True)
+            return _result(_ranked(entries, request))
+        return _result(await aio.asearch(self._store, request))
+
+    def get_nodes(
+        self, node_ids: list[str] | None = None, filters: MetadataFilters | None = None
+    ) -> list[BaseNode]:
+        """The nodes stored under ``node_ids`` (in that order; missing ones left out) that
+        pass ``filters``, when given."""
+        ids, filter = _lookup(node_ids, filters)
+        return _nodes(self._store.get(ids), filter)
+
+    async def aget_nodes(
+        self, node_ids: list[str] | None = None, filters: MetadataFilters | None = None
+    ) -> list[BaseNode]:
+        """:meth:`get_nodes` without blocking (the store's own ``aget`` when it has one)."""
+        ids, filter = _lookup(node_ids, filters)
+        return _nodes(await aio.aget(self._store, ids), filter)
 
     def _entries(
         self, nodes: Sequence[BaseNode]
@@ -140,11 +170,6 @@ def _request(query: VectorStoreQuery) -> EmbeddingSearchRequest:
         )
     if query.query_embedding is None:
         raise InvalidArgumentError("a query needs query_embedding (a dense query)")
-    if query.node_ids:
-        raise UnsupportedFilterError(
-            "node_ids restrictions are not supported: the store contract has no lookup by "
-            "id yet; filter on metadata instead"
-        )
     filter = to_ragloom_filter(query.filters)
     if query.doc_ids:
         by_document = IsIn(REF_DOC_ID_KEY, tuple(query.doc_ids))
@@ -165,6 +190,51 @@ def _result(result: EmbeddingSearchResult) -> VectorStoreQueryResult:
         similarities=[match.score for match, _ in found],
         ids=[match.embedding_id for match, _ in found],
     )
+
+
+def _ranked(
+    entries: list[StoredEmbedding], request: EmbeddingSearchRequest
+) -> EmbeddingSearchResult:
+    """The search ``request`` over just ``entries`` (read with their vectors): those passing
+    its filter, scored as a store scores them (exact float64 cosines), best first, ties in
+    the order the ids were asked."""
+    condition = request.filter
+    kept: list[tuple[str, Embedding, TextSegment]] = []
+    for entry in entries:
+        embedding, segment = entry.embedding, entry.embedded
+        if embedding is None or segment is None:  # a bare embedding is no node
+            continue
+        if condition is None or condition.test(segment.metadata):
+            kept.append((entry.embedding_id, embedding, segment))
+    if not kept:
+        return EmbeddingSearchResult([])
+    vectors = np.stack([embedding.vector for _, embedding, _ in kept])
+    scores = relevance_score(exact_cosines(vectors, request.query_embedding.vector))
+    order = np.argsort(-scores, kind="stable")[: request.max_results].tolist()
+    return EmbeddingSearchResult([EmbeddingMatch(float(scores[i]), *kept[i]) for i in order])
+
+
+def _lookup(
+    node_ids: list[str] | None, filters: MetadataFilters | None
+) -> tuple[list[str], Filter | None]:
+    """The ids and the filter of ``get_nodes``: ids are required (the store contract reads
+    by id; a filter alone would be a scan no store offers)."""
+    if node_ids is None:
+        raise InvalidArgumentError(
+            "get_nodes needs node_ids (filters only narrow them); to find nodes by metadata, "
+            "query with filters"
+        )
+    return node_ids, to_ragloom_filter(filters)
+
+
+def _nodes(entries: list[StoredEmbedding], filter: Filter | None) -> list[BaseNode]:
+    """The nodes of entries ``get`` gave back (a bare embedding is no node) passing
+    ``filter``, in its order."""
+    return [
+        segment_node(entry.embedded, entry.embedding_id)
+        for entry in entries
+        if entry.embedded is not None and (filter is None or filter.test(entry.embedded.metadata))
+    ]
 
 
 def _removal(
