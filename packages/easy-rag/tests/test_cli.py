@@ -118,9 +118,12 @@ def test_plugins_lists_the_defaults(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run(capsys, "plugins", "--json")
     assert code == 0
     table = json.loads(out)
-    assert [p["distribution"] for p in table["ragloom.embedding_models"]["providers"]] == [
-        "ragloom-embedding-onnx"
-    ]
+    embedding = table["ragloom.embedding_models"]["providers"]
+    assert [p["distribution"] for p in embedding if p["active"]] == ["ragloom-embedding-onnx"]
+    assert {p["distribution"] for p in embedding} == {
+        "ragloom-embedding-onnx",
+        "ragloom-chat-openai",  # its OpenAiEmbeddingModel, used when named
+    }
     splitters = table["ragloom.document_splitters"]["providers"]
     assert [p["name"] for p in splitters] == ["recursive-254-30"]
 
