@@ -88,6 +88,11 @@ def test_bad_files_are_reported_without_losing_good_ones(tree: Path) -> None:
     assert isinstance(failed["unreadable.txt"], DocumentLoadError)
     assert "unreadable.txt" in str(failed["unreadable.txt"])
     assert "bad-utf8.txt" in str(failed["bad-utf8.txt"])
+    # no text is a skip, the rest are errors; each failure names its file once
+    assert [Path(f.source).name for f in docs.skipped] == ["empty.txt"]
+    assert {Path(f.source).name for f in docs.errors} == set(failed) - {"empty.txt"}
+    for failure in docs.failures:
+        assert str(failure).count(failure.source) == 1, str(failure)
 
 
 def test_detected_charset_loads_non_utf8(tree: Path) -> None:
