@@ -231,6 +231,21 @@ def test_memory_and_thread_options_reach_the_session_and_keep_the_vectors() -> N
     np.testing.assert_allclose(matrix(spinning, texts), matrix(default, texts), atol=1e-5)
 
 
+def test_intra_op_threads_set_before_loading_reach_the_session_and_then_stay() -> None:
+    """The thread count is settable until the session exists (a Ray actor sets its share)."""
+    threaded = AllMiniLmL6V2QuantizedEmbeddingModel()
+    assert (threaded.intra_op_threads, threaded.inter_op_threads) == (None, None)
+    with pytest.raises(ValueError, match="intra_op_threads must be None or an int >= 1, got 0"):
+        threaded.intra_op_threads = 0
+    threaded.intra_op_threads = 1
+    assert threaded.load().session.get_session_options().intra_op_num_threads == 1
+    threaded.intra_op_threads = 1  # unchanged: allowed
+    with pytest.raises(RagloomError, match="cannot change to 2: the session of .* runs with 1"):
+        threaded.intra_op_threads = 2
+    assert threaded.intra_op_threads == 1
+    assert AllMiniLmL6V2QuantizedEmbeddingModel(inter_op_threads=2).inter_op_threads == 2
+
+
 def test_bundled_model_limits_max_length_to_its_positions() -> None:
     with pytest.raises(ValueError, match="512"):
         AllMiniLmL6V2QuantizedEmbeddingModel(max_length=513)

@@ -229,6 +229,34 @@ class OnnxEmbeddingModel(EmbeddingModel):
         return self._strict
 
     @property
+    def intra_op_threads(self) -> int | None:
+        """onnxruntime's threads within an operator (``None``: one per physical core).
+
+        Settable until the session is created (first embedding or :meth:`load`), so that
+        whoever runs the model knows its share of the machine: e.g. a Ray actor reserving
+        one CPU sets 1 instead of a pool as large as the machine in every actor.
+        """
+        return self._intra_op_threads
+
+    @intra_op_threads.setter
+    def intra_op_threads(self, threads: int | None) -> None:
+        if threads is not None and (type(threads) is not int or threads < 1):
+            raise InvalidArgumentError(
+                f"intra_op_threads must be None or an int >= 1, got {threads!r}"
+            )
+        if self._session is not None and threads != self._intra_op_threads:
+            raise EmbeddingModelError(
+                f"intra_op_threads cannot change to {threads!r}: the session of "
+                f"{self._model_path} already runs with {self._intra_op_threads!r}"
+            )
+        self._intra_op_threads = threads
+
+    @property
+    def inter_op_threads(self) -> int | None:
+        """onnxruntime's threads across operators (``None``: onnxruntime's default)."""
+        return self._inter_op_threads
+
+    @property
     def tokenizer(self) -> HuggingFaceTokenizer:
         """A token counter (core's ``Tokenizer``) with this model's tokenizer.
 
