@@ -1,13 +1,15 @@
 """The module structure of ragloom.core: no import cycles, the filter AST knows no store, and
 the three layers (contract, author kit, in-memory engine) keep their rules
-(docs/architecture.md, "Layers")."""
+(docs/architecture.md, "Layers").
+
+Core alone is enough here (scripts/check_core_alone.sh); the rule that no integration
+reaches the engine needs the integrations installed and is checked in
+integration-tests/test_layers.py, from the lists below."""
 
 from __future__ import annotations
 
-import importlib.util
 import subprocess
 import sys
-from pathlib import Path
 
 import grimp
 import pytest
@@ -119,12 +121,6 @@ under ``evaluation``, ``retrievers`` and ``splitters`` (but ``base``) and every 
 ``__init__`` belongs here too."""
 
 _BUILT_ON_PREFIXES = (_CORE + "evaluation", _CORE + "retrievers.", _CORE + "splitters.")
-
-KNOWN_VIOLATIONS: frozenset[tuple[str, str]] = frozenset()
-"""(importer, imported) imports that break a layer rule today, each with its reason. The
-checks drop exactly these edges, so any other path into the engine still fails."""
-
-_NOT_INTEGRATIONS = {"core", "testkit", "easy-rag"}
 
 
 @pytest.fixture(scope="module")
@@ -265,22 +261,7 @@ def test_the_layer_checks_see_a_back_edge() -> None:
     )
 
 
-def _integration_packages() -> list[str]:
-    """The top-level package of every installed integration (``packages/*`` but core, the
-    testkit and easy-rag, which is an application over the engine)."""
-    tops = []
-    for package in sorted(Path(__file__).resolve().parents[2].iterdir()):
-        src = package / "src"
-        if package.name in _NOT_INTEGRATIONS or not src.is_dir():
-            continue
-        shallowest = min(src.rglob("__init__.py"), key=lambda path: len(path.parts))
-        top = ".".join(shallowest.parent.relative_to(src).parts)
-        if importlib.util.find_spec(top) is not None:
-            tops.append(top)
-    return tops
-
-
-def _runtime_imports(graph: grimp.ImportGraph, module: str) -> set[str]:
+def runtime_imports(graph: grimp.ImportGraph, module: str) -> set[str]:
     """What importing ``module`` runs: its imports and every package ``__init__`` above each
     module, transitively (the graph leaves ``TYPE_CHECKING`` imports out)."""
     seen: set[str] = set()
@@ -299,39 +280,15 @@ def _runtime_imports(graph: grimp.ImportGraph, module: str) -> set[str]:
 
 @pytest.fixture(scope="module")
 def runtime_graph() -> grimp.ImportGraph:
-    """Core and every installed integration, runtime imports only."""
-    return grimp.build_graph(
-        "ragloom.core", *_integration_packages(), exclude_type_checking_imports=True
-    )
-
-
-def test_the_known_violations_still_exist(runtime_graph: grimp.ImportGraph) -> None:
-    """An entry whose import is gone must leave the list (else it would hide a new one)."""
-    gone = sorted(
-        (importer, imported)
-        for importer, imported in KNOWN_VIOLATIONS
-        if not runtime_graph.direct_import_exists(importer=importer, imported=imported)
-    )
-    assert gone == []
-
-
-def test_no_integration_imports_the_engine(runtime_graph: grimp.ImportGraph) -> None:
-    for importer, imported in KNOWN_VIOLATIONS:
-        runtime_graph.remove_import(importer=importer, imported=imported)
-    integrations = _integration_packages()
-    assert "ragloom.loaders.amazon_s3" in integrations, "the check sees no integration"
-    modules = [m for m in runtime_graph.modules if not m.startswith(_CORE) and m != "ragloom.core"]
-    reached = {
-        module: sorted(_runtime_imports(runtime_graph, module) & ENGINE) for module in modules
-    }
-    assert {m: engine for m, engine in reached.items() if engine} == {}
+    """Core's runtime imports only."""
+    return grimp.build_graph("ragloom.core", exclude_type_checking_imports=True)
 
 
 def test_the_contract_and_the_kit_load_no_engine_module(runtime_graph: grimp.ImportGraph) -> None:
     """Package ``__init__`` modules included: an eager facade above a contract module would
     load the engine with it."""
     light = [m for m in runtime_graph.modules if _group(runtime_graph, m) & {"contract", "kit"}]
-    reached = {m: sorted(_runtime_imports(runtime_graph, m) & ENGINE) for m in light}
+    reached = {m: sorted(runtime_imports(runtime_graph, m) & ENGINE) for m in light}
     assert {m: engine for m, engine in reached.items() if engine} == {}
 
 
@@ -341,34 +298,5 @@ def test_the_engine_check_sees_an_eager_facade(runtime_graph: grimp.ImportGraph)
     runtime_graph.add_import(
         importer="ragloom.core.stores", imported="ragloom.core.stores.in_memory"
     )
-    reached = _runtime_imports(runtime_graph, "ragloom.core.stores.base") & ENGINE
+    reached = runtime_imports(runtime_graph, "ragloom.core.stores.base") & ENGINE
     assert "ragloom.core.stores.in_memory" in reached
-
-
-@pytest.mark.parametrize(
-    "package",
-    [
-        "ragloom.loaders.amazon_s3",
-        "ragloom.loaders.github",
-        "ragloom.stores.qdrant",
-        "ragloom.stores.milvus",
-        "ragloom.stores.pgvector",
-        "ragloom.retrievers.web_search",
-        "ragloom.chat_models.openai",
-    ],
-)
-def test_importing_an_integration_loads_no_engine_module(
-    runtime_graph: grimp.ImportGraph, package: str
-) -> None:
-    """The same rule, seen in a fresh interpreter's ``sys.modules`` (imports the graph does
-    not see, such as ``importlib`` calls, count too)."""
-    pytest.importorskip(package)
-    code = f"import sys, {package}\nprint('\\n'.join(sys.modules))\n"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    excused = {
-        module
-        for importer, imported in KNOWN_VIOLATIONS
-        if importer.startswith(package + ".")
-        for module in {imported} | _runtime_imports(runtime_graph, imported)
-    }
-    assert sorted((set(out.stdout.split()) & ENGINE) - excused) == []

@@ -1,8 +1,6 @@
 import subprocess
 import sys
 
-import pytest
-
 HEAVY = [
     "onnxruntime",
     "tokenizers",
@@ -61,11 +59,3 @@ def test_the_errors_module_loads_a_handful_of_modules_and_no_engine() -> None:
     loaded = _ragloom(_loaded_after("import ragloom.core.errors"))
     assert len(loaded) <= 5, loaded
     assert [m for m in loaded if m.startswith(("ragloom.core.stores", "ragloom.core.bm25"))] == []
-
-
-def test_the_s3_loader_loads_no_bm25_stemmer_or_in_memory_store() -> None:
-    pytest.importorskip("ragloom.loaders.amazon_s3")
-    loaded = _loaded_after("import ragloom.loaders.amazon_s3")
-    assert "ragloom.loaders.amazon_s3.loader" in loaded
-    heavy = {"Stemmer", "ragloom.core.bm25", "ragloom.core.stores.in_memory"}
-    assert sorted(loaded & heavy) == []

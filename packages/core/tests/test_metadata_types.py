@@ -80,7 +80,7 @@ def test_merging_stores_with_other_key_types_is_refused() -> None:
 
 
 def test_the_ingestor_fails_the_mistyped_document_alone() -> None:
-    from ragloom.core import Document, EmbeddingStoreIngestor
+    from ragloom.core import Document, EmbeddingStoreIngestor, document_splitters
     from ragloom.testkit import FakeEmbeddingModel
 
     store = InMemoryEmbeddingStore()
@@ -89,6 +89,9 @@ def test_the_ingestor_fails_the_mistyped_document_alone() -> None:
         Document("second text", {"tenant": 7}),
         Document("third text", {"tenant": "c"}),
     ]
-    result = EmbeddingStoreIngestor(store, FakeEmbeddingModel()).ingest(documents)
+    splitter = document_splitters.recursive(300, 0)  # no splitter plugin needed
+    result = EmbeddingStoreIngestor(store, FakeEmbeddingModel(), document_splitter=splitter).ingest(
+        documents
+    )
     assert [type(outcome.error) for outcome in result.failures] == [MetadataTypeError]
     assert len(store) == 2

@@ -320,9 +320,9 @@ def test_the_memory_id_reaches_the_tool_query_and_memory_keeps_only_the_answer(
 def test_filters_still_apply_to_tool_queries() -> None:
     model = FakeEmbeddingModel(256)
     store = InMemoryEmbeddingStore()
-    EmbeddingStoreIngestor(store, model).ingest(
-        [Document(text, {"topic": topic}) for topic, text in CORPUS.items()]
-    )
+    EmbeddingStoreIngestor(
+        store, model, document_splitter=document_splitters.recursive(300, 0)
+    ).ingest([Document(text, {"topic": topic}) for topic, text in CORPUS.items()])
     only_chess = EmbeddingStoreContentRetriever(
         store, model, max_results=5, filter=metadata_key("topic").is_equal_to("chess")
     )
