@@ -18,15 +18,19 @@ from __future__ import annotations
 
 import ast
 import asyncio
+import functools
 import inspect
 import json
+import os
 import re
+import subprocess
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import boto3
+import neo4j
 import psycopg
 import pytest
 from azure.storage.blob import BlobServiceClient
@@ -57,12 +61,6 @@ NOT_RUN = {
     "packages/store-milvus/README.md": (
         'needs a Milvus server (none is installable here, see "Tested against")'
     ),
-}
-# Package READMEs whose examples do not run yet (fragments: names defined nowhere, made-up
-# paths or servers): they run, expected to fail (strict: one that starts to pass fails
-# until it leaves this list). Issue 36 item 5; to be emptied.
-NOT_YET_RUNNABLE = {
-    "packages/retriever-neo4j/README.md": "a Neo4j on localhost:7687; `chat_model` undefined",
 }
 # Every address of scripts/services/env.sh, as the examples read them.
 SERVICE_VARIABLES = (
@@ -189,6 +187,37 @@ def _azure_example_container(chat_server: WireServer) -> None:
     container.upload_blob("guides/intro.md", b"# Intro\n\nHello.\n", overwrite=True)
 
 
+# The Neo4j test server is scripts/services/neo4j.sh's (read before the tests set the variable).
+LOCAL_NEO4J = "RAGLOOM_NEO4J_URL" not in os.environ
+
+
+@functools.cache
+def _neo4j_driver() -> neo4j.Driver:
+    """One driver for the session, never closed before the end: the local Bolt server
+    (FalkorDB) stops answering new connections once a driver has closed its own, so the
+    local server is restarted first (as retriever-neo4j's tests do) and this stays open."""
+    if LOCAL_NEO4J:
+        subprocess.run(["bash", "scripts/services/neo4j.sh", "restart"], cwd=ROOT, check=True)
+    return neo4j.GraphDatabase.driver(service_setting("RAGLOOM_NEO4J_URL"), auth=None)
+
+
+def _neo4j_example_graph(chat_server: WireServer) -> None:
+    """The books graph the Neo4j README asks about, and the Cypher a model writes for it."""
+    driver = _neo4j_driver()
+    for cypher in (
+        "MATCH (n) DETACH DELETE n",
+        "CREATE (:Person {name: 'Frank Herbert'})",
+        "CREATE (:Book {title: 'Dune'})",
+        "CREATE (:Book {title: 'Dune Messiah'})",
+        "MATCH (p:Person), (b:Book) CREATE (p)-[:WROTE {year: 1965}]->(b)",
+    ):
+        driver.execute_query(cypher, routing_=neo4j.RoutingControl.WRITE)
+    _answers(
+        chat_server,
+        "MATCH (p:Person {name: 'Frank Herbert'})-[:WROTE]->(b:Book) RETURN b.title",
+    )
+
+
 def _sql_example_shop(chat_server: WireServer) -> None:
     """The shop schema the SQL README asks about (on the local PostgreSQL) with its
     SELECT-only role, and the SQL a model writes for it."""
@@ -221,6 +250,7 @@ PREPARE: dict[str, Callable[[WireServer], None]] = {
     "packages/loader-amazon-s3/README.md": _s3_example_bucket,
     "packages/loader-azure-blob/README.md": _azure_example_container,
     "packages/loader-google-cloud-storage/README.md": _gcs_example_bucket,
+    "packages/retriever-neo4j/README.md": _neo4j_example_graph,
     "packages/retriever-sql/README.md": _sql_example_shop,
 }
 
@@ -247,14 +277,7 @@ def _run(block: Block, namespace: dict[str, Any]) -> None:
         exec(code, namespace)
 
 
-def _param(block: Block) -> Any:
-    """``block`` as a test case, expected to fail when its page is NOT_YET_RUNNABLE."""
-    pending = NOT_YET_RUNNABLE.get(str(block.page.relative_to(ROOT)))
-    marks = [pytest.mark.xfail(strict=True, reason=f"not runnable yet: {pending}")]
-    return pytest.param(block, id=block.name, marks=marks if pending else [])
-
-
-@pytest.mark.parametrize("block", [_param(block) for block in BLOCKS])
+@pytest.mark.parametrize("block", BLOCKS, ids=[block.name for block in BLOCKS])
 def test_doc_block_runs(
     block: Block,
     chat_server: WireServer,
