@@ -3,7 +3,8 @@
 Generates seeded English-like text (paragraphs of sentences of words from a vocabulary,
 with abbreviations and numbers) and splits it at
 
-  (a) 1000 characters with 100 of overlap, and
+  (a) 1000 characters with 100 of overlap, on that text and on short paragraphs
+      (``short_paragraphs``: 1-2 sentences each, many whole paragraphs a segment), and
   (b) 300 tokens with 30 of overlap, counted by all-MiniLM-L6-v2's Hugging Face tokenizer as
       ``ragloom-embedding-onnx`` ships it (loaded with ``tokenizers``, no ``transformers``).
 
@@ -196,6 +197,8 @@ def main() -> None:
     make = None if langchain is None else partial(langchain, chunk_size=1000, chunk_overlap=100)
     splitter = document_splitters.recursive(1000, 100)
     compare(label, text, splitter, make, text, args.repeat, len)
+    short = short_paragraphs(args.mb, args.seed)
+    compare("[1000 chars, short]", short, splitter, make, short, args.repeat, len)
 
     from tokenizers import Tokenizer as HfTokenizer
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ragloom.core.splitters._hierarchical import HierarchicalSplitter
+from ragloom.core.splitters._paragraph_breaks import paragraph_units
 from ragloom.core.splitters._patterns import PARAGRAPH_BREAK
 from ragloom.core.splitters._text import Source, units
 from ragloom.core.splitters.base import DocumentSplitter
@@ -22,4 +23,6 @@ class DocumentByParagraphSplitter(HierarchicalSplitter):
         return DocumentBySentenceSplitter(self.max_segment_size, self.max_overlap, self.tokenizer)
 
     def _units(self, source: Source, lo: int, hi: int) -> tuple[list[int], list[int]]:
+        if source.plain and (found := paragraph_units(source.text, lo, hi)) is not None:
+            return found  # the regex's units, found with numpy (see _paragraph_breaks)
         return units(PARAGRAPH_BREAK[source.plain], source.text, lo, hi)
