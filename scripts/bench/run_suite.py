@@ -1001,9 +1001,9 @@ def ann_section(ann: dict[str, Any], meta: dict[str, Any], images: list[str]) ->
         "time a query at the recall@10, interpolated between the beams below and reaching it",
         f"(the beam reaching it in brackets). Load average {ann['load']:.1f}. Build: CPU",
         "seconds (all threads).",
-        "*ragloom / usearch* is what the store adds to its own graph's walk (mostly the",
-        "cold reads of the k float32 rows it rescores and returns); where the rest goes and",
-        "the usearch settings tried: [indexes](indexes.md).",
+        "*ragloom / usearch* is what the store adds to its own graph's walk (the exact",
+        "rescoring, the result objects and the call, ~40 us a query); where the rest goes,",
+        "the usearch settings and the engines tried: [indexes](indexes.md).",
         "",
         "| recall@10 | "
         + " | ".join(f"{n} CPU ms" for n in names)
