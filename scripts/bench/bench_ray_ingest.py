@@ -20,8 +20,9 @@ programs share the cores; wall-clock does not):
 
 - ``driver``: this process (for ``single``: everything);
 - ``actors``: the embedding actors' processes, sampled every 0.2 s; ``other``: the rest
-  of the cluster's worker processes (split tasks, Ray Data's own actors, the attempts
-  ledger); ``control``: the raylets and GCS server;
+  of the cluster's worker processes (split tasks, idle workers); ``control``: the
+  raylets and GCS server. The CPU ratio is single's CPU seconds over the sum of all four
+  parts of the Ray run (every process of the cluster, not only the driver's);
 - per document, in the process that embeds (the actor, or this process for ``single``):
   CPU and wall milliseconds of splitting, embedding and writing (the instrumented
   splitter, model and store record each call), and the start-up (process start to model
@@ -238,7 +239,7 @@ class ClusterCpu:
                 "control"
                 if name in CONTROL_PLANE
                 else "actors"
-                if "MapWorker" in name and "Embed" in name
+                if "EmbedActor" in name
                 else "other"
             )
             parts[part] += cpu - self.start.get(pid, 0.0)
@@ -449,7 +450,6 @@ def main() -> None:
         ray.init(address=args.address, log_to_driver=False)
     else:
         ray.init(num_cpus=4, include_dashboard=False, log_to_driver=False)
-    ray.data.DataContext.get_current().enable_progress_bars = False
     names = args.configs.split(",")
     measured: dict[str, list[dict[str, float]]] = {name: [] for name in names}
     warmup: list[dict[str, float]] = []

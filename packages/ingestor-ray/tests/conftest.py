@@ -60,7 +60,6 @@ def ray_cluster() -> Iterator[dict[str, float]]:
         log_to_driver=False,
         runtime_env={"env_vars": {"PYTHONPATH": os.pathsep.join(sources)}},
     )
-    ray.data.DataContext.get_current().enable_progress_bars = False
     nodes = {
         node["NodeID"]: node["Resources"].get("CPU", 0.0) for node in ray.nodes() if node["Alive"]
     }

@@ -315,9 +315,9 @@ def test_default_onnx_model_loaded_in_actor_gives_core_vectors(
 def test_store_factory_failing_in_workers_raises_a_ragloom_error(
     pg_dsn: str, table_name: str
 ) -> None:
-    """No dimension for a missing table: the store cannot be built in the actor."""
+    """A missing table with create_table=False: the store cannot be built in the actor."""
     ingestor = RayIngestor(
-        functools.partial(PgVectorEmbeddingStore, pg_dsn, table_name),
+        functools.partial(PgVectorEmbeddingStore, pg_dsn, table_name, create_table=False),
         functools.partial(FakeEmbeddingModel, DIMENSION),
         document_splitter=splitter(),
         num_cpus=0.5,

@@ -1,11 +1,13 @@
-"""RayIngestor: core's EmbeddingStoreIngestor semantics, scaled out on Ray Data.
+"""RayIngestor: core's EmbeddingStoreIngestor semantics, scaled out on Ray actors.
 
-Pipeline: documents (or file paths) -> a Ray dataset -> a pool of actors, each of which
-builds its embedding model and its store once (from factories) and, per batch, loads,
-transforms and splits the documents, then embeds and writes their segments. Splitting in
-the actor is one Ray Data stage: no split worker processes to start and no segments to
-pickle through the object store (measured: most of one actor's overhead over the single
-process). ``split_num_cpus`` moves loading and splitting to Ray tasks of their own, for
+Pipeline: documents (or file paths) -> batches of ``documents_per_batch`` -> a pool of
+plain Ray actors, each of which builds its embedding model and its store once (from
+factories) and, per batch, loads, transforms and splits the documents, then embeds and
+writes their segments. The driver keeps two batches queued on each actor and blocks in
+``ray.wait`` between results. No Ray Data: its executor loop, its stats and autoscaling
+actors and the ledger that bounded its unbounded retries cost 0.12 of a core while a
+job ran (measured, docs/distributed-ingestion.md); the driver now counts the deaths
+itself. ``split_num_cpus`` moves loading and splitting to Ray tasks of their own, for
 parsers heavy enough to want cores beside the embedding.
 
 The segments, ids, versions and writes are core's: the split stage and the writer stage
@@ -19,12 +21,11 @@ by id, then stale versions are removed, per document.
 from __future__ import annotations
 
 import os
-import pickle
+from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, Protocol, cast, runtime_checkable
 
-import numpy as np
 import ray
 
 from ragloom.core import plugins
@@ -151,119 +152,16 @@ class _Writer(EmbeddingStoreIngestor):
         return outcomes, usage
 
 
-def _pack(values: Iterable[object]) -> np.ndarray[Any, np.dtype[np.object_]]:
-    """A column of pickled Python objects (Ray Data stores them as Arrow binary)."""
-    items = [pickle.dumps(v, protocol=pickle.HIGHEST_PROTOCOL) for v in values]
-    column = np.empty(len(items), dtype=object)
-    column[:] = items
-    return column
+@runtime_checkable
+class _Threaded(Protocol):
+    """A model whose intra-op thread count can be set before it loads (embedding-onnx)."""
+
+    intra_op_threads: int | None
 
 
-@ray.remote(num_cpus=0)
-class _Attempts:
-    """Counts, per key (a stage and an input position), the starts that never finished:
-    a worker died on them.
-
-    Ray Data redoes the batch of a lost task or actor without limit; this ledger is what
-    bounds it, per document: see :class:`_Guard`.
-    """
-
-    def __init__(self) -> None:
-        self.unfinished: dict[str, int] = {}
-
-    def begin_batch(self, keys: list[str]) -> bool:
-        """Start a whole batch (True) unless a worker was lost on one of them (False)."""
-        if any(self.unfinished.get(k, 0) for k in keys):
-            return False
-        for k in keys:
-            self.unfinished[k] = 1
-        return True
-
-    def begin(self, key: str) -> int:
-        """Start one document; the number of earlier starts on it that never finished."""
-        lost = self.unfinished.get(key, 0)
-        self.unfinished[key] = lost + 1
-        return lost
-
-    def end(self, keys: list[str]) -> None:
-        for k in keys:
-            self.unfinished[k] = 0
-
-
-class _Guard:
-    """Runs a stage's batch so that a document that kills its worker is isolated.
-
-    Normally the batch runs at once. When a worker died while holding one of its
-    documents, Ray redoes the batch: it then runs document by document, and a document
-    whose worker was lost more than ``max_retries`` times is reported as failed instead
-    of being tried again, so the others finish (each stored once: writes are by id).
-    """
-
-    def __init__(self, attempts: Any, stage: str, max_retries: int) -> None:
-        self.attempts = attempts
-        self.stage = stage
-        self.max_retries = max_retries
-
-    def run(
-        self,
-        positions: Sequence[int],
-        run: Callable[[list[int]], None],
-        died: Callable[[int, RagloomError], None],
-    ) -> None:
-        """``run(indices)`` on the batch's documents; ``died(index, error)`` for a
-        document given up on (indices into ``positions``)."""
-        keys = [f"{self.stage}:{p}" for p in positions]
-        if ray.get(self.attempts.begin_batch.remote(keys)):
-            run(list(range(len(keys))))
-            ray.get(self.attempts.end.remote(keys))
-            return
-        for index, key in enumerate(keys):
-            lost = ray.get(self.attempts.begin.remote(key))
-            if lost > self.max_retries:
-                died(index, self._died(lost))
-            else:
-                run([index])
-            ray.get(self.attempts.end.remote([key]))
-
-    def _died(self, lost: int) -> RagloomError:
-        return RagloomError(
-            f"the worker process died {lost} times while {self.stage} it "
-            f"(max_retries={self.max_retries}); the document was skipped"
-        )
-
-
-class _SplitStage:
-    """Loading and splitting a batch: rows of pickled inputs -> plans. Called as a Ray
-    task function (rows of pickled plans out) or from inside the embedding actor."""
-
-    def __init__(self, splitter: _Splitter, guard: _Guard) -> None:
-        self.splitter = splitter
-        self.guard = guard
-
-    def __call__(self, batch: dict[str, np.ndarray[Any, Any]]) -> dict[str, np.ndarray[Any, Any]]:
-        """The task: the batch's plans, pickled for the embedding stage."""
-        return {"position": batch["position"], "plan": _pack(self.plans(batch))}
-
-    def plans(self, batch: dict[str, np.ndarray[Any, Any]]) -> list[Plan]:
-        """Load and split the batch; a document that kills its worker (a parser or a
-        transformer that crashes the process) is isolated by the guard."""
-        items: list[Document | str] = [pickle.loads(raw) for raw in batch["item"]]
-        plans: list[Plan] = []
-
-        def run(indices: list[int]) -> None:
-            plans.extend(self.splitter.plan(items[i]) for i in indices)
-
-        def died(index: int, error: RagloomError) -> None:
-            identity = _input_identity(items[index])
-            plans.append((identity, RagloomError(f"{identity}: {error}")))
-
-        self.guard.run([int(p) for p in batch["position"]], run, died)
-        return plans
-
-
-class _EmbedStage:
+class _EmbedActor:
     """The Ray actor: builds the model and the store once, then embeds and writes batches
-    (splitting them first when ``split`` is given: rows of inputs instead of plans)."""
+    (loading and splitting them first when it has the ``splitter``)."""
 
     def __init__(
         self,
@@ -271,38 +169,206 @@ class _EmbedStage:
         store_factory: EmbeddingStoreFactory,
         batch_size: int,
         on_start: Callable[[], None] | None,
-        guard: _Guard,
-        split: _SplitStage | None,
+        splitter: _Splitter | None,
+        model_threads: int,
     ) -> None:
         if on_start is not None:
             on_start()
-        self.writer = _Writer(store_factory(), model_factory(), batch_size)
-        self.guard = guard
-        self.split = split
+        model = model_factory()
+        if isinstance(model, _Threaded) and model.intra_op_threads is None:
+            # The model's own default is the whole machine, in every actor of the node.
+            model.intra_op_threads = model_threads
+        self.writer = _Writer(store_factory(), model, batch_size)
+        self.splitter = splitter
 
-    def __call__(self, batch: dict[str, np.ndarray[Any, Any]]) -> dict[str, np.ndarray[Any, Any]]:
-        """Write the batch; a document that kills its worker is isolated by the guard."""
-        plans: list[Plan] = (
-            self.split.plans(batch)
-            if self.split is not None
-            else [pickle.loads(raw) for raw in batch["plan"]]
+    def ready(self) -> None:
+        """Answers once the actor is constructed (the driver's probe after a restart)."""
+
+    def write(self, items: list[Any]) -> tuple[list[DocumentOutcome], TokenUsage | None]:
+        """Embed and write a batch: inputs (Documents, paths) when the actor splits, else
+        plans; one outcome per item, in order, and the batch's token usage."""
+        splitter = self.splitter
+        plans: list[Plan] = items if splitter is None else [splitter.plan(i) for i in items]
+        return self.writer.write(plans)
+
+
+def _split(splitter: _Splitter, items: list[Document | str]) -> tuple[int, list[Plan]]:
+    """The split task: the batch's plans (and their count, a small first return value
+    the driver reads to learn that the task finished, without fetching the plans)."""
+    return len(items), [splitter.plan(item) for item in items]
+
+
+_LOST = (
+    ray.exceptions.RayActorError,  # the actor's process died (or is restarting)
+    ray.exceptions.WorkerCrashedError,  # a split task's process died
+)
+
+
+class _Batch:
+    """Documents (input positions) that travel together, and their plans once split."""
+
+    def __init__(self, positions: list[int], plans: Any = None) -> None:
+        self.positions = positions
+        self.plans = plans  # an ObjectRef of the split task's plans, in split-task mode
+
+
+class _Run:
+    """One ``ingest`` call's driver: feeds the actors (and split tasks), blocks in
+    ``ray.wait`` for the next result, and bounds the redo of documents whose worker died.
+
+    Each actor has at most two batches queued (the next is already there when one ends).
+    When a worker dies, the batch it was running counts one death for each of its
+    documents, which are then redone one at a time; a document whose worker died more
+    than ``max_retries`` times is reported as failed. Batches queued behind it on the
+    same actor never started: they are redone without counting.
+    """
+
+    def __init__(self, ingestor: RayIngestor, items: list[Document | str]) -> None:
+        self.ingestor = ingestor
+        self.items = items
+        self.outcomes: dict[int, DocumentOutcome] = {}
+        self.usage: TokenUsage | None = None
+        self.deaths: dict[int, int] = {}
+        self.to_split: deque[_Batch] = deque()
+        self.to_write: deque[_Batch] = deque()
+        self.splitting: dict[Any, tuple[Any, _Batch]] = {}  # count ref -> (plans ref, batch)
+        self.writing: dict[Any, int] = {}  # result ref -> actor index
+        step = ingestor.documents_per_batch
+        batches = [
+            _Batch(list(range(i, min(i + step, len(items))))) for i in range(0, len(items), step)
+        ]
+        split_tasks = ingestor.split_num_cpus is not None
+        (self.to_split if split_tasks else self.to_write).extend(batches)
+        self.write_stage = (
+            "embedding and writing"
+            if split_tasks
+            else ("loading, splitting, embedding and writing")
         )
-        outcomes: list[DocumentOutcome] = []
-        usage: TokenUsage | None = None
 
-        def run(indices: list[int]) -> None:
-            nonlocal usage
-            done, done_usage = self.writer.write([plans[i] for i in indices])
-            outcomes.extend(done)
-            usage = done_usage + usage if done_usage is not None else usage
+    def run(self, actors: list[Any], splitter: Any) -> None:
+        """Until every document has its outcome."""
+        queues: list[deque[tuple[Any, _Batch]]] = [deque() for _ in actors]
+        probes: dict[Any, int] = {}  # ready() ref -> the restarting actor's index
+        split = ray.remote(_split).options(
+            num_cpus=self.ingestor.split_num_cpus, max_retries=0, num_returns=2
+        )
+        while self.to_split or self.to_write or self.splitting or self.writing:
+            while self.to_split and len(self.splitting) < 2 * len(actors):
+                batch = self.to_split.popleft()
+                count, plans = split.remote(splitter, [self.items[p] for p in batch.positions])
+                self.splitting[count] = (plans, batch)
+            down = set(probes.values())
+            for index, actor in enumerate(actors):
+                while (
+                    index not in down
+                    and self.to_write
+                    and len(queues[index]) < self._room(queues[index])
+                ):
+                    batch = self.to_write.popleft()
+                    work = (
+                        batch.plans
+                        if batch.plans is not None
+                        else [self.items[p] for p in batch.positions]
+                    )
+                    ref = actor.write.remote(work)
+                    queues[index].append((ref, batch))
+                    self.writing[ref] = index
+            waiting = [*self.splitting, *self.writing, *probes]
+            if not waiting:
+                continue  # only documents given up on were left
+            [ready], _ = ray.wait(waiting, num_returns=1)
+            if ready in self.splitting:
+                plans, batch = self.splitting.pop(ready)
+                try:
+                    ray.get(ready)
+                except _LOST:
+                    self._lost(batch, "loading and splitting")
+                    continue
+                self.to_write.append(_Batch(batch.positions, plans))
+            elif ready in probes:
+                index = probes.pop(ready)
+                if not self._alive(ready):
+                    probes[actors[index].ready.remote()] = index
+            else:
+                index = self.writing[ready]
+                if self._written(queues[index], ready):
+                    # Work sent before Ray knows of the restart would fail unrun (and be
+                    # counted as a death): nothing more goes to it until it answers.
+                    probes[actors[index].ready.remote()] = index
 
-        def died(index: int, error: RagloomError) -> None:
-            identity = plans[index][0]
-            outcomes.append(DocumentOutcome(identity, error=RagloomError(f"{identity}: {error}")))
+    def _room(self, queue: deque[tuple[Any, _Batch]]) -> int:
+        """How many batches an actor may hold: two, or one while a batch of documents
+        on which a worker died is involved. A process that dies may take the reply of
+        the batch before with it, so only a lone batch's death is surely its own."""
+        batches = [batch for _, batch in queue] + [self.to_write[0]]
+        return 1 if any(p in self.deaths for b in batches for p in b.positions) else 2
 
-        self.guard.run([int(p) for p in batch["position"]], run, died)
-        usages: list[TokenUsage | None] = [usage] + [None] * (len(outcomes) - 1)
-        return {"position": batch["position"], "outcome": _pack(zip(outcomes, usages, strict=True))}
+    def _alive(self, probe: Any) -> bool:
+        """Whether a restarting actor answered (False: ask again; it restarts forever
+        unless its construction raises, which ends the run)."""
+        try:
+            ray.get(probe)
+        except ray.exceptions.RayActorError as exc:
+            if exc.actor_init_failed:
+                raise RagloomError(f"Ray ingestion failed: {exc}") from exc
+            return False
+        return True
+
+    def _written(self, queue: deque[tuple[Any, _Batch]], ready: Any) -> bool:
+        """Take the results of ``queue`` (one actor's batches, in the order it runs
+        them) up to ``ready``; when its worker died (True), redo the batches behind it."""
+        died = False
+        while queue:
+            ref, batch = queue.popleft()
+            del self.writing[ref]
+            if died:
+                self.to_write.append(batch)  # never started: again, as it was
+                continue
+            try:
+                outcomes, usage = ray.get(ref)
+            except _LOST as exc:
+                if isinstance(exc, ray.exceptions.RayActorError) and exc.actor_init_failed:
+                    raise RagloomError(f"Ray ingestion failed: {exc}") from exc
+                died = True
+                self._lost(batch, self.write_stage)
+                continue
+            self._done(batch, outcomes, usage)
+            if ref == ready:
+                break
+        return died
+
+    def _done(
+        self, batch: _Batch, outcomes: list[DocumentOutcome], usage: TokenUsage | None
+    ) -> None:
+        if len(outcomes) != len(batch.positions):
+            raise RagloomError(
+                f"Ray returned {len(outcomes)} outcomes for {len(batch.positions)} documents"
+            )
+        if usage is not None:
+            self.usage = usage + self.usage
+        for position, outcome in zip(batch.positions, outcomes, strict=True):
+            self.outcomes[position] = outcome
+            if self.ingestor.on_progress is not None:  # per document, as core's ingestor
+                self.ingestor.on_progress(len(self.outcomes), len(self.items))
+
+    def _lost(self, batch: _Batch, stage: str) -> None:
+        """The worker died on ``batch``: one death for each document, each redone alone
+        (split again in split-task mode), or reported once it died more than
+        ``max_retries`` times."""
+        queue = self.to_split if self.ingestor.split_num_cpus is not None else self.to_write
+        for position in batch.positions:
+            lost = self.deaths[position] = self.deaths.get(position, 0) + 1
+            if lost <= self.ingestor.max_retries:
+                queue.append(_Batch([position]))
+                continue
+            identity = _input_identity(self.items[position])
+            self.outcomes[position] = DocumentOutcome(
+                identity,
+                error=RagloomError(
+                    f"{identity}: the worker process died {lost} times while {stage} it "
+                    f"(max_retries={self.ingestor.max_retries}); the document was skipped"
+                ),
+            )
 
 
 class RayIngestor:
@@ -321,7 +387,10 @@ class RayIngestor:
     is restarted and its batch redone, one document at a time; a document on which a
     worker died more than ``max_retries`` times (e.g. its parser crashes the process) is
     reported in ``failures``, as is a document whose loading, splitting or embedding
-    raises (that one is not retried).
+    raises (that one is not retried). ``model_threads`` (default: the actor's whole CPUs,
+    at least 1) becomes the model's ``intra_op_threads`` when the model has that option
+    and its factory left it unset (embedding-onnx's default is a thread per physical core
+    of the machine, in every actor: oversubscribed as soon as two actors share a node).
     """
 
     def __init__(
@@ -341,6 +410,7 @@ class RayIngestor:
         max_retries: int = 3,
         on_progress: ProgressCallback | None = None,
         on_actor_start: Callable[[], None] | None = None,
+        model_threads: int | None = None,
     ) -> None:
         for name, value in (
             ("batch_size", batch_size),
@@ -351,6 +421,10 @@ class RayIngestor:
                 raise InvalidArgumentError(f"{name} must be an int >= 1, got {value!r}")
         if type(max_retries) is not int or max_retries < 0:
             raise InvalidArgumentError(f"max_retries must be an int >= 0, got {max_retries!r}")
+        if model_threads is not None and (type(model_threads) is not int or model_threads < 1):
+            raise InvalidArgumentError(
+                f"model_threads must be None or an int >= 1, got {model_threads!r}"
+            )
         if not (num_cpus > 0 and (split_num_cpus is None or split_num_cpus > 0)):
             raise InvalidArgumentError(
                 f"num_cpus and split_num_cpus must be > 0, got {num_cpus!r}, {split_num_cpus!r}"
@@ -376,6 +450,7 @@ class RayIngestor:
         self.max_retries = max_retries
         self.on_progress = on_progress
         self.on_actor_start = on_actor_start
+        self.model_threads = model_threads or max(1, int(num_cpus))
 
     def ingest(
         self, documents: Document | Iterable[Document | str | os.PathLike[str]]
@@ -405,60 +480,37 @@ class RayIngestor:
             self.text_segment_transformer,
             self.document_parser,
         )
-        # Ray Data redoes the batches of lost tasks and actors (its defaults, without
-        # limit); the ledger bounds that per document (_Guard).
-        attempts = _Attempts.remote()  # type: ignore[attr-defined]
-        dataset: ray.data.Dataset = ray.data.from_items(
-            [{"position": i, "item": pickle.dumps(item)} for i, item in enumerate(items)],
-            override_num_blocks=max(1, min(len(items), self.concurrency * 4)),
+        split_tasks = self.split_num_cpus is not None
+        actor_class = ray.remote(_EmbedActor).options(
+            num_cpus=self.num_cpus,
+            max_restarts=-1,  # a killed actor comes back; _Run bounds the redo per document
+            max_task_retries=0,
+            scheduling_strategy="SPREAD",
         )
-        split = _SplitStage(splitter, _Guard(attempts, "loading and splitting", self.max_retries))
-        if self.split_num_cpus is not None:
-            dataset = dataset.map_batches(
-                split,  # an instance, not a class: runs as stateless tasks
-                batch_size=self.documents_per_batch,
-                batch_format="numpy",
-                num_cpus=self.split_num_cpus,
-            )
-        embedded = dataset.map_batches(
-            _EmbedStage,
-            fn_constructor_args=(
+        actors = [
+            actor_class.remote(
                 self.embedding_model_factory,
                 self.store_factory,
                 self.batch_size,
                 self.on_actor_start,
-                _Guard(attempts, "embedding and writing", self.max_retries),
-                split if self.split_num_cpus is None else None,
-            ),
-            batch_size=self.documents_per_batch,
-            batch_format="numpy",
-            num_cpus=self.num_cpus,
-            compute=ray.data.ActorPoolStrategy(size=self.concurrency),
-        )
+                None if split_tasks else splitter,
+                self.model_threads,
+            )
+            for _ in range(self.concurrency)
+        ]
+        run = _Run(self, items)
         try:
-            return self._collect(embedded, len(items))
-        finally:
-            ray.kill(attempts)
-
-    def _collect(self, dataset: Any, total: int) -> IngestionResult:
-        """Stream the outcomes back, report progress, and order them as the input."""
-        by_position: dict[int, DocumentOutcome] = {}
-        usage: TokenUsage | None = None
-        try:
-            for row in dataset.iter_rows():
-                outcome, batch_usage = pickle.loads(row["outcome"])
-                by_position[int(row["position"])] = outcome
-                if batch_usage is not None:
-                    usage = batch_usage + usage
-                if self.on_progress is not None:
-                    self.on_progress(len(by_position), total)
+            run.run(actors, ray.put(splitter) if split_tasks else None)
         except ray.exceptions.RayError as exc:
-            # A factory that fails in the workers, or a worker lost beyond max_retries:
-            # documents already written stay written; a re-run completes the rest.
+            # A factory or a step that raised in the workers: documents already written
+            # stay written; a re-run completes the rest.
             if isinstance(exc, RagloomError):  # a RayTaskError wrapping a ragloom error
                 raise
             raise RagloomError(f"Ray ingestion failed: {exc}") from exc
-        missing = [i for i in range(total) if i not in by_position]
+        finally:
+            for actor in actors:
+                ray.kill(actor, no_restart=True)
+        missing = [i for i in range(len(items)) if i not in run.outcomes]
         if missing:
             raise RagloomError(f"Ray returned no outcome for input positions {missing[:10]}")
-        return IngestionResult(usage, [by_position[i] for i in range(total)])
+        return IngestionResult(run.usage, [run.outcomes[i] for i in range(len(items))])
