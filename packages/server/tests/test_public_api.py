@@ -14,6 +14,7 @@ def test_public_api() -> None:
             "Principal",
             "ServerConfigError",
             "ServerSettings",
+            "StoreSettings",
             "build_mcp",
             "create_app",
         ],

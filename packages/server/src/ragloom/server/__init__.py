@@ -9,7 +9,7 @@ a web page at ``/`` and Prometheus metrics; API keys bind callers to tenants.
 from ragloom.server.app import SOURCES_FIELD, create_app
 from ragloom.server.mcp_server import build_mcp
 from ragloom.server.service import IndexService, Principal
-from ragloom.server.settings import ApiKey, ServerConfigError, ServerSettings
+from ragloom.server.settings import ApiKey, ServerConfigError, ServerSettings, StoreSettings
 
 __all__ = [
     "SOURCES_FIELD",
@@ -18,6 +18,7 @@ __all__ = [
     "Principal",
     "ServerConfigError",
     "ServerSettings",
+    "StoreSettings",
     "build_mcp",
     "create_app",
 ]

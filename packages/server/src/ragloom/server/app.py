@@ -352,7 +352,8 @@ def create_app(
 
     # --- helpers --------------------------------------------------------------------------
 
-    def principal(request: Request) -> Principal:
+    async def principal(request: Request) -> Principal:
+        """The caller (async: a sync dependency would cost a thread-pool hop per request)."""
         found = authenticator.principal(request.headers)
         if found is None:
             raise HTTPException(
@@ -416,9 +417,11 @@ def create_app(
 
     # --- retrieval ------------------------------------------------------------------------
 
-    @app.post("/v1/retrieve")
-    async def retrieve(body: RetrieveRequest, caller: Caller) -> dict[str, Any]:
-        """The passages most relevant to ``query`` with scores, metadata and citations."""
+    @app.post("/v1/retrieve", response_model=None)
+    async def retrieve(body: RetrieveRequest, caller: Caller) -> JSONResponse:
+        """The passages most relevant to ``query`` with scores, metadata and citations
+        (a JSONResponse: the body is plain JSON types already, FastAPI's response-model
+        pass over it would only cost time)."""
         retriever = current().retriever(
             caller,
             max_results=limit(body.max_results),
@@ -427,11 +430,13 @@ def create_app(
             mode=body.mode,
         )
         contents = await timed(metrics.retrieval, lambda: retriever.retrieve(Query(body.query)))
-        return {
-            "object": "list",
-            "query": body.query,
-            "data": [citation(n, c) for n, c in enumerate(contents, 1)],
-        }
+        return JSONResponse(
+            {
+                "object": "list",
+                "query": body.query,
+                "data": [citation(n, c) for n, c in enumerate(contents, 1)],
+            }
+        )
 
     # --- OpenAI-compatible chat -----------------------------------------------------------
 

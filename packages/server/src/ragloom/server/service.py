@@ -63,6 +63,7 @@ from ragloom.easy_rag import ExtractiveAssistant, RagIndex
 from ragloom.easy_rag.cli import MinScoreRetriever
 from ragloom.easy_rag.defaults import default_hybrid_retriever, hybrid_candidates
 from ragloom.server.settings import ServerSettings
+from ragloom.server.store_config import ConfiguredStoreIndex, open_index
 
 __all__ = [
     "TENANT",
@@ -304,7 +305,12 @@ class IndexService:
         self._owner = RagIndex.locked(settings.index, wait=0)
         self._owner.__enter__()  # released by close(): ragloom ingest waits meanwhile
         try:
-            self.index = RagIndex.open_or_create(settings.index, _model_name(self.embedding_model))
+            self.index = open_index(
+                settings.index,
+                _model_name(self.embedding_model),
+                settings.store,
+                self.embedding_model.dimension,
+            )
         except BaseException:
             self._owner.__exit__(None, None, None)
             raise
@@ -432,9 +438,7 @@ class IndexService:
             entry = self.index.files.get(source_id)
             if entry is None or not principal.may_see(entry.get(TENANT)):
                 return None
-            dimension = self.index.store.dimension
-            if dimension is None:
-                return []
+            dimension = self.embedding_model.dimension
             # Every segment of the document: the filter selects, the vector does not matter.
             request = EmbeddingSearchRequest(
                 [1.0] * dimension,
@@ -560,4 +564,6 @@ class IndexService:
         try:
             self.save()
         finally:
+            if isinstance(self.index, ConfiguredStoreIndex):
+                self.index.close()
             self._owner.__exit__(None, None, None)

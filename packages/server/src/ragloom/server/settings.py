@@ -23,7 +23,14 @@ from pydantic_settings import (
 
 from ragloom.core.errors import RagloomError
 
-__all__ = ["CONFIG_ENV", "TENANT_PATTERN", "ApiKey", "ServerConfigError", "ServerSettings"]
+__all__ = [
+    "CONFIG_ENV",
+    "TENANT_PATTERN",
+    "ApiKey",
+    "ServerConfigError",
+    "ServerSettings",
+    "StoreSettings",
+]
 
 CONFIG_ENV = "RAGLOOM_SERVER_CONFIG"
 TENANT_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
@@ -59,6 +66,19 @@ class ApiKey(BaseModel):
         return value
 
 
+class StoreSettings(BaseModel):
+    """Where the vectors live: ``memory`` (persisted in the index directory) or the name
+    of an installed store (entry-point group ``ragloom.embedding_stores``: ``pgvector``,
+    ``qdrant``, ``milvus``) with its keyword arguments in ``options``."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    kind: str = Field(default="memory", min_length=1, max_length=64)
+    options: dict[str, Any] = Field(
+        default_factory=dict, description="the store's keyword arguments (e.g. connection)"
+    )
+
+
 class ServerSettings(BaseSettings):
     """Everything ``ragloom serve`` and ``ragloom mcp`` read; see docs/serving.md."""
 
@@ -67,6 +87,9 @@ class ServerSettings(BaseSettings):
     )
 
     index: Path = Field(default=Path(".ragloom-index"), description="the index directory")
+    store: StoreSettings = Field(
+        default_factory=StoreSettings, description="the vector store (default: in memory)"
+    )
     host: str = "127.0.0.1"
     port: int = Field(default=8000, ge=0, le=65535)
     model_name: str = Field(default="ragloom", min_length=1, max_length=64)
