@@ -1,11 +1,14 @@
-"""ragloom serve under load: /v1/retrieve latency and throughput with N concurrent clients,
-the server's overhead over the same retrieval in-process, and a hostile run (oversized and
-malformed bodies, slow bodies, bad keys) watching the server's RSS and open descriptors.
+"""ragloom serve under load: the server's overhead on /v1/retrieve over the same retrieval
+in-process (interleaved, wall p50 and CPU per request), a load mix of N concurrent clients
+retrieving and chatting (the extractive answer: no chat model configured), and a hostile
+run (oversized and malformed bodies, slow bodies, bad keys) watching RSS and descriptors.
 
 The index: docs/ ingested with the default embedding model, then its segments copied (same
-vectors, other ids and document ids) up to ``--segments``, so building it embeds docs/ once.
+vectors, other ids and document ids) up to ``--segments``, so building it embeds docs/ once
+(``--index DIR`` keeps it for the next run). ``--json FILE`` writes the results there
+(``run_suite.py --only serving`` reads them into docs/benchmarks.md).
 
-    .venv/bin/python scripts/bench/bench_server.py --clients 32 --seconds 20
+    .venv/bin/python scripts/bench/bench_server.py --clients 32 --seconds 60
 """
 
 from __future__ import annotations
@@ -139,67 +142,101 @@ def pct(values: list[float], q: float) -> float:
 
 
 def overhead(url: str, server: psutil.Process, index: Path, rounds: int) -> dict[str, float]:
-    """Interleaved: one in-process retrieval, then the same over HTTP, ``rounds`` times."""
+    """Interleaved: one in-process retrieval, then the same over HTTP, ``rounds`` times.
+    Wall times are medians; CPU times are means over the summed calls (the server's is read
+    from /proc in clock ticks, so one call's figure is too coarse to take a median of)."""
     model: _EmbeddingModel = plugins.load_default(plugins.EMBEDDING_MODELS)  # type: ignore[assignment]
     retriever = in_process_retriever(RagIndex.open(index), model)
     headers = {"Authorization": f"Bearer {KEY}"}
-    local_wall, local_cpu, http_wall, server_cpu = [], [], [], []
+    local_wall, http_wall = [], []
+    local_cpu = server_cpu = 0.0
     with httpx.Client(headers=headers, timeout=30) as client:
         for n in range(rounds):
             query = QUERIES[n % len(QUERIES)]
             wall, cpu = time.perf_counter(), time.process_time()
             retriever.retrieve(Query(query))
             local_wall.append(time.perf_counter() - wall)
-            local_cpu.append(time.process_time() - cpu)
+            local_cpu += time.process_time() - cpu
             before = sum(server.cpu_times()[:2])
             wall = time.perf_counter()
             response = client.post(f"{url}/v1/retrieve", json={"query": query, "max_results": 4})
             http_wall.append(time.perf_counter() - wall)
-            server_cpu.append(sum(server.cpu_times()[:2]) - before)
+            server_cpu += sum(server.cpu_times()[:2]) - before
             response.raise_for_status()
     ms = 1000.0
     return {
+        "rounds": rounds,
         "in_process_wall_p50_ms": statistics.median(local_wall) * ms,
-        "in_process_cpu_p50_ms": statistics.median(local_cpu) * ms,
+        "in_process_cpu_mean_ms": local_cpu / rounds * ms,
         "http_wall_p50_ms": statistics.median(http_wall) * ms,
-        "server_cpu_p50_ms": statistics.median(server_cpu) * ms,
+        "server_cpu_mean_ms": server_cpu / rounds * ms,
         "overhead_wall_p50_ms": (statistics.median(http_wall) - statistics.median(local_wall)) * ms,
+        "overhead_cpu_mean_ms": (server_cpu - local_cpu) / rounds * ms,
     }
 
 
-def load(url: str, clients: int, seconds: float) -> dict[str, float]:
-    """``clients`` threads, each with its own connection, retrieving for ``seconds``."""
+def load(url: str, clients: int, seconds: float) -> dict[str, object]:
+    """``clients`` threads, each with its own connection, for ``seconds``: by turns a
+    retrieval, a chat completion and a streamed chat completion (read to ``[DONE]``)."""
     ends = time.monotonic() + seconds
-    latencies: list[float] = []
-    errors = [0]
+    latencies: dict[str, list[float]] = {"retrieve": [], "chat": [], "chat_stream": []}
+    errors: dict[str, int] = {}
     lock = threading.Lock()
 
+    def one(http: httpx.Client, kind: str, query: str) -> bool:
+        if kind == "retrieve":
+            response = http.post(f"{url}/v1/retrieve", json={"query": query, "max_results": 4})
+            return response.status_code == 200 and bool(response.json()["data"])
+        body = {"model": "ragloom", "messages": [{"role": "user", "content": query}]}
+        if kind == "chat":
+            response = http.post(f"{url}/v1/chat/completions", json=body)
+            return response.status_code == 200 and bool(response.json()["choices"])
+        with http.stream("POST", f"{url}/v1/chat/completions", json={**body, "stream": True}) as r:
+            text = "".join(r.iter_text())
+        return r.status_code == 200 and text.rstrip().endswith("data: [DONE]")
+
     def client(number: int) -> None:
-        with httpx.Client(headers={"Authorization": f"Bearer {KEY}"}, timeout=60) as http:
+        kinds = ("retrieve", "chat", "retrieve", "chat_stream")
+        with httpx.Client(headers={"Authorization": f"Bearer {KEY}"}, timeout=120) as http:
             n = number
             while time.monotonic() < ends:
+                kind = kinds[n % len(kinds)]
                 started = time.perf_counter()
-                response = http.post(
-                    f"{url}/v1/retrieve",
-                    json={"query": QUERIES[n % len(QUERIES)], "max_results": 4},
-                )
+                try:
+                    good = one(http, kind, QUERIES[n % len(QUERIES)])
+                except httpx.HTTPError as exc:
+                    good, kind = False, f"{kind}:{type(exc).__name__}"
                 elapsed = time.perf_counter() - started
                 with lock:
-                    if response.status_code == 200:
-                        latencies.append(elapsed)
+                    if good:
+                        latencies[kind].append(elapsed)
                     else:
-                        errors[0] += 1
+                        errors[kind] = errors.get(kind, 0) + 1
                 n += 1
 
+    started = time.perf_counter()
     with ThreadPoolExecutor(clients) as pool:
         list(pool.map(client, range(clients)))
-    return {
-        "requests": len(latencies),
-        "errors": errors[0],
-        "throughput_rps": len(latencies) / seconds,
-        "p50_ms": pct(latencies, 0.5) * 1000,
-        "p99_ms": pct(latencies, 0.99) * 1000,
+    took = time.perf_counter() - started
+    every = [x for values in latencies.values() for x in values]
+    result: dict[str, object] = {
+        "clients": clients,
+        "seconds": round(took, 1),
+        "requests": len(every),
+        "errors": sum(errors.values()),
+        "errors_by_kind": errors,
+        "throughput_rps": len(every) / took,
+        "p50_ms": pct(every, 0.5) * 1000,
+        "p99_ms": pct(every, 0.99) * 1000,
     }
+    for kind, values in latencies.items():
+        if values:
+            result[kind] = {
+                "requests": len(values),
+                "p50_ms": pct(values, 0.5) * 1000,
+                "p99_ms": pct(values, 0.99) * 1000,
+            }
+    return result
 
 
 def slow_body(url: str) -> bytes:
@@ -274,21 +311,27 @@ def hostile(url: str, server: psutil.Process, count: int) -> dict[str, object]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--segments", type=int, default=10_000)
     parser.add_argument("--clients", type=int, default=32)
-    parser.add_argument("--seconds", type=float, default=20.0)
+    parser.add_argument("--seconds", type=float, default=60.0)
     parser.add_argument("--rounds", type=int, default=200, help="interleaved overhead pairs")
     parser.add_argument("--hostile", type=int, default=200, help="requests of each kind")
+    parser.add_argument("--index", type=Path, help="keep the built index here (reused if there)")
+    parser.add_argument("--json", type=Path, help="also write the results to this file")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="bench-server-") as folder:
-        index = Path(folder) / "index"
-        written = build_index(index, args.segments)
+        index = args.index or Path(folder) / "index"
+        if (index / "files.json").exists():
+            written = len(RagIndex.open(index).store)
+        else:
+            written = build_index(index, args.segments)
         process, url = start_server(
             index,
             Path(folder) / "server.log",
             RAGLOOM_SERVER_RATE_LIMIT="0",
             RAGLOOM_SERVER_BODY_TIMEOUT="1",
+            RAGLOOM_SERVER_MAX_CONCURRENCY=str(max(64, 2 * args.clients)),
         )
         server = psutil.Process(process.pid)
         try:
@@ -309,6 +352,8 @@ def main() -> None:
             results["hostile"] = hostile(url, server, args.hostile)
             results["loadavg_end"] = os.getloadavg()
             print(json.dumps(results, indent=2))
+            if args.json:
+                args.json.write_text(json.dumps(results, indent=1) + "\n")
         finally:
             process.send_signal(signal.SIGTERM)
             process.wait(timeout=60)

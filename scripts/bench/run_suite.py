@@ -6,7 +6,10 @@ against N, with the peers' in-memory stores), ``steps`` (where ingestion time go
 (against LangChain's splitters), ``embedding`` (against sentence-transformers),
 ``qdrant`` (the Qdrant store against raw qdrant-client, local mode, repeated) and
 ``pgvector`` (the pgvector store against raw psycopg; needs
-``bash scripts/services/pgvector.sh start``), the last two with CPU ratios beside wall.
+``bash scripts/services/pgvector.sh start``), the last two with CPU ratios beside wall;
+``serving`` (``ragloom serve`` under a retrieve-and-chat load, its overhead over the same
+retrieval in-process and a hostile run: ``bench_server.py`` in the project's own
+environment, where ragloom-server is installed).
 The ``ann`` part times the HNSW index against usearch, hnswlib and faiss at matched
 recall (``bench_ann.engines``; its graphs are built once and cached in ``.bench-cache/``).
 
@@ -1161,6 +1164,80 @@ def pgvector_section(result: dict[str, Any], meta: dict[str, Any], images: list[
     return lines
 
 
+def bench_serving(args: argparse.Namespace) -> Any:
+    """``bench_server.py`` run by the project's interpreter (the server is not in the
+    bench environment: it has no peers to compare with), its JSON results."""
+    import tempfile
+
+    seconds, clients = (15, 32) if args.quick else (60, 32)
+    with tempfile.NamedTemporaryFile(suffix=".json") as out:
+        command = [str(ROOT / ".venv" / "bin" / "python"), str(BENCH / "bench_server.py")]
+        command += ["--clients", str(clients), "--seconds", str(seconds), "--json", out.name]
+        subprocess.run(command, check=True)
+        return json.loads(Path(out.name).read_text())
+
+
+def serving_section(result: dict[str, Any], meta: dict[str, Any], images: list[str]) -> list[str]:
+    """``ragloom serve``: overhead, the load mix, the hostile run."""
+    over, load = result["overhead"], result["load"]
+    rss = result["rss_mib_before_after_load"]
+    hostile = result["hostile"]
+    lines = [
+        "## Serving",
+        "",
+        "`scripts/bench/bench_server.py`: `ragloom serve` as a process on an index of",
+        f"{result['segments']:,} segments (docs/ with the default embedding model, its segments",
+        "copied with the same vectors), `/v1/retrieve` in hybrid mode with `max_results` 4.",
+        f"Load average {result['loadavg_start'][0]:.1f} at the start,",
+        f"{result['loadavg_end'][0]:.1f} at the end (a shared 2-core machine: wall times",
+        "carry the contention; CPU is the steadier figure).",
+        "",
+        f"**Overhead**: {over['rounds']} interleaved pairs, the same retrieval in-process then",
+        "over HTTP (a real httpx client, keep-alive). Wall: medians; CPU: means over the summed",
+        "calls (the server's read from /proc).",
+        "",
+        "| measure | in-process | over HTTP | overhead |",
+        "| --- | --- | --- | --- |",
+        f"| wall p50 | {over['in_process_wall_p50_ms']:.1f} ms | {over['http_wall_p50_ms']:.1f} ms"
+        f" | {over['overhead_wall_p50_ms']:+.1f} ms |",
+        f"| CPU per request | {over['in_process_cpu_mean_ms']:.1f} ms"
+        f" | {over['server_cpu_mean_ms']:.1f} ms (server)"
+        f" | {over['overhead_cpu_mean_ms']:+.1f} ms |",
+        "",
+        f"Goal: at most 2 ms at p50. **Load mix**: {load['clients']} clients for"
+        f" {load['seconds']:.0f} s, each by turns a retrieval, a chat completion and a streamed",
+        "one (the extractive answer: no chat model configured), each client on its own",
+        "connection.",
+        "",
+        "| kind | p50 | p99 | requests |",
+        "| --- | --- | --- | --- |",
+        f"| all | {load['p50_ms']:.0f} ms | {load['p99_ms']:.0f} ms | {load['requests']:,} |",
+    ]
+    for kind in ("retrieve", "chat", "chat_stream"):
+        if kind in load:
+            row = load[kind]
+            lines.append(
+                f"| {kind.replace('_', ' ')} | {row['p50_ms']:.0f} ms | {row['p99_ms']:.0f} ms"
+                f" | {row['requests']:,} |"
+            )
+    statuses = "; ".join(
+        f"{kind.replace('_', ' ')} {', '.join(f'{code} x{n}' for code, n in seen.items())}"
+        for kind, seen in hostile["statuses"].items()
+    )
+    lines += [
+        "",
+        f"Throughput {load['throughput_rps']:.1f} requests/s, errors {load['errors']},"
+        f" server RSS {rss[0]:.0f} MiB before and {rss[1]:.0f} MiB after.",
+        "",
+        f"**Hostile run**: {statuses}. RSS {hostile['rss_mib_before_after'][0]:.0f} →"
+        f" {hostile['rss_mib_before_after'][1]:.0f} MiB, open descriptors"
+        f" {hostile['fds_before_after'][0]} → {hostile['fds_before_after'][1]},"
+        f" `/healthz` {hostile['healthz_after']} after.",
+        "",
+    ]
+    return lines
+
+
 Section = Callable[[dict[str, Any], dict[str, Any], list[str]], list[str]]
 SECTIONS: dict[str, Section] = {
     "stores": stores_section,
@@ -1172,6 +1249,7 @@ SECTIONS: dict[str, Section] = {
     "embedding": embedding_section,
     "qdrant": qdrant_section,
     "pgvector": pgvector_section,
+    "serving": serving_section,
 }
 
 
@@ -1197,7 +1275,18 @@ def versions() -> dict[str, str]:
     return out
 
 
-PARTS = ("stores", "steps", "search", "ann", "bm25", "splitting", "embedding", "qdrant", "pgvector")
+PARTS = (
+    "stores",
+    "steps",
+    "search",
+    "ann",
+    "bm25",
+    "splitting",
+    "embedding",
+    "qdrant",
+    "pgvector",
+    "serving",
+)
 
 
 def main() -> None:
@@ -1310,6 +1399,8 @@ def run_part(part: str, args: argparse.Namespace) -> Any:
         from bench_pgvector import suite_part as pgvector_part  # type: ignore[import-not-found]
 
         return pgvector_part(args.pgvector_rows, 200)
+    if part == "serving":
+        return bench_serving(args)
     return bench_embedding(args)
 
 
