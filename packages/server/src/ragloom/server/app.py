@@ -26,6 +26,7 @@ from fastapi.responses import HTMLResponse, JSONResponse, Response, StreamingRes
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from pydantic import ValidationError
 from starlette.datastructures import UploadFile
+from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -338,8 +339,10 @@ def create_app(
     async def bad_request(_: Request, exc: RequestValidationError) -> JSONResponse:
         return _error(400, _describe(exc.errors()), "invalid_request_error")
 
-    @app.exception_handler(HTTPException)
-    async def http_error(_: Request, exc: HTTPException) -> JSONResponse:
+    # Starlette's class: FastAPI and Starlette raise it too (an unparseable body such as
+    # JSON nested past the parser's depth, an unknown route), and those get OpenAI's shape.
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(_: Request, exc: StarletteHTTPException) -> JSONResponse:
         kind = HTTP_KINDS.get(exc.status_code, "invalid_request_error")
         return _error(exc.status_code, str(exc.detail), kind, dict(exc.headers or {}))
 
