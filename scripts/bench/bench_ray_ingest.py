@@ -229,19 +229,14 @@ class ClusterCpu:
             self.sample()
         self.own = time.thread_time()
 
-    def stop(self) -> dict[str, float]:
+    def stop(self, actors: set[int]) -> dict[str, float]:
+        """The parts' CPU seconds; ``actors``: the embedding actors' process ids."""
         self.done.set()
         self.thread.join()
         self.sample()
         parts = {"actors": 0.0, "other": 0.0, "control": 0.0}
         for pid, (name, cpu) in self.last.items():
-            part = (
-                "control"
-                if name in CONTROL_PLANE
-                else "actors"
-                if "EmbedActor" in name
-                else "other"
-            )
+            part = "control" if name in CONTROL_PLANE else "actors" if pid in actors else "other"
             parts[part] += cpu - self.start.get(pid, 0.0)
         return {**parts, "sampler": self.own}
 
@@ -280,7 +275,8 @@ def run_ray(
     start, cpu = time.perf_counter(), time.process_time()
     result = ingestor.ingest(documents)
     elapsed = time.perf_counter() - start
-    parts = cluster.stop()
+    # The actors' process ids: each recorded its start-up (RecordingModel).
+    parts = cluster.stop({int(path.name.split("-")[1]) for path in Path(directory).glob("start-*")})
     cpu = time.process_time() - cpu - parts.pop("sampler")
     check(result, documents)
     return {"seconds": elapsed, "driver": cpu, **parts}

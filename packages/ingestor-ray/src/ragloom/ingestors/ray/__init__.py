@@ -1,4 +1,4 @@
-"""Scale-out ingestion on Ray Data with core's EmbeddingStoreIngestor semantics."""
+"""Scale-out ingestion on a pool of Ray actors with core's EmbeddingStoreIngestor semantics."""
 
 from ragloom.ingestors.ray.ingestor import (
     EmbeddingModelFactory,

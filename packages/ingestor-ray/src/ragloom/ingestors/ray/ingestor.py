@@ -249,7 +249,7 @@ class _Run:
         """Until every document has its outcome."""
         queues: list[deque[tuple[Any, _Batch]]] = [deque() for _ in actors]
         probes: dict[Any, int] = {}  # ready() ref -> the restarting actor's index
-        split = ray.remote(_split).options(
+        split: Any = ray.remote(_split).options(  # Ray's stubs type one return value
             num_cpus=self.ingestor.split_num_cpus, max_retries=0, num_returns=2
         )
         while self.to_split or self.to_write or self.splitting or self.writing:
@@ -487,7 +487,7 @@ class RayIngestor:
             max_task_retries=0,
             scheduling_strategy="SPREAD",
         )
-        actors = [
+        actors: list[Any] = [
             actor_class.remote(
                 self.embedding_model_factory,
                 self.store_factory,
