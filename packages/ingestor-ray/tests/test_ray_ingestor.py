@@ -32,6 +32,7 @@ from ragloom.core.errors import InvalidArgumentError, RagloomError
 from ragloom.core.ingestor import EmbeddingStoreIngestor, IngestionResult
 from ragloom.core.parsers.text import TextDocumentParser
 from ragloom.core.stores.in_memory import InMemoryEmbeddingStore
+from ragloom.embeddings.onnx import AllMiniLmL6V2QuantizedEmbeddingModel
 from ragloom.ingestors.ray import RayIngestor
 from ragloom.stores.pgvector import PgVectorEmbeddingStore
 from ragloom.testkit import FakeEmbeddingModel
@@ -229,6 +230,8 @@ def expected_ids_in_order(result: IngestionResult) -> list[str]:
 def test_bad_settings_are_rejected() -> None:
     with pytest.raises(InvalidArgumentError, match="concurrency"):
         RayIngestor(lambda: InMemoryEmbeddingStore(), concurrency=0)
+    with pytest.raises(InvalidArgumentError, match="model_threads must be None or an int >= 1"):
+        RayIngestor(lambda: InMemoryEmbeddingStore(), model_threads=0)
     assert RayIngestor(lambda: InMemoryEmbeddingStore()).ingest([]).outcomes == []
 
 
@@ -310,6 +313,46 @@ def test_default_onnx_model_loaded_in_actor_gives_core_vectors(
         for e in json.loads(store.to_json())["entries"]
     }
     assert_same_content(table_rows(pg_dsn, table_name), expected)
+
+
+class ThreadsRecordingModel(AllMiniLmL6V2QuantizedEmbeddingModel):
+    """The default ONNX model, writing the intra-op threads its session got to ``path``."""
+
+    def __init__(self, path: str, intra_op_threads: int | None = None) -> None:
+        super().__init__(intra_op_threads=intra_op_threads)
+        self.path = path
+
+    def embed_all(self, texts: Sequence[str | TextSegment]) -> EmbeddingResult:
+        options = self.load().session.get_session_options()
+        Path(self.path).write_text(str(options.intra_op_num_threads))
+        return super().embed_all(texts)
+
+
+@pytest.mark.parametrize(
+    ("factory_threads", "model_threads", "expected"),
+    [(None, None, 1), (None, 2, 2), (3, None, 3)],
+    ids=["default-share", "model_threads", "factory-choice-kept"],
+)
+def test_actor_sizes_the_model_threads_to_its_cpus_unless_told(
+    pg_dsn: str,
+    table_name: str,
+    tmp_path: Path,
+    factory_threads: int | None,
+    model_threads: int | None,
+    expected: int,
+) -> None:
+    """onnxruntime's default is a thread per physical core in every actor: the actor
+    (num_cpus=0.5) gives the model 1, or model_threads; a count the factory set stays."""
+    path = tmp_path / "threads"
+    result = RayIngestor(
+        functools.partial(PgVectorEmbeddingStore, pg_dsn, table_name, dimension=384, pool_size=1),
+        functools.partial(ThreadsRecordingModel, str(path), factory_threads),
+        document_splitter=splitter(),
+        num_cpus=0.5,
+        model_threads=model_threads,
+    ).ingest(corpus(2))
+    assert result.failures == []
+    assert path.read_text() == str(expected)
 
 
 def test_store_factory_failing_in_workers_raises_a_ragloom_error(
