@@ -14,20 +14,17 @@ from __future__ import annotations
 
 import json
 import time
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import psycopg
 import pytest
 from fastapi.testclient import TestClient
 
 from ragloom.server import ApiKey, IndexService, ServerSettings, create_app
 from ragloom.server.store_config import MARKER
-from ragloom.testkit.servers import service_setting
+from ragloom.testkit.stores import STORES, store_options
 
-DSN = service_setting("RAGLOOM_PG_DSN")
 ACME = "acme-key-0123456789ab"
 GLOBEX = "globex-key-0123456789"
 BASE_URL = "http://127.0.0.1:8000"
@@ -35,51 +32,25 @@ BASE_URL = "http://127.0.0.1:8000"
 pytestmark = [pytest.mark.integration, pytest.mark.slow]  # the real embedding model
 
 
-def pgvector_options(tmp_path: Path) -> dict[str, Any]:
-    try:
-        psycopg.connect(DSN, connect_timeout=3).close()
-    except psycopg.OperationalError as exc:
-        pytest.fail(
-            f"PostgreSQL + pgvector not reachable at {DSN} ({exc}); start it with "
-            "`bash scripts/services/pgvector.sh start`",
-            pytrace=False,
-        )
-    return {"connection": DSN, "collection": f"serve_{uuid.uuid4().hex[:10]}", "index": "none"}
-
-
-def qdrant_options(tmp_path: Path) -> dict[str, Any]:
-    return {"collection": "serve", "path": str(tmp_path / "qdrant"), "exact": True}
-
-
-def milvus_options(tmp_path: Path) -> dict[str, Any]:
-    return {"uri": str(tmp_path / "serve.db"), "collection": "serve"}
-
-
-OPTIONS = {"pgvector": pgvector_options, "qdrant": qdrant_options, "milvus": milvus_options}
-
-
-@pytest.fixture(params=sorted(OPTIONS))
+@pytest.fixture(params=sorted(set(STORES) - {"memory"}))
 def served(
     request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> Iterator[tuple[str, TestClient]]:
     kind: str = request.param
-    options = OPTIONS[kind](tmp_path)
-    monkeypatch.setenv("RAGLOOM_SERVER_STORE", json.dumps({"kind": kind, "options": options}))
-    keys = [
-        ApiKey.model_validate({"key": ACME, "tenant": "acme"}),
-        ApiKey.model_validate({"key": GLOBEX, "tenant": "globex"}),
-    ]
-    settings = ServerSettings.load(index=tmp_path / "index", api_keys=keys, rate_limit=0)
-    assert settings.store.kind == kind
-    service = IndexService(settings)
-    try:
-        with TestClient(create_app(settings, service), base_url=BASE_URL) as client:
-            yield kind, client
-    finally:
-        service.close()
-        if kind == "pgvector":
-            with psycopg.connect(DSN, autocommit=True) as conn:
-                conn.execute(f'DROP TABLE IF EXISTS "{options["collection"]}"')
+    with store_options(kind, tmp_path, collection="serve") as options:
+        monkeypatch.setenv("RAGLOOM_SERVER_STORE", json.dumps({"kind": kind, "options": options}))
+        keys = [
+            ApiKey.model_validate({"key": ACME, "tenant": "acme"}),
+            ApiKey.model_validate({"key": GLOBEX, "tenant": "globex"}),
+        ]
+        settings = ServerSettings.load(index=tmp_path / "index", api_keys=keys, rate_limit=0)
+        assert settings.store.kind == kind
+        service = IndexService(settings)
+        try:
+            with TestClient(create_app(settings, service), base_url=BASE_URL) as client:
+                yield kind, client
+        finally:
+            service.close()  # before store_options drops pgvector's table
 
 
 def bearer(key: str) -> dict[str, str]:

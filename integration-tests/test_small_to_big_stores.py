@@ -12,11 +12,8 @@ testkit's fake embedding model keeps it fast. pgvector needs its service
 from __future__ import annotations
 
 import contextlib
-import uuid
-from collections.abc import Callable, Iterator
 from pathlib import Path
 
-import psycopg
 import pytest
 
 from ragloom.core import (
@@ -26,10 +23,8 @@ from ragloom.core import (
     Document,
     DocumentByParagraphSplitter,
     DocumentBySentenceSplitter,
-    EmbeddingStore,
     EmbeddingStoreContentRetriever,
     EmbeddingStoreIngestor,
-    InMemoryEmbeddingStore,
     InMemoryParentStore,
     ParentChildSplitter,
     ParentDocumentRetriever,
@@ -38,13 +33,9 @@ from ragloom.core import (
     SentenceWindowSplitter,
 )
 from ragloom.core.retrievers.parent_document import matched_spans
-from ragloom.stores.milvus import MilvusEmbeddingStore
-from ragloom.stores.pgvector import PgVectorEmbeddingStore
-from ragloom.stores.qdrant import QdrantEmbeddingStore
 from ragloom.testkit.fake_embedding_model import FakeEmbeddingModel
-from ragloom.testkit.servers import service_setting
+from ragloom.testkit.stores import STORES, open_store
 
-DSN = service_setting("RAGLOOM_PG_DSN")
 TEXTS = {
     "solar": (
         "The Sun is a star at the centre of the Solar System. It is a nearly perfect ball of "
@@ -79,46 +70,6 @@ def documents() -> list[Document]:
     return [Document(text, {"document_id": name}) for name, text in TEXTS.items()]
 
 
-def memory_store(dimension: int, _: Path, name: str) -> Iterator[EmbeddingStore]:
-    yield InMemoryEmbeddingStore()
-
-
-def pgvector_store(dimension: int, _: Path, name: str) -> Iterator[EmbeddingStore]:
-    try:
-        psycopg.connect(DSN, connect_timeout=3).close()
-    except psycopg.OperationalError as exc:
-        pytest.fail(
-            f"PostgreSQL + pgvector not reachable at {DSN} ({exc}); start it with "
-            "`bash scripts/services/pgvector.sh start`",
-            pytrace=False,
-        )
-    table = f"s2b_{name}_{uuid.uuid4().hex[:10]}"
-    store = PgVectorEmbeddingStore(DSN, table, dimension=dimension, index="none")
-    yield store
-    store.close()
-    with psycopg.connect(DSN, autocommit=True) as conn:
-        conn.execute(f'DROP TABLE IF EXISTS "{table}"')
-
-
-def milvus_store(dimension: int, directory: Path, name: str) -> Iterator[EmbeddingStore]:
-    with MilvusEmbeddingStore(str(directory / f"{name}.db"), name, dimension=dimension) as store:
-        yield store
-
-
-def qdrant_store(dimension: int, directory: Path, name: str) -> Iterator[EmbeddingStore]:
-    with QdrantEmbeddingStore(
-        name, path=directory / name, dimension=dimension, exact=True
-    ) as store:
-        yield store
-
-
-FACTORIES: dict[str, Callable[[int, Path, str], Iterator[EmbeddingStore]]] = {
-    "memory": memory_store,
-    "pgvector": pgvector_store,
-    "milvus": milvus_store,
-    "qdrant": qdrant_store,
-}
-
 Answer = list[tuple[str, str, int, int, tuple[tuple[int, int], ...], float | None]]
 
 
@@ -142,10 +93,11 @@ def cited(content: Content) -> tuple[str, str, int, int, tuple[tuple[int, int], 
 def answers(store_name: str, directory: Path) -> dict[str, Answer]:
     """Per pattern and query, the answer on one kind of store (every kind ingested alike)."""
     model = FakeEmbeddingModel()
-    factory = contextlib.contextmanager(FACTORIES[store_name])
     with contextlib.ExitStack() as stack:
         stores = {
-            name: stack.enter_context(factory(model.dimension, directory, name))
+            name: stack.enter_context(
+                open_store(store_name, model.dimension, directory, collection=name)
+            )
             for name in ("children", "sentences")
         }
         parents = InMemoryParentStore()
@@ -179,7 +131,7 @@ def in_memory(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Answer]:
     return answers("memory", tmp_path_factory.mktemp("memory"))
 
 
-@pytest.mark.parametrize("store", ["pgvector", "milvus", "qdrant"])
+@pytest.mark.parametrize("store", [name for name in STORES if name != "memory"])
 def test_every_store_gives_the_in_memory_answers(
     in_memory: dict[str, Answer], store: str, tmp_path: Path
 ) -> None:

@@ -15,12 +15,10 @@ local mode run in-process on temporary files.
 
 from __future__ import annotations
 
-import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import cast
 
-import psycopg
 import pytest
 
 from ragloom.core import (
@@ -41,14 +39,10 @@ from ragloom.core import (
 )
 from ragloom.core.embedding import Embedding, EmbeddingResult, text_of
 from ragloom.easy_rag import load_documents
-from ragloom.stores.milvus import MilvusEmbeddingStore
-from ragloom.stores.pgvector import PgVectorEmbeddingStore
-from ragloom.stores.qdrant import QdrantEmbeddingStore
 from ragloom.testkit.scripted_chat_model import ScriptedChatModel
-from ragloom.testkit.servers import service_setting
+from ragloom.testkit.stores import STORES, open_store
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
-DSN = service_setting("RAGLOOM_PG_DSN")
 QUERIES = [
     "How do I filter by metadata?",
     "What happens when I ingest the same documents again?",
@@ -83,40 +77,6 @@ def model() -> EmbeddingModel:
     return CachedModel(cast(EmbeddingModel, plugins.load_default(plugins.EMBEDDING_MODELS)))
 
 
-def pgvector_store(dimension: int, _: Path) -> Iterator[EmbeddingStore]:
-    try:
-        psycopg.connect(DSN, connect_timeout=3).close()
-    except psycopg.OperationalError as exc:
-        pytest.fail(
-            f"PostgreSQL + pgvector not reachable at {DSN} ({exc}); start it with "
-            "`bash scripts/services/pgvector.sh start`",
-            pytrace=False,
-        )
-    table = f"swap_{uuid.uuid4().hex[:10]}"
-    store = PgVectorEmbeddingStore(DSN, table, dimension=dimension, index="none")
-    yield store
-    store.close()
-    with psycopg.connect(DSN, autocommit=True) as conn:
-        conn.execute(f'DROP TABLE IF EXISTS "{table}"')
-
-
-def milvus_store(dimension: int, directory: Path) -> Iterator[EmbeddingStore]:
-    with MilvusEmbeddingStore(str(directory / "swap.db"), "swap", dimension=dimension) as store:
-        yield store
-
-
-def qdrant_store(dimension: int, directory: Path) -> Iterator[EmbeddingStore]:
-    with QdrantEmbeddingStore("swap", path=directory, dimension=dimension, exact=True) as store:
-        yield store
-
-
-FACTORIES: dict[str, Callable[[int, Path], Iterator[EmbeddingStore]]] = {
-    "pgvector": pgvector_store,
-    "milvus": milvus_store,
-    "qdrant": qdrant_store,
-}
-
-
 def tenant_documents() -> list[Document]:
     documents = load_documents(DOCS, glob="*.md")
     assert documents.failures == []
@@ -132,17 +92,17 @@ def memory(model: EmbeddingModel) -> EmbeddingStore:
     return store
 
 
-@pytest.fixture(scope="module", params=sorted(FACTORIES))
+@pytest.fixture(scope="module", params=sorted(set(STORES) - {"memory"}))
 def backend(
     request: pytest.FixtureRequest, model: EmbeddingModel, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[tuple[str, EmbeddingStore]]:
     """Each store, filled by the same ingestion as the in-memory one."""
     name: str = request.param
-    stores = FACTORIES[name](model.dimension, tmp_path_factory.mktemp(name))
-    store = next(stores)
-    assert EmbeddingStoreIngestor(store, model).ingest(tenant_documents()).failures == []
-    yield name, store
-    next(stores, None)
+    with open_store(
+        name, model.dimension, tmp_path_factory.mktemp(name), collection="swap"
+    ) as store:
+        assert EmbeddingStoreIngestor(store, model).ingest(tenant_documents()).failures == []
+        yield name, store
 
 
 @pytest.mark.parametrize("tenant", [None, "alice", "bob"])
