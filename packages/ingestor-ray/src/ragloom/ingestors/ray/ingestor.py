@@ -220,7 +220,9 @@ class _Run:
     When a worker dies, the batch it was running counts one death for each of its
     documents, which are then redone one at a time; a document whose worker died more
     than ``max_retries`` times is reported as failed. Batches queued behind it on the
-    same actor never started: they are redone without counting.
+    same actor never started: they are redone without counting. After a death the actor
+    gets nothing until it answers a probe, then one batch at a time while documents that
+    saw a death are involved (see :meth:`_room`).
     """
 
     def __init__(self, ingestor: RayIngestor, items: list[Document | str]) -> None:
@@ -240,9 +242,7 @@ class _Run:
         split_tasks = ingestor.split_num_cpus is not None
         (self.to_split if split_tasks else self.to_write).extend(batches)
         self.write_stage = (
-            "embedding and writing"
-            if split_tasks
-            else ("loading, splitting, embedding and writing")
+            "embedding and writing" if split_tasks else "loading, splitting, embedding and writing"
         )
 
     def run(self, actors: list[Any], splitter: Any) -> None:
