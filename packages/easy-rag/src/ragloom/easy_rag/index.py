@@ -1,7 +1,8 @@
-"""RagIndex: a persisted embedding store plus the manifest of the files ingested into it.
+"""RagIndex: an embedding store plus the manifest of the files ingested into it.
 
-Layout of an index directory: ``store/`` (an :class:`InMemoryEmbeddingStore` saved
-atomically), ``keywords/`` (a :class:`BM25Index` of the same segments under the same
+Layout of an index directory: ``store/`` (the :class:`InMemoryEmbeddingStore` saved
+atomically; absent when the index is over another store, which persists its own
+writes), ``keywords/`` (a :class:`BM25Index` of the same segments under the same
 ids, for keyword and hybrid retrieval) and ``files.json`` (per file: content hash and
 document identity, plus the embedding model the index was built with). The indexes are
 saved before the manifest, so a crash in between only makes the next ingest redo some
@@ -160,7 +161,7 @@ class KeywordMirroredStore(EmbeddingStore):
     dense and the keyword side always hold the same segments under the same ids.
     """
 
-    def __init__(self, store: InMemoryEmbeddingStore, keywords: BM25Index) -> None:
+    def __init__(self, store: EmbeddingStore, keywords: BM25Index) -> None:
         self.store = store
         self.keywords = keywords
 
@@ -191,12 +192,17 @@ class KeywordMirroredStore(EmbeddingStore):
 
 
 class RagIndex:
-    """Open with :meth:`open` (existing) or :meth:`create`; :meth:`ingest` then :meth:`save`."""
+    """Open with :meth:`open` (existing) or :meth:`create`; :meth:`ingest` then :meth:`save`.
+
+    The vectors live in the in-memory store saved under ``store/``, or in any other
+    :class:`EmbeddingStore` given as ``store`` (pgvector, Qdrant, ...), which persists
+    its own writes; the directory then keeps the keyword index and the manifest.
+    """
 
     def __init__(
         self,
         path: Path,
-        store: InMemoryEmbeddingStore,
+        store: EmbeddingStore,
         keywords: BM25Index,
         files: dict[str, dict[str, str]],
         model: str,
@@ -209,8 +215,9 @@ class RagIndex:
         self.mirrored = KeywordMirroredStore(store, keywords)
 
     @classmethod
-    def open(cls, path: str | os.PathLike[str]) -> RagIndex:
-        """Load the index at ``path``; :class:`RagIndexError` when there is none."""
+    def open(cls, path: str | os.PathLike[str], *, store: EmbeddingStore | None = None) -> RagIndex:
+        """Load the index at ``path`` (its vectors in ``store`` when given, else its saved
+        in-memory store); :class:`RagIndexError` when there is none."""
         directory = Path(path)
         manifest_path = directory / MANIFEST
         if not manifest_path.is_file():
@@ -230,11 +237,12 @@ class RagIndex:
                 f"this ragloom reads version {VERSION}; rebuild the index"
             )
         store_path, keywords_path = directory / STORE, directory / KEYWORDS
-        store = (
-            InMemoryEmbeddingStore.load(store_path)
-            if store_path.is_dir()
-            else InMemoryEmbeddingStore()
-        )
+        if store is None:
+            store = (
+                InMemoryEmbeddingStore.load(store_path)
+                if store_path.is_dir()
+                else InMemoryEmbeddingStore()
+            )
         keywords = BM25Index.load(keywords_path) if keywords_path.is_dir() else BM25Index()
         return cls(directory, store, keywords, dict(manifest["files"]), str(manifest["model"]))
 
@@ -261,16 +269,23 @@ class RagIndex:
             lock.release()
 
     @classmethod
-    def create(cls, path: str | os.PathLike[str], model: str) -> RagIndex:
-        """An empty index at ``path`` (written by :meth:`save`)."""
-        return cls(Path(path), InMemoryEmbeddingStore(), BM25Index(), {}, model)
+    def create(
+        cls, path: str | os.PathLike[str], model: str, *, store: EmbeddingStore | None = None
+    ) -> RagIndex:
+        """An empty index at ``path`` (written by :meth:`save`) over ``store`` (default: a
+        new in-memory one)."""
+        vectors = InMemoryEmbeddingStore() if store is None else store
+        return cls(Path(path), vectors, BM25Index(), {}, model)
 
     @classmethod
-    def open_or_create(cls, path: str | os.PathLike[str], model: str) -> RagIndex:
-        """Open the index at ``path``, or start a new one; refuses another model's index."""
+    def open_or_create(
+        cls, path: str | os.PathLike[str], model: str, *, store: EmbeddingStore | None = None
+    ) -> RagIndex:
+        """Open the index at ``path``, or start a new one (over ``store`` when given);
+        refuses another model's index."""
         if not (Path(path) / MANIFEST).exists():
-            return cls.create(path, model)
-        index = cls.open(path)
+            return cls.create(path, model, store=store)
+        index = cls.open(path, store=store)
         if index.model != model:
             raise RagIndexError(
                 f"{path}: index built with embedding model {index.model!r}, not {model!r}; "
@@ -366,10 +381,19 @@ class RagIndex:
                 report.removed.append(key)
         return report
 
+    @property
+    def store_persists_itself(self) -> bool:
+        """Whether the store writes through (any but the in-memory one, which :meth:`save`
+        writes): then each change is on disk at once, and only the manifest and keyword
+        index wait for :meth:`save`."""
+        return not isinstance(self.store, InMemoryEmbeddingStore)
+
     def save(self) -> None:
-        """Persist the store and the keyword index, then the manifest (each atomically)."""
+        """Persist the in-memory store (another store has persisted its writes already)
+        and the keyword index, then the manifest (each atomically)."""
         self.path.mkdir(parents=True, exist_ok=True)
-        self.store.save(self.path / STORE)
+        if isinstance(self.store, InMemoryEmbeddingStore):
+            self.store.save(self.path / STORE)
         self.keywords.save(self.path / KEYWORDS)
         manifest = {"format": FORMAT, "version": VERSION, "model": self.model, "files": self.files}
         temporary = self.path / f"{MANIFEST}.tmp"
@@ -378,3 +402,9 @@ class RagIndex:
             file.flush()
             os.fsync(file.fileno())
         os.replace(temporary, self.path / MANIFEST)
+
+    def close(self) -> None:
+        """Close the store's connections (for the stores that hold any)."""
+        close = getattr(self.store, "close", None)
+        if callable(close):
+            close()

@@ -10,6 +10,9 @@
   bytes with the same metadata is a no-op.
 - The index is saved when the queue runs empty and on :meth:`close`, which first
   finishes every accepted job: nothing acknowledged is lost on a graceful shutdown.
+  Over a store that persists its own writes (pgvector, Qdrant, ...) the manifest and
+  keyword index are saved after every job instead, so a crash leaves no segments in the
+  store that the manifest does not list (beyond the job it interrupts).
 """
 
 from __future__ import annotations
@@ -63,7 +66,7 @@ from ragloom.easy_rag import ExtractiveAssistant, RagIndex
 from ragloom.easy_rag.cli import MinScoreRetriever
 from ragloom.easy_rag.defaults import default_hybrid_retriever, hybrid_candidates
 from ragloom.server.settings import ServerSettings
-from ragloom.server.store_config import ConfiguredStoreIndex, open_index
+from ragloom.server.store_config import open_index
 
 __all__ = [
     "TENANT",
@@ -479,7 +482,7 @@ class IndexService:
                 if item is None:
                     return
                 self._ingest(*item)
-                if self._queue.empty() and self._dirty:
+                if self._dirty and (self._queue.empty() or self.index.store_persists_itself):
                     self.save()
             except Exception:  # the worker must survive anything; the job says what failed
                 logger.exception("ragloom-server: ingestion worker error")
@@ -564,6 +567,5 @@ class IndexService:
         try:
             self.save()
         finally:
-            if isinstance(self.index, ConfiguredStoreIndex):
-                self.index.close()
+            self.index.close()
             self._owner.__exit__(None, None, None)

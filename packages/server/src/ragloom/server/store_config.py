@@ -14,17 +14,15 @@ from __future__ import annotations
 
 import inspect
 import json
-import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import cast
 
-from ragloom.core import EmbeddingStore, InMemoryEmbeddingStore, PluginError, plugins
+from ragloom.core import EmbeddingStore, PluginError, plugins
 from ragloom.easy_rag import RagIndex
-from ragloom.easy_rag.index import FORMAT, KEYWORDS, MANIFEST, STORE, VERSION
+from ragloom.easy_rag.index import MANIFEST, STORE
 from ragloom.server.settings import ServerConfigError, StoreSettings
 
-__all__ = ["MARKER", "ConfiguredStoreIndex", "open_index", "open_store"]
+__all__ = ["MARKER", "open_index", "open_store"]
 
 MARKER = "server-store.json"
 
@@ -58,39 +56,6 @@ def open_store(settings: StoreSettings, dimension: int) -> EmbeddingStore:
     return store
 
 
-class ConfiguredStoreIndex(RagIndex):
-    """A :class:`RagIndex` whose vectors live in a configured store: :meth:`save` writes
-    the keyword index and the manifest; the store persists its own writes."""
-
-    def __init__(self, opened: RagIndex, store: EmbeddingStore) -> None:
-        # RagIndex only calls add_all/search/remove_all/get on its store, save() aside.
-        super().__init__(
-            opened.path,
-            cast(InMemoryEmbeddingStore, store),
-            opened.keywords,
-            opened.files,
-            opened.model,
-        )
-        self.configured = store
-
-    def save(self) -> None:
-        self.path.mkdir(parents=True, exist_ok=True)
-        self.keywords.save(self.path / KEYWORDS)
-        manifest = {"format": FORMAT, "version": VERSION, "model": self.model, "files": self.files}
-        temporary = self.path / f"{MANIFEST}.tmp"
-        with temporary.open("w", encoding="utf-8") as file:
-            json.dump(manifest, file, indent=2, sort_keys=True)
-            file.flush()
-            os.fsync(file.fileno())
-        os.replace(temporary, self.path / MANIFEST)
-
-    def close(self) -> None:
-        """Close the store's connections (the stores that hold any)."""
-        close = getattr(self.configured, "close", None)
-        if callable(close):
-            close()
-
-
 def _check_marker(directory: Path, kind: str) -> None:
     marker = directory / MARKER
     if marker.is_file():
@@ -116,9 +81,13 @@ def _check_marker(directory: Path, kind: str) -> None:
 def open_index(path: Path, model: str, settings: StoreSettings, dimension: int) -> RagIndex:
     """The index at ``path`` over the configured store (created when new)."""
     _check_marker(path, settings.kind)
-    opened = RagIndex.open_or_create(path, model)
     if settings.kind == "memory":
         if settings.options:
             raise ServerConfigError("store.options: the memory store takes none")
-        return opened
-    return ConfiguredStoreIndex(opened, open_store(settings, dimension))
+        return RagIndex.open_or_create(path, model)
+    store = open_store(settings, dimension)
+    try:
+        return RagIndex.open_or_create(path, model, store=store)
+    except BaseException:  # another model's or an unreadable manifest: release the store
+        RagIndex.create(path, model, store=store).close()
+        raise
