@@ -3,6 +3,7 @@ incremental loads, errors naming what is missing, rate limits, credentials."""
 
 from __future__ import annotations
 
+import email.utils
 import time
 
 import pytest
@@ -224,6 +225,33 @@ def test_secondary_limits_honour_retry_after_within_the_bound(
     demo.script(ScriptedAnswer(403, "You have exceeded a secondary rate limit. Please wait."))
     with pytest.raises(GitHubRateLimitError, match="secondary rate limit.*retry after"):
         loader.load_document("octo", "demo", "README.md")
+
+
+def test_retry_after_as_an_http_date_is_waited_for_within_the_bound(
+    demo: GitHubWireServer, loader: GitHubDocumentLoader
+) -> None:
+    # HTTP dates have whole seconds: 3 s ahead is a wait of 2-3 s, under max_rate_limit_wait=5
+    # (read as whole seconds only, this 429 fell back to the 60 s secondary-limit wait)
+    when = email.utils.formatdate(time.time() + 3, usegmt=True)
+    demo.script(ScriptedAnswer(429, "too many requests", {"retry-after": when}))
+    started = time.monotonic()
+    assert loader.load_document("octo", "demo", "README.md").text == "# Demo"
+    assert 1.5 <= time.monotonic() - started < 5
+
+
+def test_retry_after_as_an_http_date_beyond_the_bound_names_that_date(
+    demo: GitHubWireServer, loader: GitHubDocumentLoader
+) -> None:
+    at = time.time() + 3600
+    demo.script(
+        ScriptedAnswer(
+            429, "too many requests", {"retry-after": email.utils.formatdate(at, usegmt=True)}
+        )
+    )
+    with pytest.raises(GitHubRateLimitError, match="retry after") as info:
+        loader.load_document("octo", "demo", "README.md")
+    assert info.value.retry_at is not None
+    assert abs(info.value.retry_at.timestamp() - at) <= 2
 
 
 def test_rate_limit_waits_are_bounded_in_number(demo: GitHubWireServer) -> None:

@@ -48,6 +48,7 @@ from ragloom.core.errors import (
 from ragloom.core.loaders.default_parser import default_document_parser
 from ragloom.core.loaders.result import LoadedDocuments, LoadFailure
 from ragloom.core.parsers.base import DocumentParser
+from ragloom.core.retry import retry_after
 from ragloom.loaders.github.bounded_transport import bound_requests
 
 __all__ = [
@@ -524,10 +525,13 @@ def _rate_limit_delay(exc: GithubException) -> tuple[float | None, datetime | No
     """(seconds to wait, reset time) for a rate-limit answer; (None, None) for others."""
     if exc.status not in (403, 429):
         return None, None
-    retry_after = _header(exc, "retry-after")
-    if retry_after is not None and retry_after.strip().isdigit():
-        seconds = float(retry_after)
-        return seconds, datetime.fromtimestamp(time.time() + seconds, UTC)
+    # seconds or an HTTP date (RFC 9110 10.2.3); core's reader handles both
+    seconds = retry_after({str(k): str(v) for k, v in (exc.headers or {}).items()})
+    if seconds is not None:
+        try:
+            return seconds, datetime.fromtimestamp(time.time() + seconds, UTC)
+        except (OverflowError, OSError, ValueError):
+            return seconds, None
     reset = _header(exc, "x-ratelimit-reset")
     if _header(exc, "x-ratelimit-remaining") == "0" and reset is not None:
         try:
