@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Set everything up and run every check: ruff, mypy --strict on every package, all unit tests and
+# Set everything up and run every check: ruff, mypy --strict on every package, core's and the
+# testkit's tests in a venv of their own (scripts/check_core_alone.sh), all unit tests and
 # integration tests (services started by scripts/services.sh). Exit code is non-zero on
 # any failure, including pytest collecting no tests (exit 5).
 #
@@ -30,13 +31,21 @@ if [ "$moved" = 1 ]; then
   echo "== services on moved ports: $(env | grep -E '^RAGLOOM_[A-Z0-9_]+_PORT=' | sort | tr '\n' ' ')"
 fi
 
+# Core tested alone (a venv of only core + testkit) runs beside the services' start, ruff and
+# mypy; its result is awaited before pytest.
+core_alone_log=$(mktemp)
+bash scripts/check_core_alone.sh -q >"$core_alone_log" 2>&1 &
+core_alone=$!
+
 # The trap first: a failing start must not leave the other servers running.
-trap 'bash scripts/services.sh stop' EXIT
+trap 'kill $core_alone 2>/dev/null || true; bash scripts/services.sh stop' EXIT
 bash scripts/services.sh start
 
 echo "== ruff"
 $PY -m ruff check packages integration-tests scripts
 echo "== mypy --strict (every package)"
 $PY scripts/typecheck.py
+echo "== core + testkit alone (scripts/check_core_alone.sh)"
+if wait $core_alone; then tail -n 2 "$core_alone_log"; else cat "$core_alone_log"; exit 1; fi
 echo "== pytest"
 $PY -m pytest packages/*/tests integration-tests scripts/tests "$@"
