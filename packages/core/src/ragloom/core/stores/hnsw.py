@@ -281,19 +281,30 @@ class HnswIndex:
     ) -> Positions | None:
         """Rows to rescore for the top ``k`` among ``selected`` (None: all rows), or
         ``None`` when exact search should run instead (see the module docstring)."""
+        options = self.options
         eligible = size if selected is None else int(selected.size)
-        wanted = self.options.indexed_count(eligible, k)
+        wanted = options.indexed_count(eligible, k)
         if wanted is None:
             return None
         share = eligible / size
         count = wanted if selected is None else math.ceil(1.5 * wanted / share) + 16
         if count > _WALK_SHARE * size:
             return None
-        self.sync(matrix, inv_norms, size)
-        assert self._graph is not None
-        keys = self._graph.search(unit, count, max(self.options.expansion, count))
-        rows: Positions = self._key_rows[keys.astype(np.intp)]
-        rows = rows[rows != _NO_ROW]
+        graph = self._graph
+        if (  # what sync checks, inline: most searches find nothing to do
+            graph is None
+            or self._saved is not None
+            or size != self._synced
+            or self._dirty
+            or 2 * self._removed > self._synced
+        ):
+            self.sync(matrix, inv_norms, size)
+            graph = self._graph
+            assert graph is not None
+        keys = graph.search(unit, count, max(options.expansion, count))
+        rows: Positions = self._key_rows.take(keys)  # take: no copy of the keys as intp
+        if self._removed:  # only then can a key have lost its row
+            rows = rows[rows != _NO_ROW]
         if selected is not None:
             where = np.searchsorted(selected, rows)
             where[where == selected.size] = 0

@@ -53,36 +53,40 @@ def exact_cosines(
         return np.zeros(count, dtype=np.float64)
     if count <= _CHUNK:  # a search's dozen rows: as few numpy calls as can be
         picked = vectors if rows is None else vectors.take(rows, axis=0)
-        result = _block_cosines(picked.astype(np.float64), query64, query_norm)
-    else:
-        result = np.empty(count, dtype=np.float64)
-        for start in range(0, count, _CHUNK):
-            chunk = (
-                vectors[start : start + _CHUNK]
-                if rows is None
-                else vectors.take(rows[start : start + _CHUNK], axis=0)
-            )
-            block = chunk.astype(np.float64)
-            result[start : start + block.shape[0]] = _block_cosines(block, query64, query_norm)
-    np.minimum(result, 1.0, out=result)  # np.clip, without its Python wrapper
-    np.maximum(result, -1.0, out=result)
+        return _block_cosines(picked, query64, query_norm)
+    result = np.empty(count, dtype=np.float64)
+    for start in range(0, count, _CHUNK):
+        chunk = (
+            vectors[start : start + _CHUNK]
+            if rows is None
+            else vectors.take(rows[start : start + _CHUNK], axis=0)
+        )
+        result[start : start + chunk.shape[0]] = _block_cosines(chunk, query64, query_norm)
     return result
 
 
 def _block_cosines(
-    block: npt.NDArray[np.float64], query64: npt.NDArray[np.float64], query_norm: float
+    rows: npt.NDArray[np.float32], query64: npt.NDArray[np.float64], query_norm: float
 ) -> npt.NDArray[np.float64]:
-    """Cosines of the rows of ``block`` (overwritten) with a query of norm ``query_norm``
-    > 0; 0 for a zero row."""
-    dots: npt.NDArray[np.float64] = _SUM(block * query64, axis=1)
-    norms: npt.NDArray[np.float64] = _SUM(np.multiply(block, block, out=block), axis=1)
+    """Cosines of ``rows`` with a query of norm ``query_norm`` > 0, clipped to [-1, 1];
+    0 for a zero row. The products with the query and the squares go into one array, so
+    one reduction sums both (each row pairwise, as ``ndarray.sum`` does: the same bits)."""
+    products = np.empty((2, *rows.shape), dtype=np.float64)
+    block = products[1]
+    block[...] = rows
+    np.multiply(block, query64, out=products[0])
+    np.multiply(block, block, out=block)
+    dots, norms = _SUM(products, axis=2)
     np.sqrt(norms, out=norms)
     norms *= query_norm
     # A zero row's dot product is 0, and stays 0 divided by a tiny norm; any other row's
     # norm here is above 1e-90 (float32 subnormals squared, times the query's norm).
     np.maximum(norms, 1e-300, out=norms)
     dots /= norms
-    return dots
+    cosines: npt.NDArray[np.float64] = _CLIP(dots, -1.0, 1.0, out=dots)
+    return cosines
 
 
 _SUM = np.add.reduce  # what ndarray.sum calls, pairwise per row
+# np.clip's ufunc (numpy 2: np._core, 1.x: np.core), without np.clip's Python wrapper.
+_CLIP: Any = (getattr(np, "_core", None) or np.core).umath.clip
