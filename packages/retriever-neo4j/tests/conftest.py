@@ -7,7 +7,6 @@ pytest runs with ``--import-mode=importlib``, which does not put this directory 
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,25 +18,11 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from neo4j_helpers import SERVER_URL, START_HINT
 
-REPO = Path(__file__).resolve().parents[3]
-
-
-def _fresh_local_server() -> None:
-    """Restart the local FalkorDB server (data kept) when the tests use it: its Bolt
-    listener can stall new connections after an earlier session's failed queries
-    (packages/retriever-neo4j/README.md), so each session starts on a fresh listener."""
-    if "RAGLOOM_NEO4J_URL" in os.environ:
-        return
-    service = REPO / "scripts" / "services" / "neo4j.sh"
-    if subprocess.run(["bash", str(service), "status"], capture_output=True).returncode:
-        return  # not running: the driver fixture fails with the start command
-    subprocess.run(["bash", str(service), "restart"], capture_output=True, check=True)
-
 
 @pytest.fixture(scope="session")
 def driver() -> Iterator[neo4j.Driver]:
-    """A driver to the test server; fails (never skips) with the command that starts it."""
-    _fresh_local_server()
+    """A driver to the test server; fails (never skips) with the command that starts it.
+    The shared server is never restarted here (that would break another user's run)."""
     auth = None
     if user := os.environ.get("RAGLOOM_NEO4J_USER"):
         auth = (user, os.environ.get("RAGLOOM_NEO4J_PASSWORD", ""))
