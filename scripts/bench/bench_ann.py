@@ -26,12 +26,14 @@ time to build the index (taken at the first search). Numbers on the shared, load
 
     .venv/bin/python scripts/bench/bench_ann.py [--rows 100000] [--queries 50] [--repeat 3]
         [--shapes text,clustered,gaussian] [--kinds exact,int8,binary,hnsw]
+        [--engines ragloom,usearch,hnswlib,faiss] [--overhead BEAM]
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import itertools
 import json
 import math
 import os
@@ -220,8 +222,6 @@ def cached_text(rows: int, queries: int) -> tuple[Matrix, Matrix, npt.NDArray[np
 def build_engines(vectors: Matrix, names: list[str]) -> tuple[dict[str, Any], dict[str, float]]:
     """Each engine's graph (M 16, efConstruction 128), built once and kept in
     ``.bench-cache/`` with its build CPU seconds; ``usearch`` is a copy of ragloom's."""
-    import hnswlib  # type: ignore[import-not-found,unused-ignore]
-
     rows, dimension = vectors.shape
     folder = CACHE.parent / f"ann-graphs-{rows}"
     folder.mkdir(parents=True, exist_ok=True)
@@ -253,6 +253,8 @@ def build_engines(vectors: Matrix, names: list[str]) -> tuple[dict[str, Any], di
             if key in built:
                 built[name] = built[key]
         elif name == "hnswlib":
+            import hnswlib  # type: ignore[import-not-found,unused-ignore]
+
             saved = folder / "hnswlib.bin"
             index = hnswlib.Index(space="ip", dim=dimension)
             if saved.exists():
@@ -371,6 +373,56 @@ def engines(rows: int, queries: int, repeat: int, names: list[str]) -> dict[str,
     return {"load": load, "points": points, "matched": matched, "build_cpu_s": built}
 
 
+def overhead(rows: int, queries: int, repeat: int, beam: int) -> dict[str, float]:
+    """What ragloom's HNSW store adds to usearch's walk, a query (thread CPU us, top 10,
+    beam ``beam``, text rows): five nested calls timed interleaved query by query, each
+    round starting with the next, so their differences are the stages' costs: usearch's
+    compiled walk on the store's graph, the index's ``candidates`` (plus the key-to-row
+    map), the store's ``_top_k`` (plus the query's norm, exact rescoring, ranking),
+    ``search`` (plus lock, checks, result objects) and the request's construction. The
+    five run back to back on one query, so its graph nodes and rows are warm: the walk is
+    faster than in ``--engines`` and the differences leave out the cold reads."""
+    vectors, probes, _ = cached_text(rows, queries)
+    store = build_engines(vectors, ["ragloom"])[0]["ragloom"]
+    searcher("ragloom", store, beam)  # sets the beam
+    index = store._quantized
+    walk = index._graph._search_many
+    units = probes / np.linalg.norm(probes, axis=1, keepdims=True)
+    requests = [EmbeddingSearchRequest(probe, 10) for probe in probes]
+    matrix, inv_norms, size = store._matrix, store._inv_norms, store._size
+    index.candidates(matrix, inv_norms, size, units[0], None, 10)  # the beam is set
+    stages: dict[str, Callable[[int], object]] = {
+        "walk": lambda q: walk(units[q][None], 10, False, 1),
+        "candidates": lambda q: index.candidates(matrix, inv_norms, size, units[q], None, 10),
+        "top_k": lambda q: store._top_k(probes[q], None, requests[q]),
+        "search": lambda q: store.search(requests[q]),
+        "request": lambda q: store.search(EmbeddingSearchRequest(probes[q], 10)),
+    }
+    names = list(stages)
+    cpu = dict.fromkeys(names, 0)
+    load = os.getloadavg()[0]
+    for round_ in range(repeat):
+        for q in range(len(probes)):
+            shift = (q + round_) % len(names)
+            for name in names[shift:] + names[:shift]:
+                start = time.thread_time_ns()
+                stages[name](q)
+                cpu[name] += time.thread_time_ns() - start
+    us = {name: cpu[name] / 1e3 / (repeat * len(probes)) for name in names}
+    added = {"store": us["request"] - us["walk"]}
+    added |= {name: us[name] - us[before] for before, name in itertools.pairwise(names)}
+    load = (load + os.getloadavg()[0]) / 2
+    print(
+        f"\nstore overhead: {rows:,} text rows, {queries} queries x {repeat}, beam {beam}, "
+        f"load {load:.1f}; thread CPU us a query"
+    )
+    print(
+        f"usearch walk {us['walk']:.1f}, store adds {added['store']:.1f}: "
+        + ", ".join(f"{name} {added[name]:+.1f}" for name in names[1:])
+    )
+    return {"load": load, **us, **{f"added_{name}": value for name, value in added.items()}}
+
+
 def cheapest(points: list[dict[str, float]], recall: float) -> dict[str, float] | None:
     """CPU time a query at ``recall`` (None: no beam reaches it), interpolated linearly
     in recall between the last beam below it and the first reaching it (``beam``: that
@@ -412,7 +464,16 @@ def main() -> None:
         const=",".join(ENGINES),
         help="instead: ragloom's hnsw against raw engines on text (in .bench-venv/)",
     )
+    parser.add_argument(
+        "--overhead",
+        type=int,
+        metavar="BEAM",
+        help="instead: what the HNSW store adds to usearch's walk at this beam (text rows)",
+    )
     args = parser.parse_args()
+    if args.overhead:
+        overhead(args.rows, args.queries, args.repeat, args.overhead)
+        return
     if args.engines:
         engines(args.rows, args.queries, args.repeat, args.engines.split(","))
         return
