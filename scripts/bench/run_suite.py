@@ -9,7 +9,8 @@ against N, with the peers' in-memory stores), ``steps`` (where ingestion time go
 ``bash scripts/services/pgvector.sh start``), the last two with CPU ratios beside wall;
 ``serving`` (``ragloom serve`` under a retrieve-and-chat load, its overhead over the same
 retrieval in-process and a hostile run: ``bench_server.py`` in the project's own
-environment, where ragloom-server is installed).
+environment, where ragloom-server is installed); ``first-run`` (``scripts/demo`` in a
+fresh clone: setup, cold index, warm; ``bench_first_run.py``).
 The ``ann`` part times the HNSW index against usearch, hnswlib and faiss at matched
 recall (``bench_ann.engines``; its graphs are built once and cached in ``.bench-cache/``).
 
@@ -1177,6 +1178,14 @@ def bench_serving(args: argparse.Namespace) -> Any:
         return json.loads(Path(out.name).read_text())
 
 
+def first_run_section(result: dict[str, Any], meta: dict[str, Any], images: list[str]) -> list[str]:
+    """The demo's first run in a fresh clone (``bench_first_run.section``)."""
+    from bench_first_run import section as first_run  # type: ignore[import-not-found]
+
+    lines: list[str] = first_run(result)
+    return lines
+
+
 def serving_section(result: dict[str, Any], meta: dict[str, Any], images: list[str]) -> list[str]:
     """``ragloom serve``: overhead, the load mix, the hostile run."""
     over, load = result["overhead"], result["load"]
@@ -1255,6 +1264,7 @@ SECTIONS: dict[str, Section] = {
     "qdrant": qdrant_section,
     "pgvector": pgvector_section,
     "serving": serving_section,
+    "first-run": first_run_section,
 }
 
 
@@ -1291,6 +1301,7 @@ PARTS = (
     "qdrant",
     "pgvector",
     "serving",
+    "first-run",
 )
 
 
@@ -1363,6 +1374,7 @@ def configure(args: argparse.Namespace) -> None:
     args.step_sizes = [100_000] if quick else [100_000, 1_000_000]
     args.peer_limit = 30_000 if quick else 100_000
     args.memory_limit = 100_000 if quick else 300_000
+    args.first_run_rounds = args.rounds or (1 if quick else 3)
     args.rounds = args.rounds or (3 if quick else 5)
     args.queries = 20 if quick else 100
     args.search_sizes = [10_000] if quick else [10_000, 100_000]
@@ -1406,6 +1418,10 @@ def run_part(part: str, args: argparse.Namespace) -> Any:
         return pgvector_part(args.pgvector_rows, 200)
     if part == "serving":
         return bench_serving(args)
+    if part == "first-run":
+        from bench_first_run import suite_part as first_run  # type: ignore[import-not-found]
+
+        return first_run(args.first_run_rounds, cold_cache=not args.quick)
     return bench_embedding(args)
 
 
