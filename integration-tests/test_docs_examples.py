@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import ast
 import asyncio
+import contextlib
 import inspect
 import json
 import re
@@ -35,7 +36,7 @@ from google.auth.credentials import AnonymousCredentials
 from google.cloud import storage
 
 from ragloom.chat_models.openai.testing import CHAT_MODEL, WireServer
-from ragloom.testkit.servers import local_service_setting, service_setting
+from ragloom.testkit.servers import exclusive_data, local_service_setting, service_setting
 from ragloom.testkit.wire import raw
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -184,9 +185,15 @@ def _azure_example_container(chat_server: WireServer) -> None:
     container.upload_blob("guides/intro.md", b"# Intro\n\nHello.\n", overwrite=True)
 
 
+# Locks a page's preparation takes (a shared server's data), held to the session's end.
+HELD = contextlib.ExitStack()
+
+
 def _neo4j_example_graph(chat_server: WireServer) -> None:
-    """The books graph the Neo4j README asks about, and the Cypher a model writes for it."""
-    url = service_setting("RAGLOOM_NEO4J_URL")
+    """The books graph the Neo4j README asks about, and the Cypher a model writes for it;
+    the session holds the server's data lock from here (the graph is the server's only)."""
+    reset = "bash scripts/services/neo4j.sh reset"
+    url = HELD.enter_context(exclusive_data("RAGLOOM_NEO4J_URL", reset=reset))
     with neo4j.GraphDatabase.driver(url, auth=None, connection_timeout=5) as driver:
         for cypher in (
             "MATCH (n) DETACH DELETE n",
@@ -237,6 +244,13 @@ PREPARE: dict[str, Callable[[WireServer], None]] = {
     "packages/retriever-neo4j/README.md": _neo4j_example_graph,
     "packages/retriever-sql/README.md": _sql_example_shop,
 }
+
+
+@pytest.fixture(scope="session", autouse=True)
+def held_locks() -> Iterator[None]:
+    """Release what the pages' preparations hold when the session ends."""
+    with HELD:
+        yield
 
 
 @pytest.fixture(scope="session")

@@ -15,22 +15,26 @@ from ragloom.core.errors import RetrievalError
 from ragloom.core.query import Query
 from ragloom.retrievers.neo4j import CypherDeadlineError, Neo4jContentRetriever
 from ragloom.testkit import ScriptedChatModel
-from ragloom.testkit.servers import require_server, service_setting
+from ragloom.testkit.servers import exclusive_data, require_server, service_setting
 
 pytestmark = pytest.mark.integration
 
 URL = service_setting("RAGLOOM_NEO4J_URL")
 START = "bash scripts/services/neo4j.sh start"
+RESET = "bash scripts/services/neo4j.sh reset"
 TIMEOUT = 5.0
 BOUND = TIMEOUT + 1.0  # the deadline, plus the worker's hand-over
 
 
 @pytest.fixture(scope="module")
 def driver() -> Iterator[neo4j.Driver]:
-    """A driver to the test server (never restarted: it is shared); fails, never skips,
-    when it is down."""
+    """A driver to the test server, holding its data lock (the tests empty its one graph;
+    the shared server is never restarted); fails, never skips, when it is down."""
     require_server(URL.replace("bolt://", "http://"), START, variable="RAGLOOM_NEO4J_URL")
-    with neo4j.GraphDatabase.driver(URL, auth=None, connection_timeout=5) as own:
+    with (
+        exclusive_data("RAGLOOM_NEO4J_URL", reset=RESET),
+        neo4j.GraphDatabase.driver(URL, auth=None, connection_timeout=5) as own,
+    ):
         own.execute_query("MATCH (n) DETACH DELETE n", routing_=neo4j.RoutingControl.WRITE)
         own.execute_query(
             "CREATE (:Document {text: 'kept', topic: 'a'})", routing_=neo4j.RoutingControl.WRITE

@@ -23,6 +23,8 @@
 #   bash scripts/services/neo4j.sh stop      stop and delete the data; idempotent
 #   bash scripts/services/neo4j.sh restart   stop and start again, keeping the data
 #   bash scripts/services/neo4j.sh status    exit 0 when running
+#   bash scripts/services/neo4j.sh reset     empty every graph (labels too), no restart:
+#                                            what a test session does under its data lock
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 source scripts/services/env.sh  # the ports and where the servers keep their files
@@ -90,6 +92,33 @@ check_port() {
   fi
 }
 
+# FLUSHALL over Redis's Unix socket: the graphs go with their labels and property keys
+# (Cypher's DETACH DELETE leaves those), and connected clients keep their connections.
+reset_data() {
+  "$PYTHON" - "$BASE/redis.sock" <<'EOF'
+import socket
+import sys
+
+with socket.socket(socket.AF_UNIX) as redis:
+    redis.settimeout(10)
+    try:
+        redis.connect(sys.argv[1])
+    except OSError as exc:
+        sys.exit(f"neo4j: not running ({sys.argv[1]}: {exc}); start it with neo4j.sh start")
+    redis.sendall(b"*1\r\n$8\r\nFLUSHALL\r\n")
+    reply = redis.recv(64)
+if reply != b"+OK\r\n":
+    sys.exit(f"neo4j: FLUSHALL on {sys.argv[1]} answered {reply[:64]!r}")
+EOF
+  echo "$NAME: every graph emptied"
+}
+
 source scripts/services/lib/pidfile_service.sh
-case "$action" in start | restart) check_port ;; esac
+case "$action" in
+  start | restart) check_port ;;
+  reset)
+    reset_data
+    exit 0
+    ;;
+esac
 service_main "$action"

@@ -16,27 +16,32 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from neo4j_helpers import SERVER_URL, START_HINT
+from neo4j_helpers import RESET, SERVER_URL, START_HINT
+
+from ragloom.testkit.servers import exclusive_data
 
 
 @pytest.fixture(scope="session")
 def driver() -> Iterator[neo4j.Driver]:
     """A driver to the test server; fails (never skips) with the command that starts it.
-    The shared server is never restarted here (that would break another user's run)."""
+    The session holds the server's data lock and starts on an emptied local graph (the
+    tests empty and refill its one graph); it never restarts the shared server (that
+    would break another user's run)."""
     auth = None
     if user := os.environ.get("RAGLOOM_NEO4J_USER"):
         auth = (user, os.environ.get("RAGLOOM_NEO4J_PASSWORD", ""))
-    driver = neo4j.GraphDatabase.driver(
-        SERVER_URL, auth=auth, max_transaction_retry_time=2, connection_timeout=5
-    )
-    try:
-        driver.verify_connectivity()
-    except Exception as exc:  # any failure to connect: say how to start the server
-        driver.close()
-        pytest.fail(
-            f"no Bolt server at {SERVER_URL}: {exc}\nStart it with `{START_HINT}` "
-            "(from the repository root), or set RAGLOOM_NEO4J_URL.",
-            pytrace=False,
+    with exclusive_data("RAGLOOM_NEO4J_URL", reset=RESET):
+        driver = neo4j.GraphDatabase.driver(
+            SERVER_URL, auth=auth, max_transaction_retry_time=2, connection_timeout=5
         )
-    yield driver
-    driver.close()
+        try:
+            driver.verify_connectivity()
+        except Exception as exc:  # any failure to connect: say how to start the server
+            driver.close()
+            pytest.fail(
+                f"no Bolt server at {SERVER_URL}: {exc}\nStart it with `{START_HINT}` "
+                "(from the repository root), or set RAGLOOM_NEO4J_URL.",
+                pytrace=False,
+            )
+        with driver:
+            yield driver

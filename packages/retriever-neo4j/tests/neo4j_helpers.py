@@ -13,6 +13,7 @@ from ragloom.testkit.servers import service_setting
 
 SERVER_URL = service_setting("RAGLOOM_NEO4J_URL")
 START_HINT = "bash scripts/services/neo4j.sh start"
+RESET = "bash scripts/services/neo4j.sh reset"  # run under the data lock (conftest.py)
 
 
 def write(driver: neo4j.Driver, cypher: str) -> None:

@@ -1,12 +1,19 @@
-"""ragloom.testkit.servers: the reachability check fails (not skips) naming the command."""
+"""ragloom.testkit.servers: the reachability check fails (not skips) naming the command;
+the data lock keeps a second session out and empties only the local server."""
 
 from __future__ import annotations
 
 import socket
+from pathlib import Path
 
 import pytest
 
-from ragloom.testkit.servers import local_service_setting, require_server, service_setting
+from ragloom.testkit.servers import (
+    exclusive_data,
+    local_service_setting,
+    require_server,
+    service_setting,
+)
 
 
 def test_require_server_passes_a_listening_server() -> None:
@@ -49,3 +56,31 @@ def test_an_unknown_setting_fails_naming_env_sh() -> None:
         pytest.fail.Exception, match=r"RAGLOOM_NOPE_URL is not defined by .*env\.sh"
     ):
         service_setting("RAGLOOM_NOPE_URL")
+
+
+def test_the_data_lock_keeps_a_second_session_out_and_resets_the_local_server(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("RAGLOOM_SERVICES_DIR", str(tmp_path))
+    monkeypatch.setenv("RAGLOOM_NEO4J_PORT", "12346")
+    monkeypatch.delenv("RAGLOOM_NEO4J_URL", raising=False)
+    marker = tmp_path / "reset"
+    with exclusive_data("RAGLOOM_NEO4J_URL", reset=f"touch {marker}") as url:
+        assert url == "bolt://127.0.0.1:12346"
+        assert marker.exists()
+        marker.unlink()
+        with (
+            pytest.raises(pytest.fail.Exception, match="stayed in use by another test session"),
+            exclusive_data("RAGLOOM_NEO4J_URL", reset=f"touch {marker}", wait=0.3),
+        ):
+            pass
+        assert not marker.exists()
+    with (
+        pytest.raises(pytest.fail.Exception, match="`false` .* failed with exit code 1"),
+        exclusive_data("RAGLOOM_NEO4J_URL", reset="false"),
+    ):
+        pass
+    monkeypatch.setenv("RAGLOOM_NEO4J_URL", "bolt://graph.example:7687")
+    with exclusive_data("RAGLOOM_NEO4J_URL", reset=f"touch {marker}") as url:
+        assert url == "bolt://graph.example:7687"
+    assert not marker.exists()  # a server elsewhere is never emptied

@@ -7,18 +7,24 @@ moved port moves both), or the environment's own value pointing elsewhere.
 or the test fails (never skips) with the command that starts it. ``deny_object_reads``
 gives a real 403 on an S3-compatible server (moto enforces a bucket policy's explicit
 Deny on object requests whoever asks, with or without IAM checks), and
-``assert_denied_alone`` checks what a bulk load made of it.
+``assert_denied_alone`` checks what a bulk load made of it. ``exclusive_data`` serialises
+test sessions that empty and refill a server's one shared data set (FalkorDB's graph).
 """
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
+import shlex
 import socket
 import subprocess
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import quote, urlsplit
 
 import pytest
 
@@ -28,6 +34,7 @@ from ragloom.core.loaders.result import LoadedDocuments
 __all__ = [
     "assert_denied_alone",
     "deny_object_reads",
+    "exclusive_data",
     "local_service_setting",
     "require_server",
     "service_setting",
@@ -107,6 +114,58 @@ def require_server(url: str, start: str, *, variable: str | None = None) -> str:
             pytrace=False,
         )
     return url
+
+
+@contextmanager
+def exclusive_data(variable: str, *, reset: str, wait: float = 900.0) -> Iterator[str]:
+    """Hold, across processes, the lock of the data of the server ``variable`` names.
+
+    For a server with one data set that tests empty and refill (FalkorDB serves one graph
+    whatever the database name): a second session waits for the first instead of deleting
+    its data, and nobody restarts the shared server. Once the lock is held, ``reset`` (a
+    command run from the repository root) empties the local server's data, schema too;
+    a server elsewhere (``variable`` set) is left as it is. Yields the server's address.
+    The lock is a ``flock`` under ``$RAGLOOM_SERVICES_DIR/locks/``, released when its
+    holder ends, even killed; waiting longer than ``wait`` seconds fails naming it.
+    """
+    url = service_setting(variable)
+    folder = Path(local_service_setting("RAGLOOM_SERVICES_DIR")) / "locks"
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{quote(url, safe='')}.lock"
+    with path.open("a") as handle:
+        deadline = time.monotonic() + wait
+        while True:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    pytest.fail(
+                        f"the data of {url} stayed in use by another test session for "
+                        f"{wait:.0f} s (lock {path})",
+                        pytrace=False,
+                    )
+                time.sleep(0.2)
+        try:
+            if variable not in os.environ:
+                _run_reset(reset)
+            yield url
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _run_reset(command: str) -> None:
+    """Run ``command`` from the repository root; fail with its output if it fails."""
+    root = _env_script().parents[2]
+    done = subprocess.run(
+        shlex.split(command), cwd=root, capture_output=True, text=True, timeout=60, check=False
+    )
+    if done.returncode:
+        pytest.fail(
+            f"`{command}` (emptying the test server's data) failed with exit code "
+            f"{done.returncode}: {(done.stdout + done.stderr).strip()}",
+            pytrace=False,
+        )
 
 
 def deny_object_reads(s3: Any, bucket: str, key: str) -> None:
