@@ -823,6 +823,49 @@ def ratio_text(ratio: list[float] | tuple[float, float, float]) -> str:
     return spread(tuple(ratio))  # type: ignore[arg-type]
 
 
+CONTEXT = ("cpus", "threads", "python", "versions")
+
+
+def run_context(args: argparse.Namespace) -> dict[str, Any]:
+    """Where a part ran: the header's machine, threads, Python and package versions."""
+    return {
+        "cpus": os.cpu_count(),
+        "threads": args.threads,
+        "python": platform.python_version(),
+        "versions": versions(),
+    }
+
+
+def context_note(run: dict[str, Any], meta: dict[str, Any]) -> str:
+    """What of a run's recorded context differs from the page header's, for its run line
+    (runs recorded before contexts were kept share the header's)."""
+    context = run.get("context", {})
+    header = {key: meta[key] for key in CONTEXT if key != "versions"}
+    header.update(meta["versions"])
+    own = {key: context[key] for key in CONTEXT if key in context and key != "versions"}
+    own.update(context.get("versions", {}))
+    differs = [f"{key} {value}" for key, value in own.items() if header.get(key) != value]
+    return "; " + ", ".join(differs) if differs else ""
+
+
+def merged_meta(
+    old: dict[str, Any], runs: dict[str, list[dict[str, Any]]], args: argparse.Namespace
+) -> dict[str, Any]:
+    """The results' meta after a run of ``args``' parts. A ``--merge`` keeps the header's
+    recorded context (machine, threads, Python, versions) and the stores' peer limit
+    unless the stores ran: the runs it made record their own context, and their run
+    lines name what differs, instead of the header speaking for parts that did not run
+    there."""
+    context = run_context(args)
+    peer_limit = 30_000 if args.quick else 100_000
+    if not (args.merge and old):
+        return {**context, "peer_limit": peer_limit, "runs": runs}
+    kept = {key: old[key] for key in CONTEXT if key in old}
+    if "stores" not in args.only.split(",") and "peer_limit" in old:
+        peer_limit = old["peer_limit"]
+    return {**context, **kept, "peer_limit": peer_limit, "runs": runs}
+
+
 def markdown(results: dict[str, Any], images: list[str]) -> str:
     """The benchmarks page: how and where it was measured, then a section a part run."""
     meta = results["meta"]
@@ -842,8 +885,9 @@ def markdown(results: dict[str, Any], images: list[str]) -> str:
         f"    Python {meta['python']}), each part in a fresh process:",
         *[
             f"    {part} {run['date']}, `{run['mode']}`{run_scope(run)}, {run['seconds']:.0f} s "
-            f"(load average {run['load_before']:.1f} before, {run['load_after']:.1f} after);"
-            for part, part_runs in meta["runs"].items()
+            f"(load average {run['load_before']:.1f} before, {run['load_after']:.1f} after"
+            f"{context_note(run, meta)});"
+            for part, part_runs in meta["runs"].items()  # in the order the parts first ran
             for run in part_runs
         ],
         "    absolute times are noisy; the ratios, taken round by round, are what to",
@@ -1145,6 +1189,7 @@ def embedding_section(embed: dict[str, Any], meta: dict[str, Any], images: list[
         "",
         *[f"![embedding]({i})" for i in images if "embedding" in i],
         "",
+        "",  # a second blank line, as the page has always had it after this plot
     ]
     return lines
 
@@ -1351,14 +1396,7 @@ def main() -> None:
         # Only a run of some N of the stores leaves the earlier runs' other N in place.
         partial = args.merge and part == "stores" and args.sizes
         runs[part] = [*runs.get(part, []), ran] if partial else [ran]
-    results["meta"] = {
-        "threads": args.threads,
-        "cpus": os.cpu_count(),
-        "python": platform.python_version(),
-        "peer_limit": 30_000 if args.quick else 100_000,
-        "versions": versions(),
-        "runs": runs,
-    }
+    results["meta"] = merged_meta(results.get("meta", {}), runs, args)
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(json.dumps(results, indent=1, default=str) + "\n")
     write_page(json.loads(RESULTS.read_text()))  # from what was saved
@@ -1454,6 +1492,7 @@ def run_child(part: str, args: argparse.Namespace, results: dict[str, Any]) -> d
         "load_after": os.getloadavg()[0],
         "seconds": seconds,
         "date": time.strftime("%Y-%m-%d"),
+        "context": run_context(args),
     }
 
 
