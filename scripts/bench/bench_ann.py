@@ -98,7 +98,9 @@ def embedded_sentences() -> Matrix:
     return vectors
 
 
-def kmeans(points: npt.NDArray[np.float64], k: int, rng: np.random.Generator) -> Matrix:
+def kmeans(
+    points: npt.NDArray[np.float64], k: int, rng: np.random.Generator
+) -> npt.NDArray[np.intp]:
     """Cluster labels of ``points`` after Lloyd iterations from a k-means++ seeding."""
     centres = [points[rng.integers(len(points))]]
     closest = ((points - centres[0]) ** 2).sum(axis=1)
@@ -253,7 +255,7 @@ def build_engines(vectors: Matrix, names: list[str]) -> tuple[dict[str, Any], di
             if key in built:
                 built[name] = built[key]
         elif name == "hnswlib":
-            import hnswlib  # type: ignore[import-not-found,unused-ignore]
+            import hnswlib
 
             saved = folder / "hnswlib.bin"
             index = hnswlib.Index(space="ip", dim=dimension)
@@ -267,7 +269,7 @@ def build_engines(vectors: Matrix, names: list[str]) -> tuple[dict[str, Any], di
             index.set_num_threads(1)
             graphs[name] = index
         elif name == "faiss":
-            import faiss  # type: ignore[import-not-found,unused-ignore]
+            import faiss
 
             faiss.omp_set_num_threads(1)
             saved = folder / "faiss.index"
@@ -363,11 +365,11 @@ def engines(rows: int, queries: int, repeat: int, names: list[str]) -> dict[str,
                 f"{point['cpu_ms']:7.3f} {point['wall_ms']:8.3f}"
             )
     matched = {str(r): {n: cheapest(points[n], r) for n in names} for r in RECALLS}
-    for recall, found in matched.items():
+    for recall, best in matched.items():
         shown = "  ".join(
-            f"{n} {p['cpu_ms']:.3f} (beam {p['beam']})" if p else f"{n} -" for n, p in found.items()
+            f"{n} {p['cpu_ms']:.3f} (beam {p['beam']})" if p else f"{n} -" for n, p in best.items()
         )
-        print(f"recall >= {recall}: CPU ms {shown}; ragloom / best raw {raw_ratio(found):.2f}x")
+        print(f"recall >= {recall}: CPU ms {shown}; ragloom / best raw {raw_ratio(best):.2f}x")
     built = {name: built[name] for name in names if name in built}
     print("build CPU s: " + "  ".join(f"{n} {s:.1f}" for n, s in built.items()))
     return {"load": load, "points": points, "matched": matched, "build_cpu_s": built}

@@ -25,13 +25,14 @@ import statistics
 import time
 import tracemalloc
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import bm25s
 import numpy as np
 from rank_bm25 import BM25Okapi
 
-from ragloom.core.bm25 import BM25Index, StandardAnalyzer, analyze
+from ragloom.core.bm25 import BM25Index, BM25Match, StandardAnalyzer, analyze
 
 SYLLABLES = ["ka", "lo", "mi", "ne", "ru", "ta", "po", "si", "ve", "do", "gra", "tri", "ul", "en"]
 
@@ -138,6 +139,19 @@ def main() -> None:
     rank_min, rank_median, okapi_reference = timed(lambda: BM25Okapi(tokens), 1)
     okapi = build_ours("okapi")
 
+    # The timed query loops: functions of their inputs (bound with partial), so that each
+    # loop's set is the one timed, not the loop variable's last value.
+    def search_each(index: BM25Index, queries: list[str]) -> list[list[BM25Match]]:
+        return [index.search(x) for x in queries]
+
+    def bm25s_each(query_tokens: list[list[str]]) -> list[Any]:
+        return [
+            reference.retrieve([x], k=10, show_progress=False, n_threads=1) for x in query_tokens
+        ]
+
+    def okapi_top10(query_tokens: list[list[str]]) -> list[Any]:
+        return [np.argpartition(-okapi_reference.get_scores(x), 10)[:10] for x in query_tokens]
+
     print("\nindex build (s)                       min   median   ratio to ragloom (min)")
     print(f"  ragloom, from text                {ours_min:7.2f}  {ours_median:7.2f}")
     print(f"  shared tokenization (references)  {tokenize_min:7.2f}  {tokenize_median:7.2f}")
@@ -153,14 +167,9 @@ def main() -> None:
     for name, queries in query_sets.items():
         query_tokens = [analyze(analyzer, q) for q in queries]
         fresh = build_ours()  # first pass: computes the per-term impacts it needs
-        first = timed(lambda q=queries, i=fresh: [i.search(x) for x in q], 1)[0]
-        ours_q = timed(lambda q=queries: [ours.search(x) for x in q], args.repeat)
-        theirs_q = timed(
-            lambda t=query_tokens: [
-                reference.retrieve([x], k=10, show_progress=False, n_threads=1) for x in t
-            ],
-            args.repeat,
-        )
+        first = timed(partial(search_each, fresh, queries), 1)[0]
+        ours_q = timed(partial(search_each, ours, queries), args.repeat)
+        theirs_q = timed(partial(bm25s_each, query_tokens), args.repeat)
         scale = 1000 / len(queries)
         print(
             f"  {name}: ragloom           {first * scale:8.3f}  {ours_q[0] * scale:7.3f}  "
@@ -172,13 +181,8 @@ def main() -> None:
         )
         few = queries[: args.rank_bm25_queries]
         few_tokens = query_tokens[: args.rank_bm25_queries]
-        okapi_q = timed(lambda q=few: [okapi.search(x) for x in q], args.repeat)
-        rank_q = timed(
-            lambda t=few_tokens: [
-                np.argpartition(-okapi_reference.get_scores(x), 10)[:10] for x in t
-            ],
-            1,
-        )
+        okapi_q = timed(partial(search_each, okapi, few), args.repeat)
+        rank_q = timed(partial(okapi_top10, few_tokens), 1)
         few_scale = 1000 / len(few)
         print(
             f"  {name}: ragloom okapi               {okapi_q[0] * few_scale:7.3f}  "

@@ -95,7 +95,7 @@ def timed(call: Callable[[], Any]) -> tuple[tuple[float, float], Any]:
 
 def interleaved(
     turn: int, ours: Callable[[], Any], raw: Callable[[], Any]
-) -> tuple[tuple[float, Any], tuple[float, Any]]:
+) -> tuple[tuple[tuple[float, float], Any], tuple[tuple[float, float], Any]]:
     """Both timed, the one going first alternating with ``turn`` (no order bias)."""
     if turn % 2:
         theirs = timed(raw)

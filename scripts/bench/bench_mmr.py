@@ -29,7 +29,8 @@ def reference(
     q = norm(query)
     rel = [sum(a * b for a, b in zip(u, q, strict=True)) for u in units]
     penalty = [0.0] * len(units)
-    left, chosen = set(range(len(units))), []
+    left = set(range(len(units)))
+    chosen: list[int] = []
     while left and len(chosen) < k:
         best = max(left, key=lambda i: (lam * rel[i] - (1 - lam) * penalty[i], -i))
         chosen.append(best)

