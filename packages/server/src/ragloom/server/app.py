@@ -179,8 +179,9 @@ class _Limits:
                 nonlocal received, body_done
                 if body_done:  # later reads wait for a disconnect: no deadline
                     return await receive()
-                try:
-                    message = await asyncio.wait_for(receive(), max(0.0, body_ends - loop.time()))
+                try:  # a timeout scope, not wait_for: that costs a task per read on 3.11
+                    async with asyncio.timeout_at(body_ends):
+                        message = await receive()
                 except TimeoutError:
                     raise _SlowBody(self.settings.body_timeout) from None
                 if message["type"] == "http.request":
@@ -378,8 +379,9 @@ def create_app(
         return max_results
 
     async def deadline(work: Coroutine[Any, Any, _T]) -> _T:
-        try:
-            return await asyncio.wait_for(work, settings.request_timeout)
+        try:  # a timeout scope, not wait_for: that wraps ``work`` in a task on 3.11
+            async with asyncio.timeout(settings.request_timeout):
+                return await work
         except TimeoutError:
             raise HTTPException(
                 504, f"the request took longer than {settings.request_timeout:g} s"
