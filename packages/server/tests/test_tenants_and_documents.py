@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from pathlib import Path
@@ -11,8 +12,9 @@ import pytest
 from fastapi.testclient import TestClient
 
 from ragloom.core import EmbeddingModel
+from ragloom.easy_rag.index import MANIFEST
 from ragloom.server import IndexService, ServerConfigError, ServerSettings
-from ragloom.server.service import Principal, safe_filename
+from ragloom.server.service import Job, Principal, safe_filename
 
 Headers = dict[str, dict[str, str]]
 ACME_TEXT = "Project Falcon ships the turbo encabulator to acme customers in March."
@@ -203,3 +205,52 @@ def test_configuration_errors_name_the_field(tmp_path: Path) -> None:
     config.write_text('max_results = 7\n[[api_keys]]\nkey = "0123456789abcdef"\ntenant = "acme"\n')
     loaded = ServerSettings.load(config)
     assert (loaded.max_results, loaded.api_keys[0].tenant) == (7, "acme")
+
+
+def finished(job: Job) -> Job:
+    """``job`` once the worker has finished it."""
+    deadline = time.monotonic() + 30
+    while job.status in {"queued", "running"}:
+        assert time.monotonic() < deadline, f"job {job.id} did not finish"
+        time.sleep(0.02)
+    return job
+
+
+def test_a_job_is_done_only_once_its_save_completed(
+    service: IndexService, index_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A crash while the index saves must not lose a job the client already saw ``done``
+    (before: ``done`` was set just ahead of the save)."""
+    saving, release = threading.Event(), threading.Event()
+    real_save = service.index.save
+
+    def held_save() -> None:
+        saving.set()
+        assert release.wait(60)
+        real_save()
+
+    monkeypatch.setattr(service.index, "save", held_save)
+    job = service.submit(Principal("admin", None), "held.md", ACME_TEXT)
+    try:
+        assert saving.wait(60)
+        assert job.status == "running"
+    finally:
+        release.set()
+    assert finished(job).status == "done"
+    assert "upload:-/held.md" in json.loads((index_dir / MANIFEST).read_text())["files"]
+
+
+def test_a_failed_save_fails_the_job_and_says_why(
+    service: IndexService, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def failing_save() -> None:
+        raise OSError("No space left on device (test)")
+
+    real_save = service.index.save
+    monkeypatch.setattr(service.index, "save", failing_save)
+    job = finished(service.submit(Principal("admin", None), "unsaved.md", ACME_TEXT))
+    monkeypatch.setattr(service.index, "save", real_save)  # the fixture's close() saves
+    assert job.status == "failed"
+    assert job.error is not None
+    assert "not saved" in job.error
+    assert "No space left on device" in job.error

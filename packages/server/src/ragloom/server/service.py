@@ -476,22 +476,45 @@ class IndexService:
         return self._queue.unfinished_tasks
 
     def _work(self) -> None:
+        unsaved: list[Job] = []  # written, still ``running`` until a save covers them
         while True:
             item = self._queue.get()
             try:
                 if item is None:
-                    return
-                self._ingest(*item)
-                if self._dirty and (self._queue.empty() or self.index.store_persists_itself):
-                    self.save()
+                    break
+                if self._ingest(*item):
+                    unsaved.append(item[0])
+                self._settle(unsaved, now=self._queue.empty() or self.index.store_persists_itself)
             except Exception:  # the worker must survive anything; the job says what failed
                 logger.exception("ragloom-server: ingestion worker error")
             finally:
                 self._queue.task_done()
+        try:  # the jobs written since the last save; close() then saves once more
+            self._settle(unsaved, now=True)
+        except Exception:
+            logger.exception("ragloom-server: saving the index at shutdown failed")
+
+    def _settle(self, unsaved: list[Job], *, now: bool) -> None:
+        """Save when ``now`` (or see that another save did), then mark ``unsaved`` done: a
+        job a client sees ``done`` survives a crash. A failed save fails them, naming why."""
+        try:
+            if self._dirty and now:
+                self.save()
+        except Exception as exc:
+            for job in unsaved:
+                job.status, job.error = "failed", f"written but the index was not saved: {exc}"
+            unsaved.clear()
+            raise
+        if not self._dirty:
+            for job in unsaved:
+                job.status = "done"
+            unsaved.clear()
 
     def _ingest(
         self, job: Job, source: str, data: bytes | str, metadata: dict[str, Scalar]
-    ) -> None:
+    ) -> bool:
+        """Ingest one upload; ``True`` when it wrote to the index (its job is done once
+        saved)."""
         job.status = "running"
         key = f"{UPLOAD_PREFIX}{job.tenant or '-'}/{source}"
         raw = data.encode("utf-8") if isinstance(data, str) else data
@@ -504,7 +527,7 @@ class IndexService:
             and known.get(METADATA, "{}") == recorded
         ):
             job.status = "unchanged"
-            return
+            return False
         try:
             document = self._document(key, job.tenant, source, data, metadata)
             staged = _StagedWrites()
@@ -514,7 +537,7 @@ class IndexService:
                 raise error
         except RagloomError as exc:
             job.status, job.error = "failed", str(exc)
-            return
+            return False
         entry = {"sha256": digest, "document_id": key, "name": source}
         if metadata:
             entry[METADATA] = recorded  # the manifest holds strings: the metadata as JSON
@@ -526,7 +549,7 @@ class IndexService:
             self.index.files[key] = entry
             self._dirty = True
         job.segments = len(outcome.ids)
-        job.status = "done"
+        return True
 
     @staticmethod
     def _document(
