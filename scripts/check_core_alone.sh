@@ -8,12 +8,13 @@
 # Installs as scripts/setup.sh does (python -m venv, pip, editable, no build isolation; the
 # machine's pip.conf names the local wheel indexes, so it works offline). uv is not part of
 # the project's setup, so it is not used here either. The venv is made anew on every run
-# in CORE_ALONE_VENV (default $TMPDIR/ragloom-core-alone-venv) and kept for inspection.
+# in CORE_ALONE_VENV (default .venv-core-alone/ in the checkout, so two checkouts testing at
+# once do not share it) and kept for inspection.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 PYTHON=${PYTHON:-$(command -v python3.11 || command -v python3)}
-VENV=${CORE_ALONE_VENV:-${TMPDIR:-/tmp}/ragloom-core-alone-venv}
+VENV=${CORE_ALONE_VENV:-$PWD/.venv-core-alone}
 start=$(date +%s)
 
 rm -rf "$VENV"
