@@ -4,6 +4,8 @@ the data lock keeps a second session out and empties only the local server."""
 from __future__ import annotations
 
 import socket
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -58,6 +60,15 @@ def test_an_unknown_setting_fails_naming_env_sh() -> None:
         service_setting("RAGLOOM_NOPE_URL")
 
 
+HOLDER = """
+import fcntl, sys, time
+handle = open(sys.argv[1], "a")
+fcntl.flock(handle, fcntl.LOCK_EX)
+print("held", flush=True)
+time.sleep(60)
+"""
+
+
 def test_the_data_lock_keeps_a_second_session_out_and_resets_the_local_server(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
@@ -69,12 +80,27 @@ def test_the_data_lock_keeps_a_second_session_out_and_resets_the_local_server(
         assert url == "bolt://127.0.0.1:12346"
         assert marker.exists()
         marker.unlink()
+        with exclusive_data("RAGLOOM_NEO4J_URL", reset=f"touch {marker}") as again:
+            assert again == url  # the same session again: re-entrant, emptied again
+            assert marker.exists()
+        marker.unlink()
+    held = list((tmp_path / "locks").iterdir())
+    assert len(held) == 1
+    other = subprocess.Popen(  # another session holding the lock
+        [sys.executable, "-c", HOLDER, str(held[0])], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert other.stdout is not None
+        assert other.stdout.readline() == "held\n"
         with (
             pytest.raises(pytest.fail.Exception, match="stayed in use by another test session"),
             exclusive_data("RAGLOOM_NEO4J_URL", reset=f"touch {marker}", wait=0.3),
         ):
             pass
         assert not marker.exists()
+    finally:
+        other.kill()
+        other.wait()
     with (
         pytest.raises(pytest.fail.Exception, match="`false` .* failed with exit code 1"),
         exclusive_data("RAGLOOM_NEO4J_URL", reset="false"),

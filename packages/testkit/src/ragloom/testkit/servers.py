@@ -116,6 +116,10 @@ def require_server(url: str, start: str, *, variable: str | None = None) -> str:
     return url
 
 
+_HELD: dict[Path, int] = {}
+"""The data locks this process holds, with how many ``exclusive_data`` blocks hold each."""
+
+
 @contextmanager
 def exclusive_data(variable: str, *, reset: str, wait: float = 900.0) -> Iterator[str]:
     """Hold, across processes, the lock of the data of the server ``variable`` names.
@@ -126,12 +130,23 @@ def exclusive_data(variable: str, *, reset: str, wait: float = 900.0) -> Iterato
     command run from the repository root) empties the local server's data, schema too;
     a server elsewhere (``variable`` set) is left as it is. Yields the server's address.
     The lock is a ``flock`` under ``$RAGLOOM_SERVICES_DIR/locks/``, released when its
-    holder ends, even killed; waiting longer than ``wait`` seconds fails naming it.
+    holder ends, even killed; waiting longer than ``wait`` seconds fails naming it. Within
+    one process the lock is re-entrant (one pytest session runs several suites that each
+    take it, one after another: each gets the data emptied again).
     """
     url = service_setting(variable)
     folder = Path(local_service_setting("RAGLOOM_SERVICES_DIR")) / "locks"
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{quote(url, safe='')}.lock"
+    if path in _HELD:  # this process holds it already
+        _HELD[path] += 1
+        try:
+            if variable not in os.environ:
+                _run_reset(reset)
+            yield url
+        finally:
+            _HELD[path] -= 1
+        return
     with path.open("a") as handle:
         deadline = time.monotonic() + wait
         while True:
@@ -146,11 +161,13 @@ def exclusive_data(variable: str, *, reset: str, wait: float = 900.0) -> Iterato
                         pytrace=False,
                     )
                 time.sleep(0.2)
+        _HELD[path] = 1
         try:
             if variable not in os.environ:
                 _run_reset(reset)
             yield url
         finally:
+            del _HELD[path]
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
