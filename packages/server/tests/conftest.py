@@ -52,11 +52,21 @@ def built_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return index
 
 
-@pytest.fixture
-def index_dir(built_index: Path, tmp_path: Path) -> Path:
-    copy = tmp_path / "index"
-    shutil.copytree(built_index, copy, ignore=shutil.ignore_patterns(".lock"))
+@pytest.fixture(scope="session")
+def copy_index(built_index: Path) -> Callable[[Path], Path]:
+    """Copies the built index (without its lock) to ``<folder>/index``, a test's own."""
+
+    def copy(folder: Path) -> Path:
+        index = folder / "index"
+        shutil.copytree(built_index, index, ignore=shutil.ignore_patterns(".lock"))
+        return index
+
     return copy
+
+
+@pytest.fixture
+def index_dir(copy_index: Callable[[Path], Path], tmp_path: Path) -> Path:
+    return copy_index(tmp_path)
 
 
 def keyed_settings(index: Path, **overrides: object) -> ServerSettings:

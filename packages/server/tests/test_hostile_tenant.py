@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import shutil
 import signal
 import socket
 import time
@@ -52,15 +51,14 @@ DEADLINE = 5.0  # seconds: every hostile request is answered (or cut) within thi
 
 @pytest.fixture(scope="module")
 def hostile(
-    built_index: Path,
+    copy_index: Callable[[Path], Path],
     serve: Callable[..., Served],
     keys: dict[str, str],
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[str]:
     folder = tmp_path_factory.mktemp("hostile")
-    shutil.copytree(built_index, folder / "index", ignore=shutil.ignore_patterns(".lock"))
     process, url = serve(
-        folder / "index",
+        copy_index(folder),
         folder / "server.log",
         RAGLOOM_SERVER_RATE_LIMIT="0",
         RAGLOOM_SERVER_HEADER_TIMEOUT="1",

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import select
-import shutil
 import signal
 import socket
 import subprocess
@@ -77,16 +76,15 @@ def test_bad_limit_settings_name_the_field(tmp_path: Path) -> None:
 
 @pytest.fixture(scope="module")
 def limited(
-    built_index: Path,
+    copy_index: Callable[[Path], Path],
     serve: Callable[..., Served],
     keys: dict[str, str],
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[str]:
     """``ragloom serve`` with 3 s body and 2 s header deadlines and 2 API requests in flight."""
     folder = tmp_path_factory.mktemp("limited")
-    shutil.copytree(built_index, folder / "index", ignore=shutil.ignore_patterns(".lock"))
     process, url = serve(
-        folder / "index",
+        copy_index(folder),
         folder / "server.log",
         RAGLOOM_SERVER_BODY_TIMEOUT=str(BODY_TIMEOUT),
         RAGLOOM_SERVER_HEADER_TIMEOUT=str(HEADER_TIMEOUT),

@@ -4,7 +4,6 @@ sources and then the answer arrive piece by piece, open a source."""
 
 from __future__ import annotations
 
-import shutil
 import signal
 import subprocess
 from collections.abc import Callable, Iterator
@@ -40,11 +39,12 @@ new MutationObserver((records) => {
 
 @pytest.fixture(scope="module")
 def page_url(
-    built_index: Path, serve: Callable[..., Served], tmp_path_factory: pytest.TempPathFactory
+    copy_index: Callable[[Path], Path],
+    serve: Callable[..., Served],
+    tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[str]:
     folder = tmp_path_factory.mktemp("page")
-    shutil.copytree(built_index, folder / "index", ignore=shutil.ignore_patterns(".lock"))
-    process, url = serve(folder / "index", folder / "server.log")
+    process, url = serve(copy_index(folder), folder / "server.log")
     try:
         yield url
     finally:

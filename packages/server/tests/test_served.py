@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -32,11 +31,12 @@ Served = tuple[subprocess.Popen[bytes], str]  # what conftest's ``serve`` return
 
 @pytest.fixture(scope="module")
 def served(
-    built_index: Path, serve: Callable[..., Served], tmp_path_factory: pytest.TempPathFactory
+    copy_index: Callable[[Path], Path],
+    serve: Callable[..., Served],
+    tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[str]:
     folder = tmp_path_factory.mktemp("served")
-    shutil.copytree(built_index, folder / "index", ignore=shutil.ignore_patterns(".lock"))
-    process, url = serve(folder / "index", folder / "server.log")
+    process, url = serve(copy_index(folder), folder / "server.log")
     try:
         yield url
     finally:
@@ -131,9 +131,8 @@ def test_mcp_over_streamable_http_is_scoped_by_key(served: str, keys: dict[str, 
     assert refused.status_code == 401
 
 
-def test_mcp_over_stdio(built_index: Path, tmp_path: Path) -> None:
-    index = tmp_path / "index"
-    shutil.copytree(built_index, index, ignore=shutil.ignore_patterns(".lock"))
+def test_mcp_over_stdio(copy_index: Callable[[Path], Path], tmp_path: Path) -> None:
+    index = copy_index(tmp_path)
 
     async def run() -> Any:
         parameters = StdioServerParameters(
@@ -154,10 +153,12 @@ def test_mcp_over_stdio(built_index: Path, tmp_path: Path) -> None:
 
 
 def test_sigterm_during_ingestion_loses_nothing_acknowledged(
-    built_index: Path, keys: dict[str, str], serve: Callable[..., Served], tmp_path: Path
+    copy_index: Callable[[Path], Path],
+    keys: dict[str, str],
+    serve: Callable[..., Served],
+    tmp_path: Path,
 ) -> None:
-    index = tmp_path / "index"
-    shutil.copytree(built_index, index, ignore=shutil.ignore_patterns(".lock"))
+    index = copy_index(tmp_path)
     process, url = serve(index, tmp_path / "server.log")
     acme = {"Authorization": f"Bearer {keys['acme']}"}
     accepted = []
