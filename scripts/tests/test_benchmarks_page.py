@@ -6,9 +6,8 @@ from __future__ import annotations
 
 import argparse
 import copy
-import importlib.util
 import json
-import sys
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -16,21 +15,14 @@ from typing import Any
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-BENCH = ROOT / "scripts" / "bench"
 VERSIONS = {"ragloom-core": "0.1.0", "numpy": "2.4.6"}
 # The images plot() makes for the parts below, in its order.
 IMAGES = ["img/benchmarks/splitting.png", "img/benchmarks/embedding.png"]
 
 
 @pytest.fixture(scope="module")
-def suite() -> ModuleType:
-    sys.path.insert(0, str(BENCH))
-    spec = importlib.util.spec_from_file_location("run_suite", BENCH / "run_suite.py")
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+def suite(bench_module: Callable[[str], ModuleType]) -> ModuleType:
+    return bench_module("run_suite")
 
 
 def _run(seconds: float, **extra: Any) -> dict[str, Any]:

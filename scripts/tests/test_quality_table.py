@@ -3,9 +3,7 @@ fusion, the bi-encoder scoring model and the re-ranking of a retriever's first r
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
+from collections.abc import Callable
 from types import ModuleType
 
 import numpy as np
@@ -18,18 +16,10 @@ from ragloom.core.retrievers.embedding_store import EmbeddingStoreContentRetriev
 from ragloom.core.stores.in_memory import InMemoryEmbeddingStore
 from ragloom.embeddings.onnx import AllMiniLmL6V2QuantizedEmbeddingModel
 
-BENCH = Path(__file__).resolve().parents[1] / "bench"
-
 
 @pytest.fixture(scope="module")
-def table() -> ModuleType:
-    sys.path.insert(0, str(BENCH))
-    spec = importlib.util.spec_from_file_location("quality_table", BENCH / "quality_table.py")
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+def table(bench_module: Callable[[str], ModuleType]) -> ModuleType:
+    return bench_module("quality_table")
 
 
 @pytest.fixture(scope="module")
