@@ -12,6 +12,7 @@ from ragloom.core.document import TextSegment
 from ragloom.core.embedding import Embedding
 from ragloom.core.stores.base import EmbeddingSearchRequest
 from ragloom.stores.milvus import MilvusEmbeddingStore
+from ragloom.stores.milvus._writes import settle
 
 pytestmark = pytest.mark.integration
 
@@ -49,7 +50,7 @@ def test_new_id_written_concurrently_is_healed(
     # This writer checked before the other's write landed: it inserts x as a new id.
     batch = store._columns(["x"], np.asarray([[0.0, 1.0]], dtype=np.float32), ["mine"], None)
     milvus_client.insert(collection_name, batch.rows())  # inserted as new, not yet settled
-    store._run(store._settle(batch))
+    store._run(settle(collection_name, batch, store._render))
     assert count_rows(milvus_client, collection_name, "x") == 1
     assert len(store) == 1
     found = store.search(EmbeddingSearchRequest(Embedding([0.0, 1.0]), max_results=5)).matches

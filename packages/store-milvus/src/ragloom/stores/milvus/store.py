@@ -1,6 +1,7 @@
 """MilvusEmbeddingStore: the EmbeddingStore contract on Milvus (Lite, server or cluster).
 
-One collection per store (schema in ``_schema``, metadata encoding in ``_metadata``).
+One collection per store (schema in ``_schema``, metadata encoding in ``_metadata``;
+writes of caller-chosen ids, which Milvus would let duplicate, in ``_writes``).
 Search asks Milvus for the nearest candidates by cosine; the remote-store base
 (:mod:`ragloom.core.kit.remote_store`) rescores them in float64 from the stored vectors and
 sorts by (score, seq): the scores are the in-memory store's for the same vectors. If the
@@ -11,7 +12,6 @@ expressions (``_filters``); a filter Milvus cannot state exactly is finished in 
 from __future__ import annotations
 
 import contextlib
-import random
 import uuid
 import warnings
 from collections.abc import Callable, Iterable, Mapping
@@ -31,7 +31,6 @@ from ragloom.core.embedding import Embedding
 from ragloom.core.errors import EmbeddingStoreError
 from ragloom.core.filters import Filter
 from ragloom.core.kit.remote_store import (
-    PAUSE,
     Candidates,
     Compiled,
     NewEntries,
@@ -67,6 +66,7 @@ from ragloom.stores.milvus._schema import (
     create_collection,
     index_options,
 )
+from ragloom.stores.milvus._writes import write_given_ids
 
 __all__ = ["DEFAULT_ANALYZER", "SPARSE_FIELD", "MilvusEmbeddingStore"]
 
@@ -76,8 +76,6 @@ _PAGE = 1000
 _FIELDS = ["id", "seq", "vector", "text", "has_text", "metadata", "kinds", "exact"]
 _ENTRY_FIELDS = ["id", "text", "has_text", "metadata", "kinds", "exact"]  # all but vector, seq
 _KIND_FIELDS = ["metadata", "kinds", "exact"]
-_SETTLE_ATTEMPTS = 8
-_SETTLE_BACKOFF = 0.005  # seconds: the first rewrite's back-off is up to twice this
 _TIE_MARGIN = 1e-5  # float32 cosine error of the server's scores, generously
 
 T = TypeVar("T")
@@ -358,21 +356,7 @@ class MilvusEmbeddingStore(RemoteEmbeddingStore):
                     f"writing {len(chunk)} entries", "insert", self._collection, chunk
                 )
                 continue
-            # An insert costs a third of an upsert at 100k entries (an upsert deletes by
-            # primary key first): only the ids already stored are upserted.
-            existing = yield from self._keep_positions(chunk)
-            if existing:
-                positions = range(len(chunk))
-                replaced = chunk.take([i for i in positions if chunk.ids[i] in existing])
-                yield ClientCall.of(
-                    f"replacing {len(replaced)} entries", "upsert", self._collection, replaced
-                )
-                new = chunk.take([i for i in positions if chunk.ids[i] not in existing])
-            else:
-                new = chunk
-            if len(new):
-                yield ClientCall.of(f"writing {len(new)} entries", "insert", self._collection, new)
-            yield from self._settle(chunk)
+            yield from write_given_ids(self._collection, chunk, self._render)
 
     def _held_metadata(
         self, conflicts: Mapping[str, list[str]]
@@ -419,36 +403,6 @@ class MilvusEmbeddingStore(RemoteEmbeddingStore):
             found += yield from self._scan(None, _KIND_FIELDS)
         return found
 
-    def _settle(self, rows: Columns) -> Steps[None]:
-        """Make each id of ``rows`` (just written) one row. Another writer may have written
-        one of these ids meanwhile, and Milvus then keeps both rows (two inserts, and even
-        two upserts racing in Milvus Lite), so the ids are counted after the write and a
-        duplicate is healed with an upsert of the batch (which deletes every row of those
-        ids first), counted again. Of racing writers, the last to write counts after every
-        write, so the collection ends with one row per id. Writers that keep meeting each
-        other wait a random, doubling time before each rewrite (as Ethernet backs off), so
-        that one of them soon rewrites alone."""
-        ids = ("id in ", Param(tuple(rows.ids)))
-        for attempt in range(1, _SETTLE_ATTEMPTS + 1):
-            counted = yield ClientCall.of(
-                "checking for concurrently written ids",
-                "query",
-                self._collection,
-                output_fields=["count(*)"],
-                consistency_level="Strong",
-                **self._render(ids),
-            )
-            if int(counted[0]["count(*)"]) <= len(rows):
-                return
-            pause = random.uniform(0, _SETTLE_BACKOFF * 2**attempt)
-            yield ClientCall.of("waiting before a rewrite", PAUSE, pause)
-            yield ClientCall.of(f"rewriting {len(rows)} entries", "upsert", self._collection, rows)
-        raise EmbeddingStoreError(
-            f"Milvus collection {self._collection!r}: {len(rows)} entries still have "
-            f"duplicate rows after {_SETTLE_ATTEMPTS} rewrites (other writers keep writing "
-            "the same ids); add the batch again"
-        )
-
     def _columns(
         self,
         ids: list[str],
@@ -458,22 +412,6 @@ class MilvusEmbeddingStore(RemoteEmbeddingStore):
     ) -> Columns:
         """The columns of new entries, with new insertion sequence numbers."""
         return Columns.of(ids, self._next_seqs(len(ids)), vectors, texts, metadata)
-
-    def _keep_positions(self, batch: Columns) -> Steps[set[str]]:
-        """Replaced ids keep their insertion position (their old ``seq``), as in memory;
-        the ids of ``batch`` already stored."""
-        found = yield ClientCall.of(
-            "reading existing ids",
-            "query",
-            self._collection,
-            output_fields=["id", "seq"],
-            consistency_level="Strong",
-            **self._render(("id in ", Param(tuple(batch.ids)))),
-        )
-        old = {row["id"]: row["seq"] for row in found}
-        if old:
-            batch.seqs = [old.get(id, seq) for id, seq in zip(batch.ids, batch.seqs, strict=True)]
-        return set(old)
 
     # ------------------------------------------------------------------ search
 
