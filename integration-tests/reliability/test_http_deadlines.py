@@ -10,9 +10,10 @@ from collections.abc import Callable
 
 import pytest
 
-from ragloom.chat_models.openai import OpenAiChatModel, OpenAiTimeoutError
+from ragloom.chat_models.openai import OpenAiChatModel, OpenAiChatModelError
 from ragloom.core.chat import UserMessage
 from ragloom.core.errors import ScoringTimeoutError
+from ragloom.core.kit.http import HttpErrorKind
 from ragloom.core.retry import RetryPolicy
 from ragloom.scoring_models.cohere import CohereScoringModel
 from ragloom.scoring_models.http import HttpScoringModel
@@ -43,10 +44,16 @@ async def _collect(model: OpenAiChatModel) -> list[object]:
 
 @pytest.mark.parametrize("mode", MODES)
 def test_chat_openai_ends_in_time(hostile: str, mode: str) -> None:
-    ends_in_time(lambda: chat(hostile, mode).chat(MESSAGES), OpenAiTimeoutError)
-    ends_in_time(lambda: asyncio.run(chat(hostile, mode).achat(MESSAGES)), OpenAiTimeoutError)
-    ends_in_time(lambda: list(chat(hostile, mode).stream(MESSAGES)), OpenAiTimeoutError)
-    ends_in_time(lambda: asyncio.run(_collect(chat(hostile, mode))), OpenAiTimeoutError)
+    calls: list[Callable[[], object]] = [
+        lambda: chat(hostile, mode).chat(MESSAGES),
+        lambda: asyncio.run(chat(hostile, mode).achat(MESSAGES)),
+        lambda: list(chat(hostile, mode).stream(MESSAGES)),
+        lambda: asyncio.run(_collect(chat(hostile, mode))),
+    ]
+    for call in calls:
+        error = ends_in_time(call, OpenAiChatModelError)
+        assert isinstance(error, OpenAiChatModelError)
+        assert error.kind is HttpErrorKind.TIMEOUT, error
 
 
 @pytest.mark.parametrize("mode", MODES)

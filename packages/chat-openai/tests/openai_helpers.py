@@ -2,12 +2,55 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
-from ragloom.chat_models.openai import OpenAiChatModel, OpenAiEmbeddingModel, RetryPolicy
+import pytest
+
+from ragloom.chat_models.openai import (
+    OpenAiChatModel,
+    OpenAiChatModelError,
+    OpenAiEmbeddingModel,
+    OpenAiEmbeddingModelError,
+    OpenAiError,
+    RetryPolicy,
+)
 from ragloom.chat_models.openai.testing import CHAT_MODEL, EMBEDDING_MODEL, WireServer
+from ragloom.core.kit.http import HttpErrorKind
 
 API_KEY = "sk-wire-test-0123456789abcdef"
+
+
+@contextmanager
+def raises(
+    error_type: type[OpenAiError],
+    kind: HttpErrorKind | None,
+    *,
+    match: str | None = None,
+    status: int | None = None,
+) -> Iterator[pytest.ExceptionInfo[OpenAiError]]:
+    """``pytest.raises(error_type)`` whose error has this ``kind`` (and ``status_code``,
+    when ``status`` is given)."""
+    with pytest.raises(error_type, match=match) as caught:
+        yield caught
+    assert caught.value.kind is kind
+    if status is not None:
+        assert caught.value.status_code == status
+
+
+def chat_error(
+    kind: HttpErrorKind | None, *, match: str | None = None, status: int | None = None
+) -> AbstractContextManager[pytest.ExceptionInfo[OpenAiError]]:
+    """:func:`raises` of the chat model's error."""
+    return raises(OpenAiChatModelError, kind, match=match, status=status)
+
+
+def embedding_error(
+    kind: HttpErrorKind | None, *, match: str | None = None, status: int | None = None
+) -> AbstractContextManager[pytest.ExceptionInfo[OpenAiError]]:
+    """:func:`raises` of the embedding model's error."""
+    return raises(OpenAiEmbeddingModelError, kind, match=match, status=status)
 
 
 class Sleeps(list[float]):

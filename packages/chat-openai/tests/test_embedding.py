@@ -8,21 +8,16 @@ import json
 import httpx
 import numpy as np
 import pytest
-from openai_helpers import API_KEY, Sleeps, embedding_model
+from openai_helpers import API_KEY, Sleeps, embedding_error, embedding_model
 
-from ragloom.chat_models.openai import (
-    OpenAiAuthenticationError,
-    OpenAiEmbeddingModel,
-    OpenAiNotConfiguredError,
-    OpenAiNotFoundError,
-    OpenAiResponseError,
-)
+from ragloom.chat_models.openai import OpenAiEmbeddingModel
 from ragloom.chat_models.openai.testing import EMBEDDING_MODEL, WireServer, raw, status
 from ragloom.core import aio
 from ragloom.core.aio import AsyncEmbeddingModel
 from ragloom.core.document import TextSegment
 from ragloom.core.embedding import EmbeddingModel, EmbeddingResult, TokenUsage
 from ragloom.core.errors import ChatModelError
+from ragloom.core.kit.http import HttpErrorKind
 from ragloom.testkit.fake_embedding_model import FakeEmbeddingModel
 
 TEXTS = [f"text number {i}" for i in range(7)]
@@ -122,14 +117,14 @@ def test_entries_are_put_back_in_index_order(server: WireServer) -> None:
 )
 def test_answers_of_the_wrong_shape(server: WireServer, body: object, message: str) -> None:
     server.script(raw(json.dumps(body).encode()))
-    with pytest.raises(OpenAiResponseError, match=message) as caught:
+    with embedding_error(HttpErrorKind.PROTOCOL, match=message) as caught:
         embedding_model(server).embed_all(["a", "b"])
     assert not isinstance(caught.value, ChatModelError)
 
 
 def test_dimension_other_than_requested(server: WireServer) -> None:
     server.script(raw(json.dumps({"data": [{"index": 0, "embedding": [1.0, 2.0]}]}).encode()))
-    with pytest.raises(OpenAiResponseError, match="dimension 2, not the 8 requested"):
+    with embedding_error(HttpErrorKind.PROTOCOL, match="dimension 2, not the 8 requested"):
         embedding_model(server, dimensions=8).embed("a")
 
 
@@ -137,16 +132,18 @@ def test_dimension_changing_between_calls(server: WireServer) -> None:
     model = embedding_model(server)
     model.embed("a")
     server.script(raw(json.dumps({"data": [{"index": 0, "embedding": [1.0, 2.0]}]}).encode()))
-    with pytest.raises(OpenAiResponseError, match="dimension 2, earlier calls gave 64"):
+    with embedding_error(HttpErrorKind.PROTOCOL, match="dimension 2, earlier calls gave 64"):
         model.embed("b")
 
 
 def test_errors_are_openai_errors_but_not_chat_model_errors(server: WireServer) -> None:
-    with pytest.raises(OpenAiAuthenticationError, match=r"\$RAGLOOM_EMBEDDING_API_KEY") as auth:
+    with embedding_error(
+        HttpErrorKind.AUTHENTICATION, match=r"\$RAGLOOM_EMBEDDING_API_KEY", status=401
+    ) as auth:
         embedding_model(server, api_key=None).embed("a")
     assert not isinstance(auth.value, ChatModelError)
     assert "embedding model 'embed-1'" in str(auth.value)
-    with pytest.raises(OpenAiNotFoundError, match="'embed-nope'"):
+    with embedding_error(HttpErrorKind.STATUS, match="'embed-nope'", status=404):
         embedding_model(server, model_name="embed-nope").embed("a")
 
 
@@ -182,7 +179,7 @@ def test_settings_are_checked(options: dict[str, object], message: str) -> None:
 
 
 def test_from_env(server: WireServer, monkeypatch: pytest.MonkeyPatch) -> None:
-    with pytest.raises(OpenAiNotConfiguredError, match="RAGLOOM_EMBEDDING_MODEL_NAME"):
+    with embedding_error(None, match="RAGLOOM_EMBEDDING_MODEL_NAME"):
         OpenAiEmbeddingModel.from_env()
     monkeypatch.setenv("RAGLOOM_EMBEDDING_MODEL_NAME", EMBEDDING_MODEL)
     monkeypatch.setenv("RAGLOOM_EMBEDDING_BASE_URL", server.url)
@@ -221,7 +218,7 @@ def test_aembed_all_through_a_given_async_client_and_the_core_helper(server: Wir
 
 
 def test_aembed_all_errors_and_retries_as_the_sync_path(server: WireServer, sleeps: Sleeps) -> None:
-    with pytest.raises(OpenAiNotFoundError, match="'embed-nope'"):
+    with embedding_error(HttpErrorKind.STATUS, match="'embed-nope'", status=404):
         asyncio.run(embedding_model(server, model_name="embed-nope").aembed_all(["a"]))
     server.script(status(429, headers={"Retry-After": "2"}), status(500))
     result = asyncio.run(embedding_model(server, sleeps).aembed_all(["a"]))

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import pytest
-from openai_helpers import API_KEY
+from openai_helpers import API_KEY, chat_error
 
 from ragloom.chat_models.openai import (
     DEFAULT_BASE_URL,
     DEFAULT_CHAT_MODEL_NAME,
     OpenAiChatModel,
-    OpenAiNotConfiguredError,
+    OpenAiChatModelError,
 )
 from ragloom.chat_models.openai.testing import CHAT_MODEL, WireServer
 from ragloom.core import plugins
@@ -49,15 +49,15 @@ def test_from_env_options_win(server: WireServer, monkeypatch: pytest.MonkeyPatc
 
 def test_from_env_without_a_model_name(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("RAGLOOM_CHAT_BASE_URL", "http://127.0.0.1:11434/v1")
-    with pytest.raises(OpenAiNotConfiguredError, match="set RAGLOOM_CHAT_MODEL_NAME") as caught:
+    with chat_error(None, match="set RAGLOOM_CHAT_MODEL_NAME") as caught:
         OpenAiChatModel.from_env()
     assert isinstance(caught.value, ChatModelError)
-    assert isinstance(caught.value, ValueError)
+    assert caught.value.url == "http://127.0.0.1:11434/v1"  # the server it would have used
 
 
 def test_from_env_for_openai_needs_a_key(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("RAGLOOM_CHAT_MODEL_NAME", "gpt-4o-mini")
-    with pytest.raises(OpenAiNotConfiguredError, match="without an API key"):
+    with chat_error(None, match="without an API key"):
         OpenAiChatModel.from_env()
     monkeypatch.setenv("OPENAI_API_KEY", "sk-x")
     assert OpenAiChatModel.from_env().base_url == DEFAULT_BASE_URL
@@ -105,4 +105,6 @@ def test_load_default(server: WireServer, monkeypatch: pytest.MonkeyPatch) -> No
 def test_unconfigured_plugin_error_carries_the_cause() -> None:
     with pytest.raises(PluginError, match="RAGLOOM_CHAT_MODEL_NAME") as caught:
         plugins.load(plugins.CHAT_MODELS, NAME)
-    assert isinstance(caught.value.__cause__, OpenAiNotConfiguredError)
+    cause = caught.value.__cause__
+    assert isinstance(cause, OpenAiChatModelError)
+    assert cause.kind is None

@@ -9,9 +9,8 @@ import json
 from typing import Any
 
 import pytest
-from openai_helpers import chat_model
+from openai_helpers import chat_error, chat_model
 
-from ragloom.chat_models.openai import OpenAiResponseError, OpenAiStatusError
 from ragloom.chat_models.openai.testing import WireServer, events, sse, status
 from ragloom.core import (
     AiMessage,
@@ -29,6 +28,7 @@ from ragloom.core import (
     ToolSpecification,
     UserMessage,
 )
+from ragloom.core.kit.http import HttpErrorKind
 from ragloom.testkit import FakeEmbeddingModel
 
 SEARCH = ToolSpecification(
@@ -134,9 +134,13 @@ def test_calls_and_results_are_sent_back_as_tool_calls_and_tool_messages(
 def test_the_server_refuses_what_openai_refuses(server: WireServer) -> None:
     model = chat_model(server)
     orphan = ToolExecutionResultMessage("x", id="call_9", tool_name="search")
-    with pytest.raises(OpenAiStatusError, match="must be a response to a preceeding message"):
+    with chat_error(
+        HttpErrorKind.STATUS, match="must be a response to a preceeding message", status=400
+    ):
         model.chat([*QUESTION, orphan], tools=[SEARCH])
-    with pytest.raises(OpenAiStatusError, match="did not have response messages: call_wire0"):
+    with chat_error(
+        HttpErrorKind.STATUS, match="did not have response messages: call_wire0", status=400
+    ):
         model.chat([*QUESTION, AiMessage("", (CALL,)), *QUESTION], tools=[SEARCH])
 
 
@@ -238,7 +242,7 @@ def test_malformed_tool_calls_are_response_errors(
     server: WireServer, calls: Any, message: str
 ) -> None:
     server.script(status(200, _completion_with(calls)))
-    with pytest.raises(OpenAiResponseError, match=message):
+    with chat_error(HttpErrorKind.PROTOCOL, match=message):
         chat_model(server).chat(QUESTION, tools=[SEARCH])
 
 
@@ -269,7 +273,7 @@ def test_malformed_streamed_tool_calls_are_response_errors(
     server: WireServer, delta: dict[str, Any], message: str
 ) -> None:
     server.script(events([chunk(delta), chunk({}, "tool_calls"), sse("[DONE]")]))
-    with pytest.raises(OpenAiResponseError, match=message):
+    with chat_error(HttpErrorKind.PROTOCOL, match=message):
         streamed(chat_model(server), QUESTION, tools=[SEARCH])
 
 

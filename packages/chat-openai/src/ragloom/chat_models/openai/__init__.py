@@ -18,18 +18,10 @@ from ragloom.chat_models.openai.chat import (
 )
 from ragloom.chat_models.openai.embedding import EMBEDDING_API_KEY_ENV, OpenAiEmbeddingModel
 from ragloom.chat_models.openai.errors import (
-    OpenAiAuthenticationError,
     OpenAiChatModelError,
-    OpenAiConnectionError,
     OpenAiEmbeddingModelError,
     OpenAiError,
-    OpenAiNotConfiguredError,
-    OpenAiNotFoundError,
     OpenAiPromptTooLongError,
-    OpenAiRateLimitError,
-    OpenAiResponseError,
-    OpenAiStatusError,
-    OpenAiTimeoutError,
 )
 from ragloom.chat_models.openai.tokenizer import OpenAiTokenizer
 from ragloom.core.retry import RetryPolicy
@@ -39,20 +31,12 @@ __all__ = [
     "DEFAULT_BASE_URL",
     "DEFAULT_CHAT_MODEL_NAME",
     "EMBEDDING_API_KEY_ENV",
-    "OpenAiAuthenticationError",
     "OpenAiChatModel",
     "OpenAiChatModelError",
-    "OpenAiConnectionError",
     "OpenAiEmbeddingModel",
     "OpenAiEmbeddingModelError",
     "OpenAiError",
-    "OpenAiNotConfiguredError",
-    "OpenAiNotFoundError",
     "OpenAiPromptTooLongError",
-    "OpenAiRateLimitError",
-    "OpenAiResponseError",
-    "OpenAiStatusError",
-    "OpenAiTimeoutError",
     "OpenAiTokenizer",
     "RetryPolicy",
     "finish_reason",

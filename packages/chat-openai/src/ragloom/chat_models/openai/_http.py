@@ -23,17 +23,7 @@ from typing import Any, Self
 
 import httpx
 
-from ragloom.chat_models.openai.errors import (
-    OpenAiAuthenticationError,
-    OpenAiConnectionError,
-    OpenAiError,
-    OpenAiNotFoundError,
-    OpenAiRateLimitError,
-    OpenAiResponseError,
-    OpenAiStatusError,
-    OpenAiTimeoutError,
-    raised_class,
-)
+from ragloom.chat_models.openai.errors import OpenAiError
 from ragloom.core.errors import InvalidArgumentError, InvalidArgumentTypeError
 from ragloom.core.kit.egress import ALLOW_ALL
 from ragloom.core.kit.http import (
@@ -135,8 +125,8 @@ def make_timeout(timeout: float | httpx.Timeout) -> httpx.Timeout:
 class ApiClient:
     """Posts JSON to one OpenAI-compatible server and opens SSE streams (internal).
 
-    ``subject`` names the model in every error ("chat model 'gpt-4o-mini'"); ``chat``
-    makes the errors the chat model's (else the embedding model's).
+    ``subject`` names the model in every error ("chat model 'gpt-4o-mini'"); every
+    error is an ``error_type`` (the model's own error class).
     """
 
     def __init__(
@@ -147,7 +137,7 @@ class ApiClient:
         key_source: str,
         model_name: str,
         subject: str,
-        chat: bool,
+        error_type: type[OpenAiError],
         timeout: httpx.Timeout,
         retry: RetryPolicy,
         organization: str | None,
@@ -172,7 +162,7 @@ class ApiClient:
         self.retry = retry
         self._api_key = api_key
         self._key_source = key_source
-        self._chat = chat
+        self._error_type = error_type
         self._headers: dict[str, str] = {"User-Agent": USER_AGENT}
         if api_key:
             self._headers["Authorization"] = f"Bearer {api_key}"
@@ -299,13 +289,11 @@ class ApiClient:
     # -- decoding and errors -----------------------------------------------------------
 
     def error(
-        self, kind: type[OpenAiError], message: str, url: str, status: int | None = None
+        self, kind: HttpErrorKind, message: str, url: str, status: int | None = None
     ) -> OpenAiError:
-        """An error of ``kind`` as this model raises it, key redacted."""
-        cls = raised_class(kind, chat=self._chat)
-        what = _KIND_OF.get(kind) or (None if status is None else status_kind(status))
-        return cls(
-            self.redact(f"{self.subject}: {message}"), url=url, status_code=status, kind=what
+        """This model's error of ``kind`` about ``url``, key redacted."""
+        return self._error_type(
+            self.redact(f"{self.subject}: {message}"), url=url, status_code=status, kind=kind
         )
 
     def redact(self, text: str) -> str:
@@ -325,12 +313,12 @@ class ApiClient:
         return self.decode(reply)
 
     def decode(self, reply: HttpReply) -> Any:
-        """The JSON body of a successful answer; OpenAiResponseError when it is not JSON."""
+        """The JSON body of a successful answer; a protocol error when it is not JSON."""
         try:
             return reply.json()
         except (ValueError, UnicodeDecodeError, RecursionError) as exc:
             raise self.error(
-                OpenAiResponseError,
+                HttpErrorKind.PROTOCOL,
                 f"{reply.url} answered HTTP {reply.status} with a body that "
                 f"is not JSON ({_content_type(reply)}): {_excerpt(reply)}",
                 reply.url,
@@ -345,7 +333,7 @@ class ApiClient:
         if status in (401, 403):
             what = "authentication failed" if status == 401 else "access denied"
             return self.error(
-                OpenAiAuthenticationError,
+                HttpErrorKind.AUTHENTICATION,
                 f"{what} (HTTP {status}) at {self.base_url}: {detail}. "
                 f"API key used: {self._key_source}.",
                 url,
@@ -356,7 +344,7 @@ class ApiClient:
             if not self.base_url.endswith("/v1"):
                 hint = " (base_url does not end in /v1; most servers serve the API under /v1)"
             return self.error(
-                OpenAiNotFoundError,
+                HttpErrorKind.STATUS,
                 f"not found (HTTP 404) at {url}: {detail}. Check the model name "
                 f"{self.model_name!r} and that base_url {self.base_url} is the API root{hint}.",
                 url,
@@ -364,7 +352,7 @@ class ApiClient:
             )
         if status == 429:
             return self.error(
-                OpenAiRateLimitError,
+                HttpErrorKind.RATE_LIMIT,
                 f"rate limited (HTTP 429) at {url}{tried}{note}: {detail}",
                 url,
                 status,
@@ -373,7 +361,7 @@ class ApiClient:
         moved = f" (redirects to {location}; use that as base_url)" if location else ""
         reason = httpx.codes.get_reason_phrase(status)
         return self.error(
-            OpenAiStatusError,
+            status_kind(status),
             f"HTTP {status} {reason} from {url}{tried}{note}{moved}: {detail}",
             url,
             status,
@@ -388,7 +376,7 @@ class ApiClient:
         reason = (str(cause) or type(cause).__name__) if cause is not None else str(exc)
         if exc.kind is HttpErrorKind.TOO_LARGE:
             return self.error(
-                OpenAiResponseError,
+                HttpErrorKind.TOO_LARGE,
                 f"{url} answered with more than max_response_bytes="
                 f"{self.max_response_bytes:,} bytes; refusing to read it all",
                 url,
@@ -397,14 +385,14 @@ class ApiClient:
             return self.stalled(url, received)
         if exc.kind is HttpErrorKind.TIMEOUT and isinstance(cause, httpx.ConnectTimeout):
             return self.error(
-                OpenAiTimeoutError,
+                HttpErrorKind.TIMEOUT,
                 f"could not connect to {self.base_url} within the timeout{tried}; "
                 "is the server running and reachable?",
                 url,
             )
         if exc.kind is HttpErrorKind.TIMEOUT:
             return self.error(
-                OpenAiTimeoutError,
+                HttpErrorKind.TIMEOUT,
                 f"no complete answer from {url} within the timeout of {self.deadline():g} s"
                 f"{tried} (the whole call: connect, headers and body); raise timeout= for "
                 "slow models or use stream()",
@@ -412,36 +400,28 @@ class ApiClient:
             )
         if received is not None:
             return self.error(
-                OpenAiConnectionError,
+                HttpErrorKind.CONNECTION,
                 f"the stream from {url} broke off after {received} partial texts: {reason}",
                 url,
             )
         if isinstance(cause, httpx.ConnectError):
             return self.error(
-                OpenAiConnectionError,
+                HttpErrorKind.CONNECTION,
                 f"cannot connect to {self.base_url}{tried}: {reason}; is the server running?",
                 url,
             )
         return self.error(
-            OpenAiConnectionError, f"the connection to {url} failed{tried}: {reason}", url
+            HttpErrorKind.CONNECTION, f"the connection to {url} failed{tried}: {reason}", url
         )
 
     def stalled(self, url: str, received: int) -> OpenAiError:
         """The error for a stream without content for longer than the timeout."""
         return self.error(
-            OpenAiTimeoutError,
+            HttpErrorKind.TIMEOUT,
             f"the stream from {url} stalled for more than {self.deadline():g} s after "
             f"{received} partial texts (keep-alive comments do not count)",
             url,
         )
-
-
-_KIND_OF: dict[type[OpenAiError], HttpErrorKind] = {
-    OpenAiTimeoutError: HttpErrorKind.TIMEOUT,
-    OpenAiConnectionError: HttpErrorKind.CONNECTION,
-    OpenAiResponseError: HttpErrorKind.PROTOCOL,
-}
-"""The kind of the errors that are not about a status (those take the status's kind)."""
 
 
 def _should_retry(status: int, headers: Mapping[str, str]) -> bool:

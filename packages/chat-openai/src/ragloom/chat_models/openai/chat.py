@@ -28,12 +28,7 @@ from ragloom.chat_models.openai._http import (
     resolve_api_key,
 )
 from ragloom.chat_models.openai._sse import ServerSentEvent, SseDecoder
-from ragloom.chat_models.openai.errors import (
-    OpenAiChatNotConfiguredError,
-    OpenAiConnectionError,
-    OpenAiPromptTooLongError,
-    OpenAiResponseError,
-)
+from ragloom.chat_models.openai.errors import OpenAiChatModelError, OpenAiPromptTooLongError
 from ragloom.chat_models.openai.tokenizer import OpenAiTokenizer, count_prompt_tokens
 from ragloom.core.chat.messages import (
     AiMessage,
@@ -52,7 +47,7 @@ from ragloom.core.chat.model import (
 from ragloom.core.chat.tools import ToolExecutionRequest, ToolSpecification
 from ragloom.core.embedding import TokenUsage
 from ragloom.core.errors import InvalidArgumentError, InvalidArgumentTypeError
-from ragloom.core.kit.http import HttpCallError, HttpReply
+from ragloom.core.kit.http import HttpCallError, HttpErrorKind, HttpReply
 from ragloom.core.tokenizer import Tokenizer
 
 __all__ = ["CHAT_API_KEY_ENV", "DEFAULT_CHAT_MODEL_NAME", "OpenAiChatModel"]
@@ -224,7 +219,7 @@ class OpenAiChatModel(ApiModel, ChatModel):
             key_source=source,
             model_name=model_name,
             subject=f"chat model {model_name!r}",
-            chat=True,
+            error_type=OpenAiChatModelError,
             timeout=make_timeout(timeout),
             retry=policy,
             organization=organization,
@@ -243,8 +238,8 @@ class OpenAiChatModel(ApiModel, ChatModel):
         ``$RAGLOOM_CHAT_API_KEY`` or ``$OPENAI_API_KEY``. On OpenAI's API with a key, the
         model name defaults to :data:`DEFAULT_CHAT_MODEL_NAME`. Keyword ``options`` go to
         the constructor and win over the environment. Raises
-        :class:`~ragloom.chat_models.openai.errors.OpenAiChatNotConfiguredError` (a
-        ``ChatModelError`` and ``ValueError``) naming the variables to set when OpenAI's
+        :class:`~ragloom.chat_models.openai.errors.OpenAiChatModelError` (``kind`` None)
+        naming the variables to set when OpenAI's
         API would be used without a key, or another server without a model name.
         """
         model_name = options.pop("model_name", None) or _env("RAGLOOM_CHAT_MODEL_NAME")
@@ -257,7 +252,7 @@ class OpenAiChatModel(ApiModel, ChatModel):
         key, _ = resolve_api_key(options.get("api_key"), CHAT_API_KEY_ENV)
         on_openai = normalize_base_url(base_url) == DEFAULT_BASE_URL
         if on_openai and key is None:
-            raise OpenAiChatNotConfiguredError(
+            raise OpenAiChatModelError(
                 f"chat model {model_name or DEFAULT_CHAT_MODEL_NAME!r} would use OpenAI's API "
                 f"({DEFAULT_BASE_URL}) without an API key: set OPENAI_API_KEY (or "
                 "RAGLOOM_CHAT_API_KEY), or RAGLOOM_CHAT_BASE_URL and RAGLOOM_CHAT_MODEL_NAME "
@@ -265,7 +260,7 @@ class OpenAiChatModel(ApiModel, ChatModel):
                 url=base_url,
             )
         if not model_name and not on_openai:
-            raise OpenAiChatNotConfiguredError(
+            raise OpenAiChatModelError(
                 f"no chat model name for {base_url}: set RAGLOOM_CHAT_MODEL_NAME to the model "
                 "your server serves (e.g. llama3.2)",
                 url=base_url,
@@ -448,7 +443,7 @@ class OpenAiChatModel(ApiModel, ChatModel):
         url = self._api.url(_PATH)
         if not isinstance(body, dict):
             raise self._api.error(
-                OpenAiResponseError,
+                HttpErrorKind.PROTOCOL,
                 f"{url} answered with JSON {type(body).__name__}, not a chat completion object",
                 url,
             )
@@ -456,13 +451,13 @@ class OpenAiChatModel(ApiModel, ChatModel):
         if not isinstance(choices, list) or not choices:
             problem = _embedded_error(body) or "it has no choices"
             raise self._api.error(
-                OpenAiResponseError, f"{url} answered with no chat completion: {problem}", url
+                HttpErrorKind.PROTOCOL, f"{url} answered with no chat completion: {problem}", url
             )
         choice = choices[0]
         message = choice.get("message") if isinstance(choice, dict) else None
         if not isinstance(choice, dict) or not isinstance(message, dict):
             raise self._api.error(
-                OpenAiResponseError,
+                HttpErrorKind.PROTOCOL,
                 f"{url} answered with a choice without a message object: {_short(choice)}",
                 url,
             )
@@ -471,7 +466,7 @@ class OpenAiChatModel(ApiModel, ChatModel):
             text = _content_text(message.get("refusal"))
         if text is None and "content" in message and message["content"] is not None:
             raise self._api.error(
-                OpenAiResponseError,
+                HttpErrorKind.PROTOCOL,
                 f"{url} answered with message content of an unknown shape: "
                 f"{_short(message['content'])}",
                 url,
@@ -491,7 +486,7 @@ class OpenAiChatModel(ApiModel, ChatModel):
         function = call.get("function") if isinstance(call, dict) else None
         if not isinstance(call, dict) or not isinstance(function, dict):
             raise self._api.error(
-                OpenAiResponseError,
+                HttpErrorKind.PROTOCOL,
                 f"{url} answered with a malformed tool call: {_short(call)}",
                 url,
             )
@@ -550,13 +545,13 @@ class _StreamState:
             chunk = json.loads(data)
         except (ValueError, RecursionError) as exc:
             raise self._api.error(
-                OpenAiResponseError,
+                HttpErrorKind.PROTOCOL,
                 f"the stream from {self._url} sent an event that is not JSON: {_clip(data)!r}",
                 self._url,
             ) from exc
         if not isinstance(chunk, dict):
             raise self._api.error(
-                OpenAiResponseError,
+                HttpErrorKind.PROTOCOL,
                 f"the stream from {self._url} sent {type(chunk).__name__} instead of a chunk "
                 f"object: {_clip(data)!r}",
                 self._url,
@@ -564,7 +559,7 @@ class _StreamState:
         problem = _embedded_error(chunk)
         if problem or event.event == "error":
             raise self._api.error(
-                OpenAiResponseError,
+                HttpErrorKind.PROTOCOL,
                 f"the server reported an error in the stream from {self._url}: "
                 f"{problem or _clip(data)}",
                 self._url,
@@ -610,7 +605,7 @@ class _StreamState:
                 or index < 0
             ):
                 raise self._api.error(
-                    OpenAiResponseError,
+                    HttpErrorKind.PROTOCOL,
                     f"the stream from {self._url} sent a malformed tool-call delta: "
                     f"{_short(delta)}",
                     self._url,
@@ -619,7 +614,7 @@ class _StreamState:
             if call is None:
                 if len(self._calls) >= _MAX_STREAMED_TOOL_CALLS:
                     raise self._api.error(
-                        OpenAiResponseError,
+                        HttpErrorKind.PROTOCOL,
                         f"the stream from {self._url} opened more than "
                         f"{_MAX_STREAMED_TOOL_CALLS} tool calls",
                         self._url,
@@ -631,7 +626,7 @@ class _StreamState:
         """The complete response; an error when the stream broke off before its end."""
         if not self.done and self.finish_reason is None:
             raise self._api.error(
-                OpenAiConnectionError,
+                HttpErrorKind.CONNECTION,
                 f"the stream from {self._url} ended after {self.received} partial texts "
                 "without a finish reason or [DONE]; the connection was cut",
                 self._url,
@@ -773,14 +768,14 @@ def _request(
         arguments = ""
     if not (isinstance(id, str) and id and isinstance(name, str) and name):
         raise api.error(
-            OpenAiResponseError,
+            HttpErrorKind.PROTOCOL,
             f"{url} answered with a tool call without an id or name: id={_short(id)}, "
             f"name={_short(name)}",
             url,
         )
     if not isinstance(arguments, str):
         raise api.error(
-            OpenAiResponseError,
+            HttpErrorKind.PROTOCOL,
             f"{url} answered with tool call {name!r} whose arguments are "
             f"{type(arguments).__name__}, not a JSON string",
             url,

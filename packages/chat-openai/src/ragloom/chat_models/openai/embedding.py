@@ -23,11 +23,7 @@ from ragloom.chat_models.openai._http import (
     normalize_base_url,
     resolve_api_key,
 )
-from ragloom.chat_models.openai.errors import (
-    OpenAiNotConfiguredError,
-    OpenAiResponseError,
-    raised_class,
-)
+from ragloom.chat_models.openai.errors import OpenAiEmbeddingModelError
 from ragloom.core.document import TextSegment
 from ragloom.core.embedding import (
     Embedding,
@@ -37,6 +33,7 @@ from ragloom.core.embedding import (
     text_of,
 )
 from ragloom.core.errors import InvalidArgumentError, InvalidArgumentTypeError
+from ragloom.core.kit.http import HttpErrorKind
 
 __all__ = ["EMBEDDING_API_KEY_ENV", "OpenAiEmbeddingModel"]
 
@@ -116,7 +113,7 @@ class OpenAiEmbeddingModel(ApiModel, EmbeddingModel):
             key_source=source,
             model_name=model_name,
             subject=f"embedding model {model_name!r}",
-            chat=False,
+            error_type=OpenAiEmbeddingModelError,
             timeout=make_timeout(timeout),
             retry=policy,
             organization=organization,
@@ -132,15 +129,15 @@ class OpenAiEmbeddingModel(ApiModel, EmbeddingModel):
         Reads ``$RAGLOOM_EMBEDDING_MODEL_NAME`` (required), ``$RAGLOOM_EMBEDDING_BASE_URL``
         (else OpenAI's API) and the key from ``$RAGLOOM_EMBEDDING_API_KEY`` or
         ``$OPENAI_API_KEY``; keyword ``options`` win. Raises
-        :class:`~ragloom.chat_models.openai.errors.OpenAiNotConfiguredError` naming
-        the variables when the model name is missing.
+        :class:`~ragloom.chat_models.openai.errors.OpenAiEmbeddingModelError` (``kind``
+        None) naming the variables when the model name is missing.
         """
         model_name = options.pop("model_name", None) or _env("RAGLOOM_EMBEDDING_MODEL_NAME")
         base_url = (
             options.pop("base_url", None) or _env("RAGLOOM_EMBEDDING_BASE_URL") or DEFAULT_BASE_URL
         )
         if not model_name:
-            raise raised_class(OpenAiNotConfiguredError, chat=False)(
+            raise OpenAiEmbeddingModelError(
                 "no embedding model is configured: set RAGLOOM_EMBEDDING_MODEL_NAME (e.g. "
                 "text-embedding-3-small) and, for a server other than OpenAI, "
                 "RAGLOOM_EMBEDDING_BASE_URL; the API key comes from RAGLOOM_EMBEDDING_API_KEY "
@@ -212,7 +209,7 @@ class OpenAiEmbeddingModel(ApiModel, EmbeddingModel):
         url = self._api.url(_PATH)
 
         def bad(problem: str) -> Exception:
-            return self._api.error(OpenAiResponseError, f"{url} answered with {problem}", url)
+            return self._api.error(HttpErrorKind.PROTOCOL, f"{url} answered with {problem}", url)
 
         if not isinstance(body, dict) or not isinstance(body.get("data"), list):
             raise bad(f"no 'data' list of embeddings: {_clip(repr(body))}")
