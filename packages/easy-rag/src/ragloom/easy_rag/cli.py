@@ -41,7 +41,8 @@ from ragloom.core.loaders.file_system import readable_name
 from ragloom.core.progress import phase
 from ragloom.easy_rag.assistant import create_assistant
 from ragloom.easy_rag.defaults import (
-    HYBRID_CANDIDATES,
+    EVAL_DEFAULTS,
+    RETRIEVAL_MODE,
     default_hybrid_retriever,
     hybrid_candidates,
 )
@@ -427,7 +428,7 @@ def build_parser() -> argparse.ArgumentParser:
         sub.add_argument(
             "--mode",
             choices=("hybrid", "dense", "keyword"),
-            default="hybrid",
+            default=RETRIEVAL_MODE,
             help="retrieval: hybrid (default; dense and BM25 fused), dense or keyword",
         )
         sub.add_argument(
@@ -493,16 +494,6 @@ def _add_command_plugins(commands: Any) -> None:
 
 def _missing_command(name: str, dist: str) -> int:
     raise UsageError(f"`ragloom {name}` needs {dist}: pip install {dist}")
-
-
-#: `ragloom eval` evaluates what Easy RAG does by default: the default splitter's
-#: segments, hybrid retrieval with weighted fusion and its candidates per leg.
-EVAL_DEFAULTS = {
-    "mode": ["hybrid"],
-    "fusion": ["weighted"],
-    "segments": True,
-    "candidates": HYBRID_CANDIDATES,
-}
 
 
 def _evaluate(arguments: list[str]) -> int:

@@ -10,13 +10,17 @@ Hybrid retrieval fuses the dense and the keyword results of those segments by a 
 combination of their min-max normalised scores (equal weights), each leg giving at
 least 100 candidates: the best passage-level configuration measured on CISI
 (``docs/evaluation.md``: +0.014 nDCG@10 over RRF; 100 candidates +0.004 over 50).
+:data:`EVAL_DEFAULTS`, ``ragloom eval``'s defaults, are made of the same constants, so the
+command evaluates what ``ragloom query`` retrieves with.
 """
 
 from __future__ import annotations
 
+from typing import Any, Literal
+
 from ragloom.core import document_splitters
 from ragloom.core.retrievers.base import ContentRetriever
-from ragloom.core.retrievers.hybrid import HybridContentRetriever
+from ragloom.core.retrievers.hybrid import Fusion, HybridContentRetriever
 from ragloom.core.splitters.base import DocumentSplitter
 from ragloom.embeddings.onnx import AllMiniLmL6V2Tokenizer
 
@@ -26,6 +30,9 @@ __all__ = [
     "MAX_SEGMENT_TOKENS",
     "MAX_OVERLAP_TOKENS",
     "HYBRID_CANDIDATES",
+    "HYBRID_FUSION",
+    "RETRIEVAL_MODE",
+    "EVAL_DEFAULTS",
     "default_document_splitter",
     "hybrid_candidates",
     "default_hybrid_retriever",
@@ -36,6 +43,18 @@ SPECIAL_TOKENS = 2  # [CLS] and [SEP]
 MAX_SEGMENT_TOKENS = MODEL_WINDOW_TOKENS - SPECIAL_TOKENS
 MAX_OVERLAP_TOKENS = 30
 HYBRID_CANDIDATES = 100  # each leg's candidates at least (the docs advise 20-100)
+HYBRID_FUSION: Fusion = "weighted"
+RETRIEVAL_MODE: Literal["hybrid"] = "hybrid"  # `ragloom query`/`ask` without --mode
+
+#: ``ragloom eval``'s option defaults (core's evaluation command): the default splitter's
+#: segments, and Easy RAG's hybrid: its fusion over segments, its candidates per leg.
+EVAL_DEFAULTS: dict[str, Any] = {
+    "mode": [RETRIEVAL_MODE],
+    "fusion": [HYBRID_FUSION],
+    "group": ["segment"],
+    "segments": True,
+    "candidates": HYBRID_CANDIDATES,
+}
 
 
 def default_document_splitter() -> DocumentSplitter:
@@ -55,4 +74,4 @@ def default_hybrid_retriever(
 ) -> HybridContentRetriever:
     """Easy RAG's hybrid: weighted (convex, min-max normalised) fusion of passages; fused
     scores are 0-1, 1 = first in both lists. Give the legs :func:`hybrid_candidates`."""
-    return HybridContentRetriever(dense, keyword, fusion="weighted", max_results=max_results)
+    return HybridContentRetriever(dense, keyword, fusion=HYBRID_FUSION, max_results=max_results)
