@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import threading
 import time
@@ -254,3 +255,70 @@ def test_a_failed_save_fails_the_job_and_says_why(
     assert job.error is not None
     assert "not saved" in job.error
     assert "No space left on device" in job.error
+
+
+POISON = "poison-pill-segment"
+
+
+def test_a_non_ragloom_error_while_embedding_fails_the_job(
+    client: TestClient,
+    headers: Headers,
+    service: IndexService,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """An exception outside the core hierarchy (a model's own bug) ends the job ``failed``
+    with its type and message, not ``running`` forever; the server keeps serving."""
+    model = service.embedding_model
+    real_embed_all = model.embed_all
+
+    def embed_all(texts: Any) -> Any:
+        if any(POISON in getattr(t, "text", t) for t in texts):
+            raise ValueError("tensor shape mismatch (test)")
+        return real_embed_all(texts)
+
+    monkeypatch.setattr(model, "embed_all", embed_all)
+    acme = headers["acme"]
+    job = upload(client, acme, "broken.md", f"Project Falcon {POISON} notes.")
+    assert job["status"] == "failed"
+    assert job["error"] == "ValueError: tensor shape mismatch (test)"
+    assert client.get("/healthz").status_code == 200
+    assert upload(client, acme, "fine.md", ACME_TEXT)["status"] == "done"
+    assert sources(client, acme, "Project Falcon encabulator") == {("acme", "fine.md")}
+    assert [d["name"] for d in client.get("/v1/documents", headers=acme).json()["data"]] == [
+        "fine.md"
+    ]
+
+
+def test_a_non_ragloom_error_while_writing_leaves_the_index_as_it_was(
+    client: TestClient,
+    headers: Headers,
+    service: IndexService,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A re-upload whose write fails halfway (the vectors written, the keyword index
+    raising) is rolled back: queries see the old document, dense and keyword alike."""
+    acme = headers["acme"]
+    assert upload(client, acme, "falcon.md", ACME_TEXT)["status"] == "done"
+    keywords = service.index.keywords
+    real_add_all = keywords.add_all
+
+    def add_all(segments: Any, *args: Any, **kwargs: Any) -> Any:
+        if any(POISON in s.text for s in segments):
+            raise RuntimeError("keyword index corrupted (test)")
+        return real_add_all(segments, *args, **kwargs)
+
+    monkeypatch.setattr(keywords, "add_all", add_all)
+    job = upload(client, acme, "falcon.md", f"{ACME_TEXT} {POISON}")
+    assert job["status"] == "failed"
+    assert job["error"] == "RuntimeError: keyword index corrupted (test)"
+    for mode in ("hybrid", "dense", "keyword"):
+        data = client.post(
+            "/v1/retrieve",
+            json={"query": "Project Falcon encabulator", "max_results": 10, "mode": mode},
+            headers=acme,
+        ).json()["data"]
+        assert [d["text"] for d in data] == [ACME_TEXT], mode
+    [entry] = client.get("/v1/documents", headers=acme).json()["data"]
+    assert entry["sha256"] == hashlib.sha256(ACME_TEXT.encode()).hexdigest()
+    assert client.get("/healthz").status_code == 200
+    assert upload(client, acme, "falcon.md", ACME_TEXT + " Again.")["status"] == "done"

@@ -4,7 +4,9 @@
   ``tenant == <its tenant>`` to the filter (an AND, so no client filter can widen it).
 - Ingestion runs on one background thread. The ingestor embeds into a staging store that
   only records its writes; they are then applied under a writer lock that retrievals
-  hold as readers, so a query sees a document's old or new segments, never a mix.
+  hold as readers, so a query sees a document's old or new segments, never a mix. A job
+  that raises anything ends ``failed`` naming the error; a write that fails halfway is
+  undone under the same lock.
 - Uploads get the ingestor's stable ids (``document_id`` = ``upload:<tenant>/<name>``);
   the manifest keeps each upload's SHA-256 and client metadata, so re-uploading the same
   bytes with the same metadata is a no-op.
@@ -41,6 +43,7 @@ from ragloom.core import (
     ContentRetriever,
     Document,
     Embedding,
+    EmbeddingMatch,
     EmbeddingModel,
     EmbeddingSearchRequest,
     EmbeddingSearchResult,
@@ -86,6 +89,7 @@ UPLOAD_PREFIX = "upload:"
 METADATA = "metadata"
 MAX_PASSAGES = 10_000  # segments of one document read back as a resource
 MAX_FILENAME = 128
+MAX_ERROR = 1000  # characters of an error a job reports
 Mode = Literal["hybrid", "dense", "keyword"]
 logger = logging.getLogger("ragloom.server")
 
@@ -280,6 +284,17 @@ def safe_filename(name: str) -> str:
     return base
 
 
+def _fail(job: Job, exc: Exception) -> None:
+    """Mark ``job`` failed naming ``exc``: a core error by its message, any other by its
+    type too (the traceback goes to the server log, never to the client)."""
+    if isinstance(exc, RagloomError):
+        job.error = str(exc)[:MAX_ERROR]
+    else:
+        logger.error("ragloom-server: job %s (%s) failed", job.id, job.source, exc_info=exc)
+        job.error = f"{type(exc).__name__}: {exc}"[:MAX_ERROR]
+    job.status = "failed"
+
+
 def _model_name(model: EmbeddingModel) -> str:
     """The name ``ragloom ingest`` records in the manifest for ``model``."""
     return f"{type(model).__module__}.{type(model).__qualname__}"
@@ -441,14 +456,7 @@ class IndexService:
             entry = self.index.files.get(source_id)
             if entry is None or not principal.may_see(entry.get(TENANT)):
                 return None
-            dimension = self.embedding_model.dimension
-            # Every segment of the document: the filter selects, the vector does not matter.
-            request = EmbeddingSearchRequest(
-                [1.0] * dimension,
-                max_results=MAX_PASSAGES,
-                filter=metadata_key("document_id").is_equal_to(entry["document_id"]),
-            )
-            matches = self.index.store.search(request).matches
+            matches = self._segments_of(entry["document_id"])
         segments = [m.embedded for m in matches if m.embedded is not None]
         return sorted(segments, key=lambda s: (s.metadata.get("start") or 0, s.text))
 
@@ -535,8 +543,8 @@ class IndexService:
             error = outcome.outcomes[0].error
             if error is not None:
                 raise error
-        except RagloomError as exc:
-            job.status, job.error = "failed", str(exc)
+        except Exception as exc:  # a parser's or model's own bug too: the job says so
+            _fail(job, exc)
             return False
         entry = {"sha256": digest, "document_id": key, "name": source}
         if metadata:
@@ -544,12 +552,40 @@ class IndexService:
         if job.tenant is not None:
             entry[TENANT] = job.tenant
         with self.lock.writing():
-            for operation in staged.operations:
-                operation(self.index.mirrored)
+            before = self._segments_of(key) if known is not None else []
+            try:
+                for operation in staged.operations:
+                    operation(self.index.mirrored)
+            except Exception as exc:
+                _fail(job, exc)  # first: should the undo raise too, the job still says why
+                self._restore(key, before)
+                return False
             self.index.files[key] = entry
             self._dirty = True
         job.segments = len(outcome.ids)
         return True
+
+    def _segments_of(self, document_id: str) -> list[EmbeddingMatch]:
+        """Every stored segment of ``document_id`` with its vector (at most
+        ``MAX_PASSAGES``): the filter selects, the query vector does not matter."""
+        request = EmbeddingSearchRequest(
+            [1.0] * self.embedding_model.dimension,
+            max_results=MAX_PASSAGES,
+            filter=metadata_key("document_id").is_equal_to(document_id),
+        )
+        return self.index.store.search(request).matches
+
+    def _restore(self, document_id: str, before: list[EmbeddingMatch]) -> None:
+        """Put ``document_id`` back as ``before`` after a write failed halfway (the
+        writer lock held): queries then see the old document, as if the job never ran."""
+        self.index.mirrored.remove_all(filter=metadata_key("document_id").is_equal_to(document_id))
+        kept = [m for m in before if m.embedded is not None]
+        if kept:
+            self.index.mirrored.add_all(
+                [m.embedding for m in kept],
+                [m.embedded for m in kept if m.embedded is not None],
+                ids=[m.embedding_id for m in kept],
+            )
 
     @staticmethod
     def _document(
