@@ -7,7 +7,13 @@ from collections.abc import Iterator
 
 import pytest
 
-from ragloom.chat_models.openai.testing import CHAT_MODEL, WireServer, delay, stalled_stream
+from ragloom.chat_models.openai.testing import (
+    CHAT_MODEL,
+    WireServer,
+    delay,
+    dripping_stream,
+    stalled_stream,
+)
 from ragloom.core import EmbeddingStoreIngestor
 from ragloom.easy_rag import streaming
 from ragloom.easy_rag.cli import EXIT_USAGE, main
@@ -69,6 +75,33 @@ def test_the_answer_streams_as_it_comes(
     assert out.startswith("Echo: ")  # printed before the stream stalled
     assert "within 2 s" in err
     assert "waiting for the chat model" not in err  # the first words came at once
+
+
+def test_an_answer_still_coming_is_cut_at_the_timeout(
+    index: str, server: WireServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The deadline is the whole answer's, not the first word's: words that keep coming,
+    each 0.3 s after the last (well within any per-read timeout), are cut at --timeout."""
+    server.script(dripping_stream(0.3))
+    started = time.monotonic()
+    code = ask(index, "--timeout", "1.5")
+    elapsed = time.monotonic() - started
+    out, err = capsys.readouterr()
+    (body,) = server.bodies("/v1/chat/completions")
+    whole = len(body["messages"][-1]["content"].split()) + 1  # "Echo: " and the prompt
+    assert whole * 0.3 > 6  # the whole answer would take over 6 s
+    assert code == EXIT_USAGE
+    assert elapsed < 4, f"held {elapsed:.1f} s with --timeout 1.5"
+    assert out.startswith("Echo: ")  # the words printed before the cut stay ...
+    assert out.endswith("\n")  # ... on a line of their own
+    assert len(out.split()) < whole
+    assert "Sources:" not in out
+    *notice, error = err.splitlines()
+    assert notice in ([], ["ragloom: waiting for the chat model..."])  # first word at 0.6 s
+    assert error == (
+        f"ragloom: answer cut at 1.5 s: the chat model at {server.url} had not finished "
+        "within 1.5 s (--timeout bounds the whole answer); raise --timeout for longer answers"
+    )
 
 
 def test_a_complete_answer_with_sources(

@@ -50,7 +50,7 @@ from ragloom.easy_rag.extractive import describe_source
 from ragloom.easy_rag.index import DEFAULT_LOCK_WAIT, IngestReport, RagIndex
 from ragloom.easy_rag.plugin_status import format_status, plugin_status
 from ragloom.easy_rag.progress import BarProgress, say, terminal_progress
-from ragloom.easy_rag.streaming import DEFAULT_TIMEOUT, stream_answer
+from ragloom.easy_rag.streaming import DEFAULT_TIMEOUT, AnswerTimeoutError, stream_answer
 
 __all__ = [
     "DEFAULT_INDEX",
@@ -265,8 +265,10 @@ def cmd_query(args: argparse.Namespace) -> int:
 
 
 def _model_answer(assistant: RagAssistant, question: str, args: argparse.Namespace) -> Result:
-    """The chat model's answer under ``--timeout``, its words printed as they come
-    (unless ``--json``), a note on stderr while the model has not started."""
+    """The chat model's answer under ``--timeout`` (a deadline for the whole answer), its
+    words printed as they come (unless ``--json``), a note on stderr while the model has
+    not started. An answer cut at the deadline keeps its printed words and ends their
+    line; the error then says where it was cut."""
 
     def show(text: str) -> None:
         if not args.json:
@@ -276,7 +278,14 @@ def _model_answer(assistant: RagAssistant, question: str, args: argparse.Namespa
     def note() -> None:
         print("ragloom: waiting for the chat model...", file=sys.stderr, flush=True)
 
-    result = stream_answer(assistant, question, timeout=args.timeout, on_text=show, on_wait=note)
+    try:
+        result = stream_answer(
+            assistant, question, timeout=args.timeout, on_text=show, on_wait=note
+        )
+    except AnswerTimeoutError as exc:
+        if exc.partial and not args.json:
+            print(flush=True)  # the cut answer's line ends before the error
+        raise
     if not args.json:
         print()
     return result
@@ -445,8 +454,9 @@ def build_parser() -> argparse.ArgumentParser:
                 type=_positive_seconds,
                 default=DEFAULT_TIMEOUT,
                 metavar="SECONDS",
-                help="give the chat model this long for a whole answer, then fail (default "
-                f"{DEFAULT_TIMEOUT:g}; its words are shown as they come)",
+                help="give the chat model this long for a whole answer, from the question "
+                "to the last word, then cut it and fail (default "
+                f"{DEFAULT_TIMEOUT:g}; its words are shown as they come, and stay)",
             )
         with_index(sub)
         sub.set_defaults(run=cmd_query if name == "query" else cmd_ask)

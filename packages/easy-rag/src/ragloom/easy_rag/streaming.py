@@ -28,7 +28,12 @@ WAIT_NOTICE = 3.0
 
 
 class AnswerTimeoutError(ChatModelError):
-    """The chat model did not finish its answer within the whole-call deadline."""
+    """The chat model did not finish its answer within the whole-call deadline;
+    ``partial`` is how many partial texts had arrived (0: none, the model never started)."""
+
+    def __init__(self, message: str, *, partial: int) -> None:
+        super().__init__(message)
+        self.partial = partial
 
 
 def stream_answer(
@@ -43,8 +48,9 @@ def stream_answer(
     """Answer ``question``: each partial text goes to ``on_text`` as it arrives,
     ``on_wait()`` is called once when no text has come after ``wait_notice`` seconds
     (default :data:`WAIT_NOTICE`), and :class:`AnswerTimeoutError` is raised when the
-    whole answer takes longer than ``timeout`` seconds (the worker is abandoned: a
-    daemon thread, ended with the process). The model's own errors are re-raised here.
+    whole answer, from the question to its last word, takes longer than ``timeout``
+    seconds, however steadily its words come (the worker is abandoned: a daemon thread,
+    ended with the process). The model's own errors are re-raised here.
     """
     notice = WAIT_NOTICE if wait_notice is None else wait_notice
     events: queue.Queue[tuple[str, Any]] = queue.Queue()
@@ -62,10 +68,11 @@ def stream_answer(
     start = time.monotonic()
     deadline, notice_at = start + timeout, start + notice
     waiting = True  # no text yet, notice not shown
+    partial = 0
     while True:
         now = time.monotonic()
         if now >= deadline:
-            raise AnswerTimeoutError(_timeout_message(assistant, timeout))
+            raise AnswerTimeoutError(_timeout_message(assistant, timeout, partial), partial=partial)
         until = min(deadline, notice_at) if waiting else deadline
         try:
             kind, value = events.get(timeout=max(until - now, 0.0))
@@ -76,6 +83,7 @@ def stream_answer(
             continue
         if kind == "text":
             waiting = False
+            partial += 1
             on_text(value)
         elif kind == "done":
             return cast(Result, value)
@@ -83,9 +91,15 @@ def stream_answer(
             raise value
 
 
-def _timeout_message(assistant: RagAssistant, timeout: float) -> str:
+def _timeout_message(assistant: RagAssistant, timeout: float, partial: int) -> str:
     where = getattr(assistant.chat_model, "base_url", None)
     server = f" at {where}" if where else ""
+    if partial:
+        return (
+            f"answer cut at {timeout:g} s: the chat model{server} had not finished "
+            f"within {timeout:g} s (--timeout bounds the whole answer); raise --timeout "
+            "for longer answers"
+        )
     return (
         f"no complete answer from the chat model{server} within {timeout:g} s; check "
         "that the server is running and answering, or raise --timeout for a slow model"

@@ -27,7 +27,8 @@ malformed tool or ``tool_choice``) get OpenAI's 400 error.
 Failures are scripted per request: ``server.script(behaviour, ...)`` queues behaviours
 that the next requests (one each, any endpoint) play instead of the normal answer: the
 testkit's (``raw``, ``delay``, ``disconnect``), an OpenAI error ``status``, and the
-streaming ones here (a stream that breaks off or stalls, SSE events written verbatim).
+streaming ones here (a stream that breaks off, stalls or drips, SSE events written
+verbatim).
 Every request is recorded in ``server.requests``.
 """
 
@@ -62,6 +63,7 @@ __all__ = [
     "completion_events",
     "delay",
     "disconnect",
+    "dripping_stream",
     "embeddings",
     "events",
     "json_answer",
@@ -152,8 +154,10 @@ def stream_completion(
     cut_after: int | None = None,
     stall_after: int | None = None,
     stall_seconds: float = 0.0,
+    drip_seconds: float = 0.0,
 ) -> None:
-    """Stream the answer to ``body`` as SSE, optionally cut or stalled at an event."""
+    """Stream the answer to ``body`` as SSE, optionally cut or stalled at an event, or
+    with a pause of ``drip_seconds`` before every event."""
     handler.start_events(chunked=chunked)
     for index, event in enumerate(completion_events(body)):
         if cut_after is not None and index == cut_after:
@@ -161,6 +165,8 @@ def stream_completion(
             return
         if stall_after is not None and index == stall_after:
             handler.wire.stopping.wait(stall_seconds)
+        if drip_seconds and handler.wire.stopping.wait(drip_seconds):
+            return  # the server is stopping
         handler.write_event(event)
     handler.end_events()
 
@@ -415,6 +421,16 @@ def stalled_stream(after: int, seconds: float) -> Behaviour:
 
     def play(handler: WireHandler, request: Recorded) -> None:
         stream_completion(handler, request.body, stall_after=after, stall_seconds=seconds)
+
+    return play
+
+
+def dripping_stream(seconds: float) -> Behaviour:
+    """Stream normally but ``seconds`` apart, one word an event: never a long pause, yet
+    the whole answer takes ``seconds`` times its number of words."""
+
+    def play(handler: WireHandler, request: Recorded) -> None:
+        stream_completion(handler, request.body, drip_seconds=seconds)
 
     return play
 
