@@ -1,5 +1,6 @@
 """Damaged index files: every bit flip, truncation and size change of a saved store's
-data files (vectors, rows, index codes, HNSW graph) gives a clear error naming the
+data files (vectors, rows, index codes, HNSW graph: usearch's file and ragloom's faiss
+graph layout) gives a clear error naming the
 file, or (memory-mapped without ``verify``, for damage inside the data) a store that
 works; never a crash, a huge allocation or a raw ``MemoryError``/``RuntimeError``.
 
@@ -28,7 +29,9 @@ LIMIT = 1 << 30  # address space a damaged load may add to the runner's
 def build(root, kind):
     rng = np.random.default_rng(7)
     vectors = rng.standard_normal((2000, 8)).astype(np.float32)
-    store = InMemoryEmbeddingStore(index=IndexOptions(kind, exact_below=0))
+    engine = "faiss" if kind == "hnsw-faiss" else "usearch"
+    options = IndexOptions(kind.split("-")[0], exact_below=0, hnsw_engine=engine)
+    store = InMemoryEmbeddingStore(index=options)
     store.add_all(vectors, ids=[f"id{i}" for i in range(2000)])
     query = vectors[:3] + 0.01
     top(store, query)  # builds the index, which the save then keeps
@@ -45,6 +48,8 @@ def top(store, queries):
 def positions(kind, data):
     # Byte positions to flip: the headers densely, the rest every Nth byte.
     size = len(data)
+    if kind == "graph" and data[:8] == b"RLFAISS1":  # the 80-byte head, then the arrays
+        return [*range(0, 80), *range(80, size, max(1, (size - 80) // 160))]
     if kind == "graph":
         rows, cols = struct.unpack_from("<II", data, 0)
         head = 8 + rows * cols
@@ -107,7 +112,7 @@ def attempt(directory, name, damaged, queries, expected, verify):
 root = Path(sys.argv[1])
 verify = sys.argv[2] == "verify"
 outcomes = []
-for index in ("hnsw", "int8"):
+for index in ("hnsw", "hnsw-faiss", "int8"):
     queries = build(root, index)
     clean = InMemoryEmbeddingStore.load(root / index, mmap=True)
     expected = top(clean, queries)

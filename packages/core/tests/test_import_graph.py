@@ -82,6 +82,7 @@ ENGINE = frozenset(
         "bm25.postings",
         "bm25.scoring",
         "stores._columnar",
+        "stores._faiss",
         "stores._rows",
         "stores._usearch",
         "stores.filter_mask",

@@ -22,12 +22,14 @@ from ragloom.core import (
     metadata_key,
 )
 from ragloom.core.filters import Filter
+from ragloom.core.stores._faiss import FaissGraphFile
 from ragloom.core.stores._usearch import GraphFile, native_dtype
 from ragloom.core.stores.hnsw import HnswIndex
 from ragloom.core.stores.quantized import IndexOptions, QuantizedIndex, _popcount_table
 from ragloom.testkit import EmbeddingStoreFilterSuite, EmbeddingStoreSuite
 
-KINDS = ("int8", "binary", "hnsw")
+KINDS = ("int8", "binary", "hnsw", "hnsw-faiss")  # hnsw-faiss: hnsw_engine="faiss"
+ENGINES = ("usearch", "faiss")
 ROWS = 20_000
 DIMENSION = 384
 
@@ -47,10 +49,10 @@ class TestBinaryConformance(EmbeddingStoreSuite, EmbeddingStoreFilterSuite):
 
 
 class TestHnswConformance(EmbeddingStoreSuite, EmbeddingStoreFilterSuite):
-    @pytest.fixture
-    def store(self) -> InMemoryEmbeddingStore:
-        return InMemoryEmbeddingStore(
-            index=IndexOptions("hnsw", exact_below=0)  # the walk runs above 32 rows
+    @pytest.fixture(params=ENGINES)
+    def store(self, request: pytest.FixtureRequest) -> InMemoryEmbeddingStore:
+        return InMemoryEmbeddingStore(  # the walk runs above 32 rows
+            index=IndexOptions("hnsw", exact_below=0, hnsw_engine=request.param)
         )
 
 
@@ -88,16 +90,25 @@ def _top(
     return [(m.embedding_id, m.score) for m in store.search(request).matches]
 
 
+def _options(kind: str, **options: object) -> IndexOptions:
+    """The options of a test kind: an index kind, or "hnsw-faiss" (hnsw on faiss)."""
+    if kind == "hnsw-faiss":
+        return IndexOptions("hnsw", hnsw_engine="faiss", **options)  # type: ignore[arg-type]
+    return IndexOptions(kind, **options)  # type: ignore[arg-type]
+
+
 def _store(
     kind: str, vectors: npt.NDArray[np.float32], **options: int | float
 ) -> InMemoryEmbeddingStore:
-    store = InMemoryEmbeddingStore(index=IndexOptions(kind, exact_below=0, **options))  # type: ignore[arg-type]
+    store = InMemoryEmbeddingStore(index=_options(kind, exact_below=0, **options))
     store.add_all(vectors, ids=_ids(len(vectors)))
     return store
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(("kind", "bound"), [("int8", 0.97), ("binary", 0.9), ("hnsw", 0.95)])
+@pytest.mark.parametrize(
+    ("kind", "bound"), [("int8", 0.97), ("binary", 0.9), ("hnsw", 0.95), ("hnsw-faiss", 0.95)]
+)
 def test_recall_at_10_against_exact_on_clustered_data(
     data: tuple[npt.NDArray[np.float32], npt.NDArray[np.float32]], kind: str, bound: float
 ) -> None:
@@ -144,7 +155,7 @@ def _walk_misses(kind: str, probes: int) -> int:
     code); for HNSW, one in ten plus one. A graph built by several threads at once can
     leave a node without links to it (here about 1 probe in 150 misses its own node); a
     row under the wrong key would miss every probe."""
-    return probes // 10 + 1 if kind == "hnsw" else 0
+    return probes // 10 + 1 if kind.startswith("hnsw") else 0
 
 
 @pytest.mark.slow
@@ -179,7 +190,7 @@ def test_filters_fall_back_to_exact_when_selective_and_stay_correct_otherwise(
     segments = [TextSegment(f"t{i}", {"tenant": i % 50, "half": i % 2}) for i in range(ROWS)]
     exact = InMemoryEmbeddingStore()
     exact.add_all(vectors, segments, ids=_ids(ROWS))
-    quantized = InMemoryEmbeddingStore(index=IndexOptions(kind, exact_below=1000))  # type: ignore[arg-type]
+    quantized = InMemoryEmbeddingStore(index=_options(kind, exact_below=1000))
     quantized.add_all(vectors, segments, ids=_ids(ROWS))
     selective = metadata_key("tenant").is_equal_to(3)  # 400 rows < exact_below: exact
     broad = metadata_key("half").is_equal_to(1)  # 10,000 rows: quantized
@@ -211,6 +222,8 @@ def test_below_exact_below_search_is_exact_and_encodes_nothing(
         {"kind": "hnsw", "connectivity": 1},
         {"kind": "hnsw", "expansion": 8.0},
         {"kind": "hnsw", "hnsw_dtype": "f64"},
+        {"kind": "hnsw", "hnsw_engine": "hnswlib"},
+        {"kind": "hnsw", "hnsw_engine": "faiss", "hnsw_dtype": "i8"},
         {"kind": "int8", "oversample": 0.5},
         {"kind": "int8", "oversample": float("nan")},
         {"kind": "binary", "min_candidates": -1},
@@ -231,11 +244,12 @@ def test_popcount_fallback_matches_numpy() -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("kind", ["hnsw", "hnsw-faiss"])
 def test_hnsw_skips_tombstones_and_rebuilds_after_many_removals(
-    data: tuple[npt.NDArray[np.float32], npt.NDArray[np.float32]],
+    data: tuple[npt.NDArray[np.float32], npt.NDArray[np.float32]], kind: str
 ) -> None:
     vectors, queries = data
-    store = _store("hnsw", vectors)
+    store = _store(kind, vectors)
     exact = _store("exact", vectors)
     _top(store, queries[0])  # builds the graph
     index = store._quantized
@@ -263,15 +277,16 @@ def test_hnsw_skips_tombstones_and_rebuilds_after_many_removals(
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("kind", ["hnsw", "hnsw-faiss"])
 def test_hnsw_filtered_walk_keeps_only_matching_rows(
-    data: tuple[npt.NDArray[np.float32], npt.NDArray[np.float32]],
+    data: tuple[npt.NDArray[np.float32], npt.NDArray[np.float32]], kind: str
 ) -> None:
     """A 2% filter above exact_below: the walk is oversampled 1/share, then rescored."""
     vectors, queries = data
     segments = [TextSegment(f"t{i}", {"tenant": i % 50}) for i in range(ROWS)]
     exact = InMemoryEmbeddingStore()
     exact.add_all(vectors, segments, ids=_ids(ROWS))
-    store = InMemoryEmbeddingStore(index=IndexOptions("hnsw", exact_below=100))
+    store = InMemoryEmbeddingStore(index=_options(kind, exact_below=100))
     store.add_all(vectors, segments, ids=_ids(ROWS))
     tenant = metadata_key("tenant").is_equal_to(3)
     overlap = 0
@@ -286,8 +301,9 @@ def test_hnsw_filtered_walk_keeps_only_matching_rows(
     assert overlap / 200 >= 0.9
 
 
+@pytest.mark.parametrize("kind", ["hnsw", "hnsw-faiss"])
 def test_hnsw_beam_is_the_recall_knob(
-    data: tuple[npt.NDArray[np.float32], npt.NDArray[np.float32]],
+    data: tuple[npt.NDArray[np.float32], npt.NDArray[np.float32]], kind: str
 ) -> None:
     """The walk fetches max_results rows by default (the beam, not oversampling, sets
     recall); a wider ``expansion`` finds more of the true top 10 on the same graph, and
@@ -295,7 +311,7 @@ def test_hnsw_beam_is_the_recall_knob(
     vectors, queries = data
     vectors = vectors[:3000]
     exact = _store("exact", vectors)
-    store = _store("hnsw", vectors)
+    store = _store(kind, vectors)
     index = store._quantized
     assert isinstance(index, HnswIndex)
     store.search(EmbeddingSearchRequest(queries[0], 10))  # builds the graph
@@ -364,13 +380,21 @@ def test_hnsw_i8_graph_rescores_twice_k_and_keeps_recall(
 
 
 @pytest.mark.parametrize("mmap", [False, True])
+@pytest.mark.parametrize(
+    ("kind", "dtype"), [("hnsw", "bf16"), ("hnsw-faiss", "bf16"), ("hnsw-faiss", "f32")]
+)
 def test_hnsw_bf16_graph_searches_saves_and_loads(
-    data: tuple[npt.NDArray[np.float32], npt.NDArray[np.float32]], tmp_path: Path, mmap: bool
+    data: tuple[npt.NDArray[np.float32], npt.NDArray[np.float32]],
+    tmp_path: Path,
+    mmap: bool,
+    kind: str,
+    dtype: str,
 ) -> None:
-    """A bfloat16 graph: exact scores, and a save the graph check accepts on load."""
+    """A bfloat16 graph (and faiss's float32 one): exact scores, and a save the graph
+    check accepts on load."""
     vectors, queries = data
     exact = _store("exact", vectors[:3000])
-    store = InMemoryEmbeddingStore(index=IndexOptions("hnsw", exact_below=0, hnsw_dtype="bf16"))
+    store = InMemoryEmbeddingStore(index=_options(kind, exact_below=0, hnsw_dtype=dtype))
     store.add_all(vectors[:3000], ids=_ids(3000))
     found = _top(store, queries[0])
     exact_scores = dict(_top(exact, queries[0], 3000))
@@ -378,7 +402,7 @@ def test_hnsw_bf16_graph_searches_saves_and_loads(
     assert len({r for r, _ in found} & {r for r, _ in _top(exact, queries[0])}) >= 8
     store.save(tmp_path)
     loaded = InMemoryEmbeddingStore.load(tmp_path, mmap=mmap)
-    assert loaded.index_options.hnsw_dtype == "bf16"
+    assert loaded.index_options.hnsw_dtype == dtype
     assert [_top(loaded, query) for query in queries[:5]] == [
         _top(store, query) for query in queries[:5]
     ]
@@ -389,6 +413,33 @@ def test_hnsw_without_usearch_names_the_extra(monkeypatch: pytest.MonkeyPatch) -
     monkeypatch.setitem(sys.modules, "usearch.index", None)
     with pytest.raises(EmbeddingStoreError, match=r"pip install 'ragloom-core\[hnsw\]'"):
         InMemoryEmbeddingStore(index="hnsw")
+
+
+def test_hnsw_faiss_without_faiss_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "faiss", None)
+    with pytest.raises(EmbeddingStoreError, match=r"pip install 'ragloom-core\[faiss\]'"):
+        InMemoryEmbeddingStore(index=IndexOptions("hnsw", hnsw_engine="faiss"))
+
+
+def test_hnsw_faiss_auto_dtype_is_f16_and_replaced_rows_get_new_nodes(
+    data: tuple[npt.NDArray[np.float32], npt.NDArray[np.float32]],
+) -> None:
+    """faiss cannot remove a node: a replaced row is walked under a new node, the old one
+    is dead (skipped by the walk's selector) and counts towards the rebuild."""
+    vectors, queries = data
+    store = _store("hnsw-faiss", vectors[:3000])
+    _top(store, queries[0])
+    index = store._quantized
+    assert isinstance(index, HnswIndex)
+    assert index._graph is not None
+    assert int(index._graph._storage.code_size) == 2 * DIMENSION  # float16 codes
+    store.add_all(queries[:5], ids=_ids(5))  # replaced: new nodes 3000..3004
+    assert [_top(store, query, 1)[0][0] for query in queries[:5]] == _ids(5)
+    assert index._removed == 5
+    assert index._row_keys[:5].tolist() == list(range(3000, 3005))
+    assert len(index._graph) == 3000
+    for i in range(5):  # the old vectors' nodes are dead: never returned
+        assert all(score < 1.0 for _, score in _top(store, vectors[i], 3))
 
 
 @pytest.mark.parametrize("mmap", [False, True])
@@ -418,7 +469,7 @@ def test_save_and_load_keep_the_index_without_rebuilding_it(
     assert [_top(loaded, query) for query in queries[:10]] == before
     if isinstance(index, HnswIndex):
         assert index._graph is not None
-        assert index._graph.viewed == mmap
+        assert index._graph.viewed == (mmap and kind == "hnsw")  # faiss copies it in
         assert len(index._graph) == 5000
     # Writes after a load (a memory-mapped graph is read into memory first).
     loaded.add_all(queries[:20], ids=[f"r{i}" for i in range(20)])  # replaced
@@ -446,12 +497,26 @@ def _damage_a_neighbour(path: Path) -> Path:
     return graph
 
 
+def _damage_a_faiss_neighbour(path: Path) -> Path:
+    """Point the first neighbour slot of a saved faiss graph past the last node, keeping
+    the file's size and head checksum. Returns the graph file."""
+    graph = path / json.loads((path / "manifest.json").read_text())["files"]["graph"]["name"]
+    file = FaissGraphFile(graph, DIMENSION)
+    _, _, links_at = file._layout[2]
+    data = bytearray(graph.read_bytes())
+    struct.pack_into("<i", data, links_at, file.nodes)
+    graph.write_bytes(bytes(data))
+    return graph
+
+
+@pytest.mark.parametrize("kind", ["hnsw", "hnsw-faiss"])
 def test_a_damaged_graph_is_found_at_the_first_use_of_a_memory_mapped_load(
-    data: tuple[npt.NDArray[np.float32], npt.NDArray[np.float32]], tmp_path: Path
+    data: tuple[npt.NDArray[np.float32], npt.NDArray[np.float32]], tmp_path: Path, kind: str
 ) -> None:
     vectors, queries = data
-    store = _saved_with_index("hnsw", vectors[:3000], queries[0], tmp_path)
-    graph = _damage_a_neighbour(tmp_path)
+    store = _saved_with_index(kind, vectors[:3000], queries[0], tmp_path)
+    damage = _damage_a_neighbour if kind == "hnsw" else _damage_a_faiss_neighbour
+    graph = damage(tmp_path)
     with pytest.raises(EmbeddingStoreError, match=re.escape(graph.name)):
         InMemoryEmbeddingStore.load(tmp_path, verify=True)  # checksums: at once
     loaded = InMemoryEmbeddingStore.load(tmp_path, mmap=True)  # the head only
@@ -466,17 +531,22 @@ def test_a_damaged_graph_is_found_at_the_first_use_of_a_memory_mapped_load(
     assert _top(loaded, queries[1], k=400) == _top(store, queries[1], k=400)
 
 
+@pytest.mark.parametrize("kind", ["hnsw", "hnsw-faiss"])
 def test_a_memory_mapped_graph_is_checked_once_and_outlives_a_save_that_deletes_it(
     data: tuple[npt.NDArray[np.float32], npt.NDArray[np.float32]],
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
+    kind: str,
 ) -> None:
     vectors, queries = data
-    store = _saved_with_index("hnsw", vectors[:3000], queries[0], tmp_path)
+    store = _saved_with_index(kind, vectors[:3000], queries[0], tmp_path)
     checks: list[int] = []
-    check_nodes = GraphFile._check_nodes
+    file_class = GraphFile if kind == "hnsw" else FaissGraphFile
+    check_nodes = file_class._check_nodes
     monkeypatch.setattr(
-        GraphFile, "_check_nodes", lambda self: checks.append(1) or check_nodes(self)
+        file_class,
+        "_check_nodes",
+        lambda self: checks.append(1) or check_nodes(self),  # type: ignore[arg-type]
     )
     loaded = InMemoryEmbeddingStore.load(tmp_path, mmap=True)
     old = set(tmp_path.iterdir())

@@ -1,4 +1,5 @@
-"""HNSW index for :class:`~ragloom.core.stores.in_memory.InMemoryEmbeddingStore` (usearch).
+"""HNSW index for :class:`~ragloom.core.stores.in_memory.InMemoryEmbeddingStore` (usearch
+or faiss).
 
 Like the quantized indexes of :mod:`ragloom.core.stores.quantized`, the graph only
 *chooses candidates*: a search walks it for the ``max(oversample * k, min_candidates)``
@@ -12,6 +13,14 @@ graph (usearch, the ``ragloom-core[hnsw]`` extra) holds its own copy of the unit
 vectors, by default in ``bfloat16`` where usearch has SIMD kernels for it and
 ``float16`` elsewhere (half the float32 matrix; ``hnsw_dtype="i8"`` for a quarter,
 ``"f32"`` for the full copy), and about ``2 * connectivity`` 4-byte links a row.
+
+Engines. ``hnsw_engine="usearch"`` (default) walks a usearch graph
+(:mod:`~ragloom.core.stores._usearch`); ``"faiss"`` a faiss ``IndexHNSWSQ`` with float16
+codes by default (:mod:`~ragloom.core.stores._faiss`, the ``ragloom-core[faiss]`` extra),
+whose walk is faster (docs/indexes.md). faiss numbers its nodes itself and cannot remove
+one: a removed key is a dead node the walk skips (an ``IDSelectorBitmap`` of the live
+ones, passed only while there are dead ones), and a replaced row is added again under a
+new key, its old node dead, counted like a removal towards the rebuild below.
 
 Keeping in step. Each row gets a uint64 key when first indexed; ``key -> row`` is an
 array, updated when compaction moves rows. Appends are indexed lazily, at the next
@@ -29,12 +38,15 @@ is exact on the filtered rows, which is then cheap; otherwise the walk asks for
 search when fewer than ``wanted`` survive.
 
 Saved graphs. A plain load checks the saved graph (:class:`~ragloom.core.stores._usearch.
-GraphFile`) and reads it into memory. A memory-mapped load maps the file and checks its
+GraphFile`, or for faiss ragloom's own layout, :class:`~ragloom.core.stores._faiss.
+FaissGraphFile`) and reads it into memory. A memory-mapped load maps the file and checks its
 head only, so the store opens in milliseconds whatever its size; the rest of the check
 (every node and neighbour, the keys against the row keys: O(rows), about 5 ms per 100k
 rows) and usearch's view of the file wait for the first use of the graph (a search that
 walks it, a change, a save), which raises the error naming the file if it is damaged.
-The first change copies the view, already checked, into memory.
+The first change copies the view, already checked, into memory. faiss cannot view a
+file: its graph is checked and copied into faiss's own memory at that first use, so a
+memory-mapped load maps the faiss graph file only until then.
 """
 
 from __future__ import annotations
@@ -49,6 +61,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ragloom.core.errors import EmbeddingStoreError
+from ragloom.core.stores._faiss import FaissGraph, FaissGraphFile, require_faiss
 from ragloom.core.stores._usearch import GraphFile, HnswGraph, native_dtype, require_usearch
 from ragloom.core.stores.quantized import (
     STATE_VERSION,
@@ -73,7 +86,7 @@ class _SavedGraph:
     """A saved graph whose head passed, not opened yet: its file, the row keys saved
     with it (``codes``) and the count of nodes removed before the save."""
 
-    file: GraphFile
+    file: GraphFile | FaissGraphFile
     files: Mapping[str, Path]
     row_keys: npt.NDArray[np.uint64]
     removed: int
@@ -86,12 +99,15 @@ def new_search_index(options: IndexOptions) -> HnswIndex | QuantizedIndex | None
 
 
 class HnswIndex:
-    """A usearch graph over the store's unit rows (called with the store's lock held)."""
+    """A usearch or faiss graph over the store's unit rows (called with the store's
+    lock held)."""
 
     def __init__(self, options: IndexOptions) -> None:
-        require_usearch()  # fail when the store is made, not at its first search
+        self._faiss = options.hnsw_engine == "faiss"
+        # Fail when the store is made, not at its first search.
+        require_faiss() if self._faiss else require_usearch()
         self.options = options
-        self._graph: HnswGraph | None = None
+        self._graph: HnswGraph | FaissGraph | None = None
         self._row_keys = np.empty(0, dtype=np.uint64)  # key of each indexed row
         self._key_rows = np.empty(0, dtype=np.intp)  # row of each key (or _NO_ROW)
         self._synced = 0  # rows [0, _synced) are in the graph
@@ -145,6 +161,10 @@ class HnswIndex:
             rows = np.fromiter(sorted(self._dirty), dtype=np.intp, count=len(self._dirty))
             keys = self._row_keys[rows]
             graph.remove(keys)
+            if self._faiss:  # faiss numbers its nodes: the new vectors get new keys
+                self._key_rows[keys.astype(np.intp)] = _NO_ROW
+                self._removed += int(keys.size)
+                keys = self._fresh_keys(rows)
             graph.add(keys, unit_rows(matrix, inv_norms, rows))
             self._dirty.clear()
         if size > self._synced:
@@ -159,9 +179,12 @@ class HnswIndex:
     def _build(self, dimension: int) -> None:
         """A new, empty graph; every row is indexed again under fresh keys."""
         options = self.options
-        self._graph = HnswGraph.new(
+        dtype: str = options.hnsw_dtype
+        if dtype == "auto":
+            dtype = "f16" if self._faiss else native_dtype()
+        self._graph = (FaissGraph if self._faiss else HnswGraph).new(
             dimension,
-            dtype=native_dtype() if options.hnsw_dtype == "auto" else options.hnsw_dtype,
+            dtype=dtype,
             connectivity=options.connectivity,
             expansion_add=options.expansion_add,
             expansion_search=options.expansion,
@@ -172,6 +195,14 @@ class HnswIndex:
         self._dirty.clear()
         self._removed = 0
         self._saved = None
+
+    def _fresh_keys(self, rows: Positions) -> npt.NDArray[np.uint64]:
+        """Give ``rows`` (indexed ones, rewritten) fresh keys, after every key ever given."""
+        first_key = self._key_rows.size
+        keys = np.arange(first_key, first_key + rows.size, dtype=np.uint64)
+        self._row_keys[rows] = keys
+        self._key_rows = np.concatenate([self._key_rows, rows])
+        return keys
 
     def _grow(self, size: int) -> None:
         """Give rows ``_synced..size`` fresh keys (after every key ever given)."""
@@ -224,9 +255,11 @@ class HnswIndex:
         count = int(row_keys.size)
         if row_keys.dtype != np.uint64 or row_keys.ndim != 1 or removed > count:
             raise ValueError(f"the row keys are not a uint64 vector or {removed} removed")
-        file = GraphFile(files["graph"], dimension)
+        file = (FaissGraphFile if self._faiss else GraphFile)(files["graph"], dimension)
         if file.present != count:
             raise ValueError(f"the graph holds {file.present} vectors, expected {count}")
+        if self._faiss and file.nodes != count + removed:  # every key given is a node
+            raise ValueError(f"the graph has {file.nodes} nodes, expected {count + removed}")
         self._graph, self._saved = None, _SavedGraph(file, files, row_keys, removed, view=mmap)
         self._synced, self._removed = count, removed
         self._dirty.clear()
@@ -262,7 +295,7 @@ class HnswIndex:
         self._graph, self._saved = graph, None
         self._row_keys, self._key_rows = np.array(row_keys), key_rows
 
-    def _writable(self) -> HnswGraph:
+    def _writable(self) -> HnswGraph | FaissGraph:
         """The graph, copied into memory first if it is a view of a saved file."""
         assert self._graph is not None
         self._graph = self._graph.in_memory()
