@@ -311,11 +311,12 @@ class FaissGraphFile:
         faiss = require_faiss()
         index = _new_index(faiss, self._dimension, self._kind, self._connectivity)
         hnsw = index.hnsw
+        # Straight from the checked mapping into faiss's vectors: one copy.
         for which, vector in ((0, hnsw.levels), (1, hnsw.offsets), (2, hnsw.neighbors)):
-            faiss.copy_array_to_vector(np.array(self._array(which)), vector)
+            faiss.copy_array_to_vector(self._array(which), vector)
         hnsw.entry_point, hnsw.max_level = self._entry, self._top
         hnsw.efConstruction = self._expansion_add
         storage = faiss.downcast_index(index.storage)
-        faiss.copy_array_to_vector(np.array(self._array(4)), storage.codes)
+        faiss.copy_array_to_vector(self._array(4), storage.codes)
         storage.ntotal = index.ntotal = self.nodes
         return FaissGraph(index, self._kind, np.array(self._array(3)), self._dead)
