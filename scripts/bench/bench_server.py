@@ -42,9 +42,11 @@ from ragloom.core import EmbeddingModel as _EmbeddingModel
 from ragloom.easy_rag import RagIndex
 from ragloom.easy_rag.cli import MinScoreRetriever
 from ragloom.easy_rag.defaults import default_hybrid_retriever, hybrid_candidates
+from ragloom.server.blas import limit_blas_threads
 
 ROOT = Path(__file__).resolve().parents[2]
 KEY = "bench-admin-key-0123456789"
+PARTS = ("overhead", "load", "hostile")
 QUERIES = [
     "metadata filters",
     "how do I ingest documents",
@@ -158,16 +160,19 @@ def loop_thread_cpu(server: psutil.Process) -> float:
 
 
 def overhead(url: str, server: psutil.Process, index: Path, rounds: int) -> dict[str, float]:
-    """Interleaved: one in-process retrieval, then the same over HTTP, ``rounds`` times.
+    """Interleaved: one in-process retrieval, then the same over HTTP, then ``/healthz``
+    (the HTTP stack's floor: client, uvicorn, middleware, no work), ``rounds`` times.
     Wall times are medians; CPU times are means over the summed calls (the server's is read
     from /proc in clock ticks, so one call's figure is too coarse to take a median of). The
     event loop's share is its thread's CPU alone: HTTP parsing, middleware, routing and
-    JSON, without the retrieval in the worker thread."""
+    JSON, without the retrieval in the worker threads; the client's is this process's CPU
+    in httpx (building the request, parsing the response), part of the wall overhead but
+    not the server's."""
     model: _EmbeddingModel = plugins.load_default(plugins.EMBEDDING_MODELS)
     retriever = in_process_retriever(RagIndex.open(index), model)
     headers = {"Authorization": f"Bearer {KEY}"}
-    local_wall, http_wall = [], []
-    local_cpu = server_cpu = loop_cpu = 0.0
+    local_wall, http_wall, floor_wall = [], [], []
+    local_cpu = server_cpu = loop_cpu = client_cpu = 0.0
     with httpx.Client(headers=headers, timeout=30) as client:
         for n in range(rounds):
             query = QUERIES[n % len(QUERIES)]
@@ -176,20 +181,26 @@ def overhead(url: str, server: psutil.Process, index: Path, rounds: int) -> dict
             local_wall.append(time.perf_counter() - wall)
             local_cpu += time.process_time() - cpu
             before, loop_before = sum(server.cpu_times()[:2]), loop_thread_cpu(server)
-            wall = time.perf_counter()
+            wall, cpu = time.perf_counter(), time.process_time()
             response = client.post(f"{url}/v1/retrieve", json={"query": query, "max_results": 4})
             http_wall.append(time.perf_counter() - wall)
+            client_cpu += time.process_time() - cpu
             server_cpu += sum(server.cpu_times()[:2]) - before
             loop_cpu += loop_thread_cpu(server) - loop_before
             response.raise_for_status()
+            wall = time.perf_counter()
+            client.get(f"{url}/healthz").raise_for_status()
+            floor_wall.append(time.perf_counter() - wall)
     ms = 1000.0
     return {
         "rounds": rounds,
         "in_process_wall_p50_ms": statistics.median(local_wall) * ms,
         "in_process_cpu_mean_ms": local_cpu / rounds * ms,
         "http_wall_p50_ms": statistics.median(http_wall) * ms,
+        "healthz_wall_p50_ms": statistics.median(floor_wall) * ms,
         "server_cpu_mean_ms": server_cpu / rounds * ms,
         "server_loop_cpu_mean_ms": loop_cpu / rounds * ms,
+        "client_cpu_mean_ms": client_cpu / rounds * ms,
         "overhead_wall_p50_ms": (statistics.median(http_wall) - statistics.median(local_wall)) * ms,
         "overhead_cpu_mean_ms": (server_cpu - local_cpu) / rounds * ms,
     }
@@ -339,7 +350,21 @@ def main() -> None:
     parser.add_argument("--hostile", type=int, default=200, help="requests of each kind")
     parser.add_argument("--index", type=Path, help="keep the built index here (reused if there)")
     parser.add_argument("--json", type=Path, help="also write the results to this file")
+    parser.add_argument(
+        "--blas-threads",
+        type=int,
+        default=1,
+        help="numpy's BLAS threads, in the server (its blas_threads) and in-process alike",
+    )
+    parser.add_argument(
+        "--parts",
+        default=",".join(PARTS),
+        help=f"comma-separated, of {', '.join(PARTS)} (the page needs all three)",
+    )
     args = parser.parse_args()
+    parts = set(args.parts.split(","))
+    if not parts <= set(PARTS):
+        parser.error(f"--parts: {', '.join(sorted(parts - set(PARTS)))} unknown; use {PARTS}")
     with tempfile.TemporaryDirectory(prefix="bench-server-") as folder:
         index = args.index or Path(folder) / "index"
         if (index / "files.json").exists():
@@ -352,24 +377,33 @@ def main() -> None:
             RAGLOOM_SERVER_RATE_LIMIT="0",
             RAGLOOM_SERVER_BODY_TIMEOUT="1",
             RAGLOOM_SERVER_MAX_CONCURRENCY=str(max(64, 2 * args.clients)),
+            RAGLOOM_SERVER_BLAS_THREADS=str(args.blas_threads),
         )
+        limit_blas_threads(args.blas_threads)  # the in-process side as the server's
         server = psutil.Process(process.pid)
         try:
-            results: dict[str, object] = {"segments": written, "loadavg_start": os.getloadavg()}
+            results: dict[str, object] = {
+                "segments": written,
+                "blas_threads": args.blas_threads,
+                "loadavg_start": os.getloadavg(),
+            }
             httpx.post(
                 f"{url}/v1/retrieve",
                 json={"query": "warm up"},
                 headers={"Authorization": f"Bearer {KEY}"},
                 timeout=60,
             )
-            results["overhead"] = overhead(url, server, index, args.rounds)
-            rss_before = server.memory_info().rss
-            results["load"] = load(url, args.clients, args.seconds)
-            results["rss_mib_before_after_load"] = [
-                round(rss_before / 2**20, 1),
-                round(server.memory_info().rss / 2**20, 1),
-            ]
-            results["hostile"] = hostile(url, server, args.hostile)
+            if "overhead" in parts:
+                results["overhead"] = overhead(url, server, index, args.rounds)
+            if "load" in parts:
+                rss_before = server.memory_info().rss
+                results["load"] = load(url, args.clients, args.seconds)
+                results["rss_mib_before_after_load"] = [
+                    round(rss_before / 2**20, 1),
+                    round(server.memory_info().rss / 2**20, 1),
+                ]
+            if "hostile" in parts:
+                results["hostile"] = hostile(url, server, args.hostile)
             results["loadavg_end"] = os.getloadavg()
             print(json.dumps(results, indent=2))
             if args.json:

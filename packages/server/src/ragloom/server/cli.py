@@ -11,6 +11,7 @@ import argparse
 import ipaddress
 import logging
 import sys
+from pathlib import Path
 from typing import Any
 
 __all__ = ["register_serve", "register_mcp", "cmd_serve", "cmd_mcp"]
@@ -37,6 +38,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     import uvicorn
 
     from ragloom.server.app import create_app
+    from ragloom.server.blas import blas_threads, limit_blas_threads
     from ragloom.server.limits import MAX_HEADER_BYTES, header_deadline_protocol
     from ragloom.server.settings import ServerConfigError
 
@@ -49,6 +51,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if not settings.api_keys:
         print("ragloom: no API keys configured: open to anyone on this machine", file=sys.stderr)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
+    limit_blas_threads(settings.blas_threads)
+    for library, threads in blas_threads().items():
+        logging.getLogger("ragloom.server").info(
+            "ragloom: BLAS %s: %d thread(s)", Path(library).name, threads
+        )
     uvicorn.run(
         create_app(settings),
         host=settings.host,
@@ -67,10 +74,12 @@ def cmd_serve(args: argparse.Namespace) -> int:
 def cmd_mcp(args: argparse.Namespace) -> int:
     """Serve the MCP tools over stdio (stdout carries the protocol; logs go to stderr)."""
     from ragloom.server.auth import Authenticator
+    from ragloom.server.blas import limit_blas_threads
     from ragloom.server.mcp_server import build_mcp
     from ragloom.server.service import IndexService, Principal
 
     settings = _settings(args, index=args.index)
+    limit_blas_threads(settings.blas_threads)
     service = IndexService(settings)
     try:
         server = build_mcp(

@@ -118,6 +118,9 @@ class ServerSettings(BaseSettings):
         default=10.0, gt=0, description="seconds to receive a request's headers, else closed"
     )
     max_jobs: int = Field(default=1000, ge=1, description="ingestion jobs kept for status")
+    blas_threads: int = Field(
+        default=1, ge=0, description="numpy's BLAS threads (0: as the environment sets)"
+    )
 
     @classmethod
     def settings_customise_sources(
