@@ -26,7 +26,12 @@ time to build the index (taken at the first search). Numbers on the shared, load
 
     .venv/bin/python scripts/bench/bench_ann.py [--rows 100000] [--queries 50] [--repeat 3]
         [--shapes text,clustered,gaussian] [--kinds exact,int8,binary,hnsw]
-        [--engines ragloom,usearch,hnswlib,faiss] [--overhead BEAM]
+        [--engines ragloom,ragloom-faiss,usearch,hnswlib,faiss,faiss-sqfp16] [--overhead BEAM]
+
+``--engines`` names: ``ragloom[-DTYPE]`` (the store, usearch engine), ``ragloom-faiss[-DTYPE]``
+(the store, ``hnsw_engine="faiss"``), ``usearch`` (ragloom's graph, raw), ``usearch-DTYPE``,
+``hnswlib``, ``faiss`` (IndexHNSWFlat), ``faiss-sqfp16`` / ``faiss-sqbf16`` (IndexHNSWSQ) and
+``faiss[-KIND]-sel`` (walked with an IDSelectorBitmap of every row, to time the selector).
 """
 
 from __future__ import annotations
@@ -206,7 +211,9 @@ def run(shape: str, rows: int, dimension: int, queries: int, repeat: int, kinds:
 
 # --- engines: ragloom's HNSW index against the raw engines at matched recall -----------
 
-ENGINES = ("ragloom", "usearch", "hnswlib", "faiss")
+# ragloom's index on its two engines, then the raw engines: usearch (ragloom's own graph),
+# hnswlib, faiss IndexHNSWFlat and faiss-sqfp16 (the graph kind ragloom-faiss walks).
+ENGINES = ("ragloom", "ragloom-faiss", "usearch", "hnswlib", "faiss", "faiss-sqfp16")
 BEAMS = (10, 12, 16, 20, 24, 32, 40, 48, 64, 96, 128, 192)
 RECALLS = (0.95, 0.99)
 
@@ -233,11 +240,15 @@ def build_engines(vectors: Matrix, names: list[str]) -> tuple[dict[str, Any], di
     graphs: dict[str, Any] = {}
     for name in names:
         start = time.process_time()
-        if name.startswith(("faiss-", "ragloom-faiss")):  # faiss HNSW: Flat, SQfp16, SQbf16
+        if name.startswith("faiss-"):  # raw faiss HNSW: SQfp16, SQbf16, with a selector
             graphs[name] = faiss_engine(name, vectors, folder, built)
-        elif name.startswith("ragloom"):  # "ragloom": the default dtype; "ragloom-i8": i8
-            dtype = name.partition("-")[2] or "auto"
-            key = f"ragloom-{native_dtype() if dtype == 'auto' else dtype}"
+        elif name.startswith("ragloom"):  # "ragloom[-DTYPE]", "ragloom-faiss[-DTYPE]"
+            engine = "faiss" if name.startswith("ragloom-faiss") else "usearch"
+            dtype = name.removeprefix("ragloom").removeprefix("-faiss").lstrip("-") or "auto"
+            if engine == "faiss":
+                key = f"ragloom-faiss-{'f16' if dtype == 'auto' else dtype}"
+            else:
+                key = f"ragloom-{native_dtype() if dtype == 'auto' else dtype}"
             saved = folder / key
             if saved.exists():
                 store = InMemoryEmbeddingStore.load(saved)
@@ -247,6 +258,7 @@ def build_engines(vectors: Matrix, names: list[str]) -> tuple[dict[str, Any], di
                     connectivity=16,
                     expansion_add=128,
                     hnsw_dtype=dtype,  # type: ignore[arg-type]
+                    hnsw_engine=engine,  # type: ignore[arg-type]
                 )
                 store = InMemoryEmbeddingStore(index=options)
                 store.add_all(vectors, ids=[str(i) for i in range(rows)])
@@ -337,70 +349,22 @@ def faiss_graph(kind: str, vectors: Matrix, folder: Path, built: dict[str, float
     return index
 
 
-class FaissCandidates:
-    """Stage-1 prototype (issue 37): a faiss HNSW graph choosing the candidates of an
-    exact store in place of its index (rows are faiss ids), so the store's own
-    ``search`` (query prep, exact rescoring, ranking, result objects) runs as is.
-    ``selector``: walk with an IDSelectorBitmap of live rows (all set), to time it."""
-
-    def __init__(self, index: Any, *, selector: bool = False) -> None:
-        faiss: Any = importlib.import_module("faiss")
-
-        self.index, self.beam = index, 64
-        self._labels = np.empty((1, 256), dtype=np.int64)
-        self._distances = np.empty((1, 256), dtype=np.float32)
-        self._params = faiss.SearchParametersHNSW()
-        if selector:
-            self._bitmap = np.full(-(-index.ntotal // 8), 0xFF, dtype=np.uint8)
-            self._selector = faiss.IDSelectorBitmap(index.ntotal, faiss.swig_ptr(self._bitmap))
-            self._params.sel = self._selector
-        self._search = index.search_c
-        self._ptr = faiss.swig_ptr
-        self._lptr = faiss.swig_ptr(self._labels)
-        self._dptr = faiss.swig_ptr(self._distances)
-
-    def candidates(
-        self,
-        matrix: Matrix,
-        inv_norms: npt.NDArray[np.float32],
-        size: int,
-        unit: Matrix,
-        selected: npt.NDArray[np.intp] | None,
-        k: int,
-    ) -> npt.NDArray[np.intp]:
-        self._params.efSearch = max(self.beam, k)
-        self._search(1, self._ptr(unit), k, self._dptr, self._lptr, self._params)
-        rows: npt.NDArray[np.intp] = self._labels[0, :k]
-        return rows[rows >= 0]
-
-
 def faiss_engine(name: str, vectors: Matrix, folder: Path, built: dict[str, float]) -> Any:
-    """``faiss[-KIND]``: a raw faiss graph; ``ragloom-faiss[-KIND][-sel]``: an exact
-    store of the same rows searching through it (:class:`FaissCandidates`)."""
+    """``faiss[-KIND][-sel]``: a raw faiss graph (``-sel``: walked with an
+    IDSelectorBitmap of live rows, all set, to time the selector)."""
     parts = name.split("-")
-    raw = parts[0] == "faiss"
     selector = parts[-1] == "sel"
-    kinds = [p for p in parts[1 if raw else 2 :] if p != "sel"]
+    kinds = [p for p in parts[1:] if p != "sel"]
     kind = kinds[0] if kinds else ""
     index = faiss_graph(kind, vectors, folder, built)
     key = "faiss" if not kind else f"faiss-{kind}"
     if key in built:
         built[name] = built[key]
-    if raw:
-        return (index, selector)
-    store = InMemoryEmbeddingStore()
-    store.add_all(vectors, ids=[str(i) for i in range(len(vectors))])
-    store._quantized = FaissCandidates(index, selector=selector)  # type: ignore[assignment]
-    return store
+    return (index, selector)
 
 
 def searcher(name: str, graph: Any, beam: int) -> Callable[[Matrix], list[int]]:
     """One top-10 query of ``name`` at search beam ``beam`` (ids as ints)."""
-    if name.startswith("ragloom-faiss"):
-        graph._quantized.beam = beam
-        return lambda probe: [
-            int(m.embedding_id) for m in graph.search(EmbeddingSearchRequest(probe, 10)).matches
-        ]
     if name.startswith("faiss-"):
         faiss: Any = importlib.import_module("faiss")
         index, selector = graph
