@@ -140,3 +140,33 @@ def test_memory_is_bounded_per_user(client: TestClient, headers: Headers) -> Non
             headers=ADMIN,
         )
         assert response.status_code == 200
+
+
+def test_retrieve_is_in_the_openapi_schema(client: TestClient) -> None:
+    """/v1/retrieve is a plain ASGI route (the event loop's fast path); /docs still shows
+    it with its request body."""
+    schema = client.get("/openapi.json").json()
+    operation = schema["paths"]["/v1/retrieve"]["post"]
+    body = operation["requestBody"]["content"]["application/json"]["schema"]
+    assert body == {"$ref": "#/components/schemas/RetrieveRequest"}
+    fields = schema["components"]["schemas"]["RetrieveRequest"]["properties"]
+    assert set(fields) == {"query", "max_results", "min_score", "filter", "mode"}
+    assert "/v1/chat/completions" in schema["paths"]
+    assert client.get("/docs").status_code == 200
+
+
+def test_retrieve_refuses_a_body_that_is_not_json(client: TestClient, headers: Headers) -> None:
+    ADMIN = headers["admin"]
+    for kind in ("text/plain", "application/x-www-form-urlencoded"):
+        response = client.post(
+            "/v1/retrieve", content=b'{"query": "x"}', headers={**ADMIN, "content-type": kind}
+        )
+        assert response.status_code == 400, (kind, response.text)
+        assert "application/json" in response.json()["error"]["message"]
+    typed = {**ADMIN, "content-type": "application/json; charset=utf-8"}
+    assert client.post("/v1/retrieve", content=b'{"query": "x"}', headers=typed).status_code == 200
+    wrong = client.get("/v1/retrieve", headers=ADMIN)
+    assert wrong.status_code == 405
+    assert wrong.json()["error"]["type"] == "method_not_allowed"
+    unknown = client.post("/v1/retrieve", json={"query": "x", "max_results": "many"}, headers=ADMIN)
+    assert "body.max_results" in unknown.json()["error"]["message"]
