@@ -629,6 +629,8 @@ def test_matches_are_frozen_values_equal_to_constructed_ones() -> None:
     assert matches[0].embedded.metadata.to_dict() == {"k": 1, "f": 0.5, "b": True}
     with pytest.raises(dataclasses.FrozenInstanceError):
         matches[0].score = 0.0  # type: ignore[misc]
+    with pytest.raises(ValueError, match="differ in length"):  # no match silently dropped
+        EmbeddingMatch._trusted_list([1.0, 0.5], ["x"], [Embedding([1, 0])], [None])
 
 
 def test_tiny_and_huge_norms_are_ranked_exactly_or_rejected() -> None:
