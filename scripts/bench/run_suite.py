@@ -1244,6 +1244,37 @@ def first_run_section(result: dict[str, Any], meta: dict[str, Any], images: list
     return lines
 
 
+def _serving_breakdown(result: dict[str, Any]) -> list[str]:
+    """Where an HTTP retrieval's time goes beyond the retrieval, and the goal (the issue's
+    2 ms at p50) with the CPU terms it stands on: runs before the breakdown was measured
+    show the goal alone."""
+    over = result["overhead"]
+    goal = (
+        "Goal: at most 2 ms at p50 (the issue's); the wall overhead grows with the machine's"
+        " load, as each request waits for a core at its hops to a worker thread and back."
+    )
+    if "client_cpu_mean_ms" not in over:
+        return [goal, ""]
+    met = "met" if over["overhead_wall_p50_ms"] <= 2.0 else "not met"
+    return [
+        f"Where the overhead goes (means a request): the client's own CPU (httpx building"
+        f" the request, parsing the answer) {over['client_cpu_mean_ms']:.2f} ms; the"
+        f" server's event loop {over['server_loop_cpu_mean_ms']:.2f} ms of CPU (HTTP parsing,"
+        " middleware, routing, JSON); the round trip itself, which a bare `/healthz`"
+        f" (no work) takes {over['healthz_wall_p50_ms']:.2f} ms at p50; and the hop to a"
+        " worker thread and back. BLAS (numpy) runs"
+        f" {result.get('blas_threads', 1)} thread(s) in the server and in-process alike"
+        " (the server's `blas_threads`): with OpenBLAS's default of a thread a core, its"
+        " idle threads busy-wait after each query and a retrieval cost twice the CPU.",
+        "",
+        f"Goal: at most 2 ms at p50 (the issue's): {met} in this run. The wall figure"
+        " carries the client and the machine's load; in the server's own terms the goal"
+        " is at most 1 ms of CPU a request beyond the retrieval (event loop and the hop"
+        " to a worker thread), which the CPU row measures.",
+        "",
+    ]
+
+
 def serving_section(result: dict[str, Any], meta: dict[str, Any], images: list[str]) -> list[str]:
     """``ragloom serve``: overhead, the load mix, the hostile run."""
     over, load = result["overhead"], result["load"]
@@ -1271,9 +1302,9 @@ def serving_section(result: dict[str, Any], meta: dict[str, Any], images: list[s
         f" | {over['server_cpu_mean_ms']:.1f} ms (server)"
         f" | {over['overhead_cpu_mean_ms']:+.1f} ms |",
         "",
-        "Goal: at most 2 ms at p50 (the issue's); the wall overhead grows with the machine's",
-        "load, as each request waits for a core at its hop to a worker thread and back.",
-        "",
+        *_serving_breakdown(result),
+    ]
+    lines += [
         f"**Load mix**: {load['clients']} clients for {load['seconds']:.0f} s, each on its own"
         " connection, by turns a",
         "retrieval, a chat completion and a streamed one (the extractive answer: no chat model",
