@@ -170,8 +170,9 @@ class FaissGraph:
             self._labels = np.empty(count, dtype=np.int64)
             self._distances = np.empty(count, dtype=np.float32)
         labels = self._labels
+        query = np.ascontiguousarray(vector, dtype=np.float32)  # faiss reads it raw: 0.15 us
         self._index.search_c(
-            1, self._ptr(vector), count, self._ptr(self._distances), self._ptr(labels), params
+            1, self._ptr(query), count, self._ptr(self._distances), self._ptr(labels), params
         )
         found = labels[:count]
         if found[count - 1] < 0:  # fewer than count found: faiss pads with -1
