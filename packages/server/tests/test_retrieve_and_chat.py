@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+import logging
 
+import pytest
 from fastapi.testclient import TestClient
 
-from ragloom.server import SOURCES_FIELD
+from ragloom.server import SOURCES_FIELD, IndexService, create_app
 
 Headers = dict[str, dict[str, str]]
 
@@ -170,3 +172,17 @@ def test_retrieve_refuses_a_body_that_is_not_json(client: TestClient, headers: H
     assert wrong.json()["error"]["type"] == "method_not_allowed"
     unknown = client.post("/v1/retrieve", json={"query": "x", "max_results": "many"}, headers=ADMIN)
     assert "body.max_results" in unknown.json()["error"]["message"]
+
+
+def test_create_app_leaves_the_root_logger_alone(
+    service: IndexService, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The MCP SDK's server sets up the root logger (a Rich handler at INFO) when nothing
+    has; an app embedding create_app keeps its own logging, and its access-log lines do
+    not go through Rich."""
+    root = logging.getLogger()
+    monkeypatch.setattr(root, "handlers", [])
+    monkeypatch.setattr(root, "level", logging.WARNING)
+    create_app(service.settings, service)
+    assert root.handlers == []
+    assert root.level == logging.WARNING

@@ -79,6 +79,7 @@ def cmd_mcp(args: argparse.Namespace) -> int:
     from ragloom.server.service import IndexService, Principal
 
     settings = _settings(args, index=args.index)
+    logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
     limit_blas_threads(settings.blas_threads)
     service = IndexService(settings)
     try:
