@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
-from ragloom.chat_models.openai.testing import CHAT_MODEL, WireServer
+from ragloom.chat_models.openai import OpenAiChatModel
+from ragloom.chat_models.openai.testing import CHAT_MODEL, WireServer, delay
 from ragloom.core import EmbeddingModel
 from ragloom.easy_rag import chat_model_from_env
 from ragloom.server import IndexService, ServerSettings, create_app
@@ -103,3 +104,35 @@ def test_without_user_the_request_history_is_the_conversation(
         "messages"
     ]
     assert [m["role"] for m in messages] == ["system", "user", "assistant", "user"]
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_chat_model_timeout_is_a_504_naming_the_models_timeout(
+    wire: WireServer,
+    index_dir: Path,
+    embedding_model: EmbeddingModel,
+    stream: bool,
+) -> None:
+    """The chat model's own deadline (not the server's request_timeout) ran out: a
+    gateway's upstream timeout, 504, with the model's message (its URL and timeout)."""
+    model = OpenAiChatModel(base_url=wire.url, model_name=CHAT_MODEL, timeout=0.5, max_retries=0)
+    settings = ServerSettings.load(index=index_dir, request_timeout=30)
+    service = IndexService(settings, embedding_model=embedding_model, chat_model=model)
+    wire.script(delay(3.0))
+    body = {"model": "ragloom", "stream": stream, "messages": [{"role": "user", "content": "hi"}]}
+    try:
+        with TestClient(create_app(settings, service), base_url="http://127.0.0.1:8000") as client:
+            response = client.post("/v1/chat/completions", json=body)
+    finally:
+        service.close()
+    if stream:
+        assert response.status_code == 200
+        events = [json.loads(x[6:]) for x in response.text.splitlines() if x.startswith("data: {")]
+        error = events[-1]["error"]
+    else:
+        assert response.status_code == 504, response.text
+        error = response.json()["error"]
+    assert error["code"] == 504
+    assert error["type"] == "timeout"
+    assert wire.url in error["message"]
+    assert "30 s" not in error["message"]

@@ -51,6 +51,7 @@ from ragloom.core import (
     UserMessage,
 )
 from ragloom.core.assistant import Result
+from ragloom.core.kit.http import HttpErrorKind
 from ragloom.server.auth import Authenticator
 from ragloom.server.limits import TokenBucket
 from ragloom.server.mcp_server import build_mcp
@@ -88,6 +89,17 @@ ERROR_STATUS: tuple[tuple[type[RagloomError], int, str], ...] = (
     (RetrievalError, 502, "retrieval_error"),
     (RagIndexError, 503, "index_unavailable"),
 )
+
+
+def _error_status(exc: RagloomError) -> tuple[int, str]:
+    """The HTTP status and error type of a ragloom error: a dependency that did not answer
+    in its own time (``kind`` timeout: a chat or embedding model, a remote store) is a
+    504, as a gateway's upstream timeout; else by the table above, 500 for the rest."""
+    if getattr(exc, "kind", None) is HttpErrorKind.TIMEOUT:
+        return 504, "timeout"
+    return next(((s, k) for t, s, k in ERROR_STATUS if isinstance(exc, t)), (500, "server_error"))
+
+
 HTTP_KINDS = {
     401: "authentication_error",
     403: "permission_error",
@@ -331,11 +343,11 @@ def create_app(
 
     @app.exception_handler(RagloomError)
     async def ragloom_error(_: Request, exc: RagloomError) -> JSONResponse:
-        for kind, status, name in ERROR_STATUS:
-            if isinstance(exc, kind):
-                return _error(status, str(exc), name)
-        logger.error("ragloom-server: %s: %s", type(exc).__name__, exc)
-        return _error(500, f"{type(exc).__name__}: {exc}", "server_error")
+        status, name = _error_status(exc)
+        if status == 500:
+            logger.error("ragloom-server: %s: %s", type(exc).__name__, exc)
+            return _error(500, f"{type(exc).__name__}: {exc}", name)
+        return _error(status, str(exc), name)
 
     @app.exception_handler(RequestValidationError)
     async def bad_request(_: Request, exc: RequestValidationError) -> JSONResponse:
@@ -810,9 +822,7 @@ async def _stream(
         message = f"the answer took longer than {settings.request_timeout:g} s"
         yield f"data: {json.dumps(error_body(504, message, 'timeout'))}\n\n"
     except RagloomError as exc:
-        status, kind = next(
-            ((s, k) for t, s, k in ERROR_STATUS if isinstance(exc, t)), (500, "server_error")
-        )
+        status, kind = _error_status(exc)
         yield f"data: {json.dumps(error_body(status, str(exc), kind))}\n\n"
     finally:
         metrics.answer.observe(time.perf_counter() - started)
