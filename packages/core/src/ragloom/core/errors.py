@@ -47,6 +47,9 @@ Integration packages subclass these (``OpenAiChatModelError`` is a ``ChatModelEr
 
 from __future__ import annotations
 
+import copyreg
+from typing import Any
+
 __all__ = [
     "BM25IndexError",
     "BucketNotFoundError",
@@ -88,7 +91,18 @@ __all__ = [
 
 
 class RagloomError(Exception):
-    """Base class of every error raised by ragloom."""
+    """Base class of every error raised by ragloom.
+
+    Every ragloom error survives pickling (Ray, multiprocessing and the server's workers
+    move errors between processes): Exception's own unpickling calls ``cls(*args)``, which
+    fails for a subclass whose ``__init__`` takes other arguments (``OpenAiError``'s
+    keyword-only ``url``...), so the error is made without ``__init__`` and its ``args``
+    and attributes are restored as they were (``args`` set again: ``OSError.__new__``
+    leaves them to ``__init__`` in a subclass that has its own).
+    """
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (copyreg.__newobj__, (type(self), *self.args), {**vars(self), "args": self.args})
 
 
 class InvalidArgumentError(RagloomError, ValueError):
