@@ -12,7 +12,9 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from ragloom.core import EmbeddingModel
+import ragloom.server.service as service_module
+from ragloom.core import EmbeddingModel, metadata_key
+from ragloom.core.ingestor import DOCUMENT_ID
 from ragloom.easy_rag.index import MANIFEST
 from ragloom.server import IndexService, ServerConfigError, ServerSettings
 from ragloom.server.service import Job, Principal, safe_filename
@@ -322,3 +324,48 @@ def test_a_non_ragloom_error_while_writing_leaves_the_index_as_it_was(
     assert entry["sha256"] == hashlib.sha256(ACME_TEXT.encode()).hexdigest()
     assert client.get("/healthz").status_code == 200
     assert upload(client, acme, "falcon.md", ACME_TEXT + " Again.")["status"] == "done"
+
+
+def test_the_undo_of_a_failed_reupload_restores_a_document_larger_than_a_page(
+    client: TestClient,
+    headers: Headers,
+    service: IndexService,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The undo captures every segment of the old document, paging past ``UNDO_PAGE``
+    (lowered to 4 for a 12-segment document; before, one search of at most 10,000
+    segments: the rest was lost)."""
+    monkeypatch.setattr(service_module, "UNDO_PAGE", 4)
+    acme = headers["acme"]
+    text = "\n\n".join(
+        f"Paragraph {i}: the falcon note number {i} describes encabulator part {i}. " * 12
+        for i in range(12)
+    )
+    job = upload(client, acme, "long.md", text)
+    assert job["status"] == "done"
+    assert job["segments"] == 12
+    key = "upload:acme/long.md"
+    of_document = metadata_key(DOCUMENT_ID).is_equal_to(key)
+
+    def stored() -> dict[str, tuple[str, list[float]]]:
+        matches = service._search(of_document, 1000)
+        return {
+            m.embedding_id: (m.embedded.text, m.embedding.to_list()) for m in matches if m.embedded
+        }
+
+    old = stored()
+    assert len(old) == 12
+    keywords = service.index.keywords
+    real_add_all = keywords.add_all
+
+    def add_all(segments: Any, *args: Any, **kwargs: Any) -> Any:
+        if any(POISON in s.text for s in segments):
+            raise RuntimeError("keyword index corrupted (test)")
+        return real_add_all(segments, *args, **kwargs)
+
+    monkeypatch.setattr(keywords, "add_all", add_all)
+    shorter = "\n\n".join(f"Paragraph {i} was rewritten: {POISON}." for i in range(3))
+    assert upload(client, acme, "long.md", shorter)["status"] == "failed"
+    assert stored() == old
+    found = keywords.search("encabulator part 11", max_results=50, filter=of_document)
+    assert len(found) == 12

@@ -64,6 +64,8 @@ from ragloom.core import (
     parse_filter,
     plugins,
 )
+from ragloom.core.document import INDEX
+from ragloom.core.ingestor import DOCUMENT_ID
 from ragloom.core.stores.validation import removal_target
 from ragloom.easy_rag import ExtractiveAssistant, RagIndex
 from ragloom.easy_rag.cli import MinScoreRetriever
@@ -88,6 +90,9 @@ TENANT = "tenant"
 UPLOAD_PREFIX = "upload:"
 METADATA = "metadata"
 MAX_PASSAGES = 10_000  # segments of one document read back as a resource
+UNDO_PAGE = 10_000
+"""Segments per search when a re-upload captures the document it may have to put back
+(under Milvus's 16,384 results of one search); the capture pages past it."""
 MAX_FILENAME = 128
 MAX_ERROR = 1000  # characters of an error a job reports
 Mode = Literal["hybrid", "dense", "keyword"]
@@ -552,7 +557,7 @@ class IndexService:
         if job.tenant is not None:
             entry[TENANT] = job.tenant
         with self.lock.writing():
-            before = self._segments_of(key) if known is not None else []
+            before = self._all_segments_of(key) if known is not None else []
             try:
                 for operation in staged.operations:
                     operation(self.index.mirrored)
@@ -566,12 +571,34 @@ class IndexService:
         return True
 
     def _segments_of(self, document_id: str) -> list[EmbeddingMatch]:
-        """Every stored segment of ``document_id`` with its vector (at most
-        ``MAX_PASSAGES``): the filter selects, the query vector does not matter."""
+        """The stored segments of ``document_id`` read back as a resource (at most
+        ``MAX_PASSAGES``)."""
+        return self._search(metadata_key(DOCUMENT_ID).is_equal_to(document_id), MAX_PASSAGES)
+
+    def _all_segments_of(self, document_id: str) -> list[EmbeddingMatch]:
+        """Every stored segment of ``document_id`` with its vector, however many: one
+        search when they fit in :data:`UNDO_PAGE`, else by ranges of their ``index``
+        (a segment's id is its document's and its index, so a range of ``UNDO_PAGE``
+        indexes holds at most ``UNDO_PAGE`` segments) until none lies beyond."""
+        of_document = metadata_key(DOCUMENT_ID).is_equal_to(document_id)
+        found = {m.embedding_id: m for m in self._search(of_document, UNDO_PAGE)}
+        if len(found) < UNDO_PAGE:
+            return list(found.values())
+        index = metadata_key(INDEX)
+        start = 0
+        while True:
+            end = start + UNDO_PAGE
+            page = of_document & index.is_greater_than_or_equal_to(start) & index.is_less_than(end)
+            found.update((m.embedding_id, m) for m in self._search(page, UNDO_PAGE))
+            if not self._search(of_document & index.is_greater_than_or_equal_to(end), 1):
+                return list(found.values())
+            start = end
+
+    def _search(self, filter: Filter, max_results: int) -> list[EmbeddingMatch]:
+        """The first ``max_results`` segments ``filter`` selects, with their vectors (the
+        query vector does not matter)."""
         request = EmbeddingSearchRequest(
-            [1.0] * self.embedding_model.dimension,
-            max_results=MAX_PASSAGES,
-            filter=metadata_key("document_id").is_equal_to(document_id),
+            [1.0] * self.embedding_model.dimension, max_results=max_results, filter=filter
         )
         return self.index.store.search(request).matches
 
