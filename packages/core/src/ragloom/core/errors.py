@@ -47,7 +47,6 @@ Integration packages subclass these (``OpenAiChatModelError`` is a ``ChatModelEr
 
 from __future__ import annotations
 
-import copyreg
 from typing import Any
 
 __all__ = [
@@ -102,7 +101,12 @@ class RagloomError(Exception):
     """
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (copyreg.__newobj__, (type(self), *self.args), {**vars(self), "args": self.args})
+        return (_new_error, (type(self), *self.args), {**vars(self), "args": self.args})
+
+
+def _new_error(cls: type[RagloomError], *args: object) -> RagloomError:
+    """An instance of ``cls`` made without ``__init__``, for unpickling."""
+    return cls.__new__(cls, *args)
 
 
 class InvalidArgumentError(RagloomError, ValueError):
