@@ -30,18 +30,15 @@ from pathlib import Path
 import httpx
 import psutil
 
+from ragloom.core import EmbeddingModel as _EmbeddingModel
 from ragloom.core import (
-    BM25ContentRetriever,
     EmbeddingSearchRequest,
-    EmbeddingStoreContentRetriever,
     InMemoryEmbeddingStore,
     Query,
     plugins,
 )
-from ragloom.core import EmbeddingModel as _EmbeddingModel
 from ragloom.easy_rag import RagIndex
-from ragloom.easy_rag.cli import MinScoreRetriever
-from ragloom.easy_rag.defaults import default_hybrid_retriever, hybrid_candidates
+from ragloom.easy_rag.defaults import MinScoreRetriever, index_hybrid_retriever
 from ragloom.server.blas import limit_blas_threads
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -137,15 +134,7 @@ def start_server(index: Path, log: Path, **env: str) -> tuple[subprocess.Popen[b
 
 def in_process_retriever(index: RagIndex, model: _EmbeddingModel) -> MinScoreRetriever:
     """The retrieval IndexService builds for an admin key and mode hybrid, max_results 4."""
-    candidates = hybrid_candidates(4)
-    return MinScoreRetriever(
-        default_hybrid_retriever(
-            EmbeddingStoreContentRetriever(index.store, model, max_results=candidates),
-            BM25ContentRetriever(index.keywords, max_results=candidates),
-            4,
-        ),
-        0.0,
-    )
+    return index_hybrid_retriever(index.store, index.keywords, model, 4)
 
 
 def pct(values: list[float], q: float) -> float:

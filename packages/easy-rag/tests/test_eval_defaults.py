@@ -20,8 +20,8 @@ from ragloom.core.stores.in_memory import InMemoryEmbeddingStore
 from ragloom.easy_rag.cli import build_parser, main
 from ragloom.easy_rag.defaults import (
     default_document_splitter,
-    default_hybrid_retriever,
     hybrid_candidates,
+    index_hybrid_retriever,
 )
 from ragloom.testkit import FakeEmbeddingModel
 
@@ -55,8 +55,9 @@ def test_eval_defaults_are_easy_rags_retrieval(capsys: pytest.CaptureFixture[str
     # The mode `ragloom query` uses without --mode.
     assert result["mode"] == build_parser().parse_args(["query", "x"]).mode == "hybrid"
 
-    # The same hybrid: eval's retriever for what it reports, beside `ragloom query`'s recipe
-    # (legs of hybrid_candidates(k), then default_hybrid_retriever), over one stand-in index.
+    # The same hybrid: eval's retriever for what it reports, beside `ragloom query`'s
+    # (index_hybrid_retriever: legs of hybrid_candidates(k), then default_hybrid_retriever),
+    # over one stand-in index.
     model = FakeEmbeddingModel(8)
     store, keywords = InMemoryEmbeddingStore(), BM25Index()
     indexes = EvaluationIndexes([], keywords, store=store, embedding_model=model)
@@ -65,12 +66,9 @@ def test_eval_defaults_are_easy_rags_retrieval(capsys: pytest.CaptureFixture[str
         indexes, configuration, max_results=k, candidates=settings["candidates"]
     )
     legs = hybrid_candidates(k)
-    easy_rag = default_hybrid_retriever(
-        EmbeddingStoreContentRetriever(store, model, max_results=legs),
-        BM25ContentRetriever(keywords, max_results=legs),
-        k,
-    )
-    assert _settings(evaluated) == _settings(easy_rag)
+    easy_rag = index_hybrid_retriever(store, keywords, model, k)
+    assert easy_rag.min_score == 0.0
+    assert _settings(evaluated) == _settings(easy_rag.retriever)
     assert settings["candidates"] == legs == 100
 
     # The segments of Easy RAG's default splitter.

@@ -18,7 +18,6 @@ import json
 import os
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn, cast
 
@@ -43,8 +42,7 @@ from ragloom.easy_rag.assistant import create_assistant
 from ragloom.easy_rag.defaults import (
     EVAL_DEFAULTS,
     RETRIEVAL_MODE,
-    default_hybrid_retriever,
-    hybrid_candidates,
+    index_hybrid_retriever,
 )
 from ragloom.easy_rag.extractive import describe_source
 from ragloom.easy_rag.index import DEFAULT_LOCK_WAIT, IngestReport, RagIndex
@@ -58,7 +56,6 @@ __all__ = [
     "SHOWN_WARNINGS",
     "cmd_ingest",
     "SCALES",
-    "MinScoreRetriever",
     "cmd_query",
     "cmd_ask",
     "cmd_plugins",
@@ -208,18 +205,6 @@ SCALES = {
 }
 
 
-@dataclass
-class MinScoreRetriever:
-    """The contents of ``retriever`` scoring at least ``min_score``."""
-
-    retriever: ContentRetriever
-    min_score: float = 0.0
-
-    def retrieve(self, query: Query) -> list[Content]:
-        contents = self.retriever.retrieve(query)
-        return [c for c in contents if (c.score or 0.0) >= self.min_score]
-
-
 def _check_min_score(args: argparse.Namespace) -> None:
     if args.mode == "keyword" and args.min_score:
         raise UsageError(
@@ -243,13 +228,9 @@ def _retriever(args: argparse.Namespace) -> ContentRetriever:
         return EmbeddingStoreContentRetriever(
             index.store, _model(), max_results=args.k, min_score=args.min_score, filter=filter
         )
-    # each leg returns enough candidates for fusion to reorder (fusion cannot find more)
-    candidates = hybrid_candidates(args.k)
-    keyword = BM25ContentRetriever(index.keywords, max_results=candidates, filter=filter)
-    dense = EmbeddingStoreContentRetriever(
-        index.store, _model(), max_results=candidates, filter=filter
+    return index_hybrid_retriever(
+        index.store, index.keywords, _model(), args.k, min_score=args.min_score, filter=filter
     )
-    return MinScoreRetriever(default_hybrid_retriever(dense, keyword, args.k), args.min_score)
 
 
 def cmd_query(args: argparse.Namespace) -> int:

@@ -10,15 +10,28 @@ Hybrid retrieval fuses the dense and the keyword results of those segments by a 
 combination of their min-max normalised scores (equal weights), each leg giving at
 least 100 candidates: the best passage-level configuration measured on CISI
 (``docs/evaluation.md``: +0.014 nDCG@10 over RRF; 100 candidates +0.004 over 50).
-:data:`EVAL_DEFAULTS`, ``ragloom eval``'s defaults, are made of the same constants, so the
-command evaluates what ``ragloom query`` retrieves with.
+:func:`index_hybrid_retriever` is that recipe over an index's store and keyword index,
+the one ``ragloom query``/``ask`` and the server use. :data:`EVAL_DEFAULTS`, ``ragloom
+eval``'s defaults, are made of the same constants, so the command evaluates what
+``ragloom query`` retrieves with.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Literal
 
-from ragloom.core import document_splitters
+from ragloom.core import (
+    BM25ContentRetriever,
+    BM25Index,
+    Content,
+    EmbeddingModel,
+    EmbeddingStore,
+    EmbeddingStoreContentRetriever,
+    Filter,
+    Query,
+    document_splitters,
+)
 from ragloom.core.retrievers.base import ContentRetriever
 from ragloom.core.retrievers.hybrid import Fusion, HybridContentRetriever
 from ragloom.core.splitters.base import DocumentSplitter
@@ -36,6 +49,8 @@ __all__ = [
     "default_document_splitter",
     "hybrid_candidates",
     "default_hybrid_retriever",
+    "MinScoreRetriever",
+    "index_hybrid_retriever",
 ]
 
 MODEL_WINDOW_TOKENS = 256
@@ -75,3 +90,41 @@ def default_hybrid_retriever(
     """Easy RAG's hybrid: weighted (convex, min-max normalised) fusion of passages; fused
     scores are 0-1, 1 = first in both lists. Give the legs :func:`hybrid_candidates`."""
     return HybridContentRetriever(dense, keyword, fusion=HYBRID_FUSION, max_results=max_results)
+
+
+@dataclass
+class MinScoreRetriever:
+    """The contents of ``retriever`` scoring at least ``min_score``."""
+
+    retriever: ContentRetriever
+    min_score: float = 0.0
+
+    def retrieve(self, query: Query) -> list[Content]:
+        contents = self.retriever.retrieve(query)
+        return [c for c in contents if (c.score or 0.0) >= self.min_score]
+
+
+def index_hybrid_retriever(
+    store: EmbeddingStore,
+    keywords: BM25Index,
+    embedding_model: EmbeddingModel,
+    max_results: int,
+    *,
+    min_score: float = 0.0,
+    filter: Filter | None = None,
+) -> MinScoreRetriever:
+    """Easy RAG's hybrid over an index: dense (``store``, ``embedding_model``) and
+    keyword (``keywords``) legs of :func:`hybrid_candidates` each, both under
+    ``filter``, fused by :func:`default_hybrid_retriever`, fused scores below
+    ``min_score`` dropped (after fusion: the legs' own scores are on other scales)."""
+    candidates = hybrid_candidates(max_results)
+    return MinScoreRetriever(
+        default_hybrid_retriever(
+            EmbeddingStoreContentRetriever(
+                store, embedding_model, max_results=candidates, filter=filter
+            ),
+            BM25ContentRetriever(keywords, max_results=candidates, filter=filter),
+            max_results,
+        ),
+        min_score,
+    )

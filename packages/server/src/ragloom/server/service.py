@@ -68,8 +68,7 @@ from ragloom.core.document import INDEX
 from ragloom.core.ingestor import DOCUMENT_ID
 from ragloom.core.stores.validation import removal_target
 from ragloom.easy_rag import ExtractiveAssistant, RagIndex
-from ragloom.easy_rag.cli import MinScoreRetriever
-from ragloom.easy_rag.defaults import default_hybrid_retriever, hybrid_candidates
+from ragloom.easy_rag.defaults import index_hybrid_retriever
 from ragloom.server.settings import ServerSettings
 from ragloom.server.store_config import open_index
 
@@ -381,13 +380,9 @@ class IndexService:
                 store, model, max_results=max_results, min_score=min_score, filter=scoped
             )
         else:
-            candidates = hybrid_candidates(max_results)
-            hybrid = default_hybrid_retriever(
-                EmbeddingStoreContentRetriever(store, model, max_results=candidates, filter=scoped),
-                BM25ContentRetriever(keywords, max_results=candidates, filter=scoped),
-                max_results,
+            inner = index_hybrid_retriever(
+                store, keywords, model, max_results, min_score=min_score, filter=scoped
             )
-            inner = MinScoreRetriever(hybrid, min_score)
         return _ReadLocked(inner, self.lock)
 
     @contextlib.contextmanager
