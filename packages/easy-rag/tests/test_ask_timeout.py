@@ -13,10 +13,11 @@ from ragloom.chat_models.openai.testing import (
     delay,
     dripping_stream,
     stalled_stream,
+    status,
 )
 from ragloom.core import EmbeddingStoreIngestor
 from ragloom.easy_rag import streaming
-from ragloom.easy_rag.cli import EXIT_USAGE, main
+from ragloom.easy_rag.cli import EXIT_FAILURE, EXIT_USAGE, main
 from ragloom.easy_rag.index import RagIndex
 from ragloom.testkit import FakeEmbeddingModel
 
@@ -54,7 +55,7 @@ def test_a_server_that_never_answers_fails_at_the_timeout(
     code = ask(index, "--timeout", "1.5")
     elapsed = time.monotonic() - started
     out, err = capsys.readouterr()
-    assert code == EXIT_USAGE
+    assert code == EXIT_FAILURE  # a failure while running, not a usage error
     assert elapsed < 15, f"held {elapsed:.1f} s with --timeout 1.5"
     assert out == ""
     lines = err.splitlines()
@@ -71,7 +72,7 @@ def test_the_answer_streams_as_it_comes(
     server.script(stalled_stream(after=3, seconds=300))  # two words, then silence
     code = ask(index, "--timeout", "2")
     out, err = capsys.readouterr()
-    assert code == EXIT_USAGE
+    assert code == EXIT_FAILURE  # a failure while running, not a usage error
     assert out.startswith("Echo: ")  # printed before the stream stalled
     assert "within 2 s" in err
     assert "waiting for the chat model" not in err  # the first words came at once
@@ -90,7 +91,7 @@ def test_an_answer_still_coming_is_cut_at_the_timeout(
     (body,) = server.bodies("/v1/chat/completions")
     whole = len(body["messages"][-1]["content"].split()) + 1  # "Echo: " and the prompt
     assert whole * 0.3 > 6  # the whole answer would take over 6 s
-    assert code == EXIT_USAGE
+    assert code == EXIT_FAILURE  # a failure while running, not a usage error
     assert elapsed < 4, f"held {elapsed:.1f} s with --timeout 1.5"
     assert out.startswith("Echo: ")  # the words printed before the cut stay ...
     assert out.endswith("\n")  # ... on a line of their own
@@ -127,3 +128,18 @@ def test_timeout_option_shows_its_default_and_refuses_zero(
     assert f"(default {streaming.DEFAULT_TIMEOUT:g};" in ask_help
     assert main(["ask", QUESTION, "--timeout", "0"]) == EXIT_USAGE
     assert "give a number > 0" in capsys.readouterr().err
+
+
+def test_a_chat_model_that_fails_is_a_runtime_failure(
+    index: str, server: WireServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Exit 1 with the model's error on one line; 2 is for bad command lines."""
+    server.script(status(401, {"error": {"message": "bad key", "type": "invalid_request"}}))
+    code = ask(index, "--timeout", "10")
+    out, err = capsys.readouterr()
+    assert code == EXIT_FAILURE
+    assert out == ""
+    (line,) = err.splitlines()
+    assert line.startswith("ragloom: ")
+    assert server.url in line
+    assert "Traceback" not in err

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from ragloom.easy_rag.cli import EXIT_EMPTY, EXIT_INDEX, EXIT_PARTIAL, main
+from ragloom.easy_rag.cli import EXIT_EMPTY, EXIT_FAILURE, EXIT_INDEX, main
 
 CORPUS = {
     "volcanoes.md": "# Volcanoes\n\nMagma rises through the crust and erupts as lava and ash.",
@@ -106,7 +106,7 @@ def test_bad_files_fail_but_others_are_ingested(
     os.symlink("/proc/self/mem", corpus / "unreadable.txt")
     index = str(tmp_path / "index")
     code, out, err = run(capsys, "ingest", str(corpus), "--index", index)
-    assert code == EXIT_PARTIAL
+    assert code == EXIT_FAILURE
     assert "3 added" in out
     assert "blank.txt" in err
     assert "unreadable.txt" in err

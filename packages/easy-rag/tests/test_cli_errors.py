@@ -1,6 +1,7 @@
 """Every bad invocation ends with one line on stderr and a documented exit code."""
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -8,7 +9,17 @@ from pathlib import Path
 import pytest
 
 from ragloom.easy_rag import cli
-from ragloom.easy_rag.cli import EXIT_BROKEN_PIPE, EXIT_EMPTY, EXIT_INDEX, EXIT_USAGE, main
+from ragloom.easy_rag.cli import (
+    EXIT_BROKEN_PIPE,
+    EXIT_CODES,
+    EXIT_EMPTY,
+    EXIT_FAILURE,
+    EXIT_INDEX,
+    EXIT_USAGE,
+    main,
+)
+
+README = Path(__file__).resolve().parents[1] / "README.md"
 
 
 @pytest.fixture(scope="module")
@@ -157,3 +168,32 @@ def test_every_argument_has_help(
 ) -> None:
     assert main([command, "--help"]) == 0
     assert expected in " ".join(capsys.readouterr().out.split())
+
+
+@pytest.mark.usefixtures("no_model")
+@pytest.mark.parametrize("part", ["store", "keywords"])
+def test_an_unreadable_index_is_an_index_error(
+    part: str, index: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A damaged store or keyword index exits 3 naming the file (it was 2, a usage error)."""
+    damaged = tmp_path / "index"
+    shutil.copytree(index, damaged)
+    (damaged / part / "manifest.json").write_text("garbage")
+    argv = ["query", "lava", "--mode", "keyword", "--index", str(damaged)]
+    line = one_line_error(capsys, argv, EXIT_INDEX)
+    assert f"unreadable index: {damaged / part / 'manifest.json'}: " in line
+    assert f"remove {damaged}, then `ragloom ingest`" in line
+
+
+def test_the_exit_codes_are_listed_once_in_help_and_quoted_in_the_readme(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["--help"]) == 0
+    shown = " ".join(capsys.readouterr().out.split("exit codes:")[1].split())
+    readme = " ".join(README.read_text(encoding="utf-8").split())
+    codes = {EXIT_FAILURE, EXIT_USAGE, EXIT_INDEX, EXIT_EMPTY, EXIT_BROKEN_PIPE}
+    assert codes <= set(EXIT_CODES)
+    for code, meaning in EXIT_CODES.items():
+        assert f"{code} {meaning}" in shown
+        assert f"| {code} | {meaning} |" in readme
+    assert sorted(EXIT_CODES) == [0, 1, 2, 3, 4, 5, 70, 130, 141]

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from ragloom.core import EmbeddingStoreIngestor, FileSystemDocumentLoader
-from ragloom.easy_rag.cli import EXIT_PARTIAL, main
+from ragloom.easy_rag.cli import EXIT_FAILURE, main
 from ragloom.easy_rag.index import RagIndex
 from ragloom.testkit import FakeEmbeddingModel
 
@@ -68,7 +68,7 @@ def test_corrupt_file_still_fails_and_names_itself_once(
     corrupt.write_bytes(CORRUPT_PDF)
     code = main(["ingest", str(folder), "--index", str(tmp_path / "index"), "--quiet"])
     out, err = capsys.readouterr()
-    assert code == EXIT_PARTIAL
+    assert code == EXIT_FAILURE
     assert "1 failed, 3 skipped (no text)" in out
     (failed,) = [line for line in err.splitlines() if line.startswith("  failed: ")]
     assert failed.count(str(corrupt)) == 1, failed  # was "path: path: reason"

@@ -12,7 +12,7 @@ import pytest
 from ragloom.chat_models.openai.testing import CHAT_MODEL, WireServer
 from ragloom.core import plugins
 from ragloom.easy_rag.assistant import CHAT_ENV_VARS
-from ragloom.easy_rag.cli import EXIT_PARTIAL, main
+from ragloom.easy_rag.cli import EXIT_FAILURE, main
 from ragloom.easy_rag.plugin_status import Group, Provider, format_status
 
 CONFIG_VARS = (
@@ -99,7 +99,7 @@ def test_half_configured_chat_model_fails_the_check(
 ) -> None:
     monkeypatch.setenv("RAGLOOM_CHAT_BASE_URL", "http://127.0.0.1:1/v1")
     code, table, err = run(capsys, "--check")
-    assert code == EXIT_PARTIAL
+    assert code == EXIT_FAILURE
     openai = providers(table, plugins.CHAT_MODELS)["openai"]
     assert openai["active"] is True
     assert "RAGLOOM_CHAT_MODEL_NAME" in openai["error"]
@@ -111,7 +111,7 @@ def test_unknown_chosen_provider_is_reported(
 ) -> None:
     monkeypatch.setenv("RAGLOOM_EMBEDDING_MODEL", "nope")
     code, table, _ = run(capsys, "--check")
-    assert code == EXIT_PARTIAL
+    assert code == EXIT_FAILURE
     assert "RAGLOOM_EMBEDDING_MODEL=nope" in table[plugins.EMBEDDING_MODELS]["error"]
     assert main(["plugins"]) == 0  # listing alone reports but does not fail
     assert "! RAGLOOM_EMBEDDING_MODEL=nope" in capsys.readouterr().out
@@ -125,7 +125,7 @@ def test_broken_plugin_fails_the_check(
     )
     monkeypatch.setenv("RAGLOOM_EMBEDDING_MODEL", "all-minilm-l6-v2")
     code, table, err = run(capsys, "--check")
-    assert code == EXIT_PARTIAL
+    assert code == EXIT_FAILURE
     found = providers(table, plugins.EMBEDDING_MODELS)
     assert found["broken"]["status"] == "broken"
     assert "ragloom_missing_module" in found["broken"]["error"]
@@ -147,7 +147,7 @@ def test_two_providers_without_a_choice_is_a_problem(
     # neither is from the distribution that makes the default (that one would win)
     monkeypatch.setitem(plugins.PROVIDERS, plugins.DOCUMENT_SPLITTERS, ("ragloom-elsewhere",))
     code, table, _ = run(capsys, "--check")
-    assert code == EXIT_PARTIAL
+    assert code == EXIT_FAILURE
     group = table[plugins.DOCUMENT_SPLITTERS]
     assert "RAGLOOM_DOCUMENT_SPLITTER" in group["error"]
     assert not any(p["active"] for p in group["providers"])
@@ -201,7 +201,7 @@ def test_broken_components_fail_the_check(
         "gone = ragloom_missing_module:Loader\nlist = ragloom.stores.pgvector:__all__",
     )  # fmt: skip
     code, table, err = run(capsys, "--check")
-    assert code == EXIT_PARTIAL
+    assert code == EXIT_FAILURE
     found = providers(table, plugins.DOCUMENT_LOADERS)
     assert found["gone"]["status"] == "broken"
     assert "ragloom_missing_module" in found["gone"]["error"]

@@ -1,13 +1,10 @@
 """The ``ragloom`` command line: ingest, query, ask, eval, plugins.
 
 Every error is one line on stderr naming the problem and the fix, never a traceback
-(``RAGLOOM_DEBUG=1`` shows it for an internal error). Exit codes: 0 success (files with
-no text, such as empty files and images, are skipped and counted, not failures); 1 some
-files could not be ingested (the others were); 2 usage or configuration error (bad
-arguments, filter, evaluation data, chat model); 3 missing or unusable index; 4 nothing
-to ingest; 5 a file or directory cannot be read or written; 70 internal error (a bug);
-130 interrupted; 141 the output was closed (e.g. ``| head``), quietly — except for
-``ingest``, which saves its work first and reports the ingest's own code.
+(``RAGLOOM_DEBUG=1`` shows it for an internal error). The exit codes are
+:data:`EXIT_CODES`, listed by ``ragloom --help``: 2 is argparse's, for what a command
+line can get wrong; a failure while running (a chat model that fails or is cut at
+``--timeout``, files that cannot be ingested) is 1.
 """
 
 from __future__ import annotations
@@ -17,6 +14,7 @@ import importlib.metadata
 import json
 import os
 import sys
+import textwrap
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NoReturn, cast
@@ -28,6 +26,7 @@ from ragloom.core import (
     EmbeddingModel,
     EmbeddingStoreContentRetriever,
     EmbeddingStoreIngestor,
+    InvalidFilterError,
     Query,
     RagAssistant,
     RagIndexError,
@@ -53,6 +52,7 @@ from ragloom.easy_rag.streaming import DEFAULT_TIMEOUT, AnswerTimeoutError, stre
 __all__ = [
     "DEFAULT_INDEX",
     "UsageError",
+    "EXIT_CODES",
     "SHOWN_WARNINGS",
     "cmd_ingest",
     "SCALES",
@@ -64,8 +64,28 @@ __all__ = [
     "main",
 ]
 
-EXIT_PARTIAL, EXIT_USAGE, EXIT_INDEX, EXIT_EMPTY, EXIT_IO = 1, 2, 3, 4, 5
+EXIT_FAILURE, EXIT_USAGE, EXIT_INDEX, EXIT_EMPTY, EXIT_IO = 1, 2, 3, 4, 5
 EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_BROKEN_PIPE = 70, 130, 141
+
+#: Every exit code of ``ragloom`` and its meaning: the one list, shown by ``ragloom
+#: --help`` (the package README quotes it; a test holds them equal).
+EXIT_CODES: dict[int, str] = {
+    0: "success (files with no text, such as empty files and images, are skipped and "
+    "counted, not failures)",
+    EXIT_FAILURE: "a failure while running: some files could not be ingested (the others "
+    "were), the chat model failed or its answer was cut at --timeout, a plugin check "
+    "failed, the server's settings were refused",
+    EXIT_USAGE: "usage error: bad arguments or --filter text, a path to ingest that does "
+    "not exist, an unknown command (ragloom eval: also an unusable data set)",
+    EXIT_INDEX: "missing, unreadable or busy index (e.g. --index names a file, another "
+    "ingest holds it)",
+    EXIT_EMPTY: "nothing to ingest",
+    EXIT_IO: "a file or directory cannot be read or written",
+    EXIT_INTERNAL: "internal error (a bug; RAGLOOM_DEBUG=1 shows the traceback)",
+    EXIT_INTERRUPTED: "interrupted",
+    EXIT_BROKEN_PIPE: "the output was closed (e.g. by head), quietly; ingest saves its work "
+    "first and keeps its own code",
+}
 DEFAULT_INDEX = ".ragloom-index"
 
 
@@ -97,7 +117,7 @@ def _print_contents(contents: Sequence[Content]) -> None:
 
 
 class UsageError(RagloomError):
-    """A bad command line, found before any expensive work (exit code 2)."""
+    """A bad command line, found before any expensive work (:data:`EXIT_USAGE`)."""
 
 
 def _check_index_argument(path: str) -> None:
@@ -175,7 +195,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         return EXIT_EMPTY
     # The index is saved: the exit code reports the ingest even when the reader of its
     # output has gone (``| head -1``), and output stops quietly at a closed pipe.
-    code = EXIT_PARTIAL if report.failures else 0
+    code = EXIT_FAILURE if report.failures else 0
     for hint in report.install_hints():
         say(f"ragloom: {hint}", sys.stderr)
     if args.json:
@@ -318,7 +338,7 @@ def cmd_plugins(args: argparse.Namespace) -> int:
     failed = [g.group for g in groups if g.failed]
     if failed and args.check:
         print(f"ragloom: plugin problems in {', '.join(failed)}", file=sys.stderr)
-        return EXIT_PARTIAL
+        return EXIT_FAILURE
     return 0
 
 
@@ -359,7 +379,16 @@ def _positive_int(text: str) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _ArgumentParser(prog="ragloom", description="Easy RAG over your documents.")
+    codes = "\n".join(
+        textwrap.fill(meaning, 79, initial_indent=f"  {code:>3}  ", subsequent_indent=" " * 7)
+        for code, meaning in EXIT_CODES.items()
+    )
+    parser = _ArgumentParser(
+        prog="ragloom",
+        description="Easy RAG over your documents.",
+        epilog=f"exit codes:\n{codes}",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     commands = parser.add_subparsers(dest="command", required=True)
 
     def with_index(sub: argparse.ArgumentParser) -> None:
@@ -530,8 +559,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _fail("interrupted", EXIT_INTERRUPTED)
     except RagIndexError as exc:
         return _fail(str(exc), EXIT_INDEX)
-    except RagloomError as exc:
+    except (UsageError, InvalidFilterError) as exc:  # the command line's own mistakes
         return _fail(str(exc), EXIT_USAGE)
+    except RagloomError as exc:
+        return _fail(str(exc), EXIT_FAILURE)
     except OSError as exc:
         return _fail(f"{exc}; check the path and its permissions", EXIT_IO)
     except Exception as exc:

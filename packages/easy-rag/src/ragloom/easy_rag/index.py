@@ -24,11 +24,13 @@ from filelock import FileLock, Timeout
 
 from ragloom.core import (
     BM25Index,
+    BM25IndexError,
     Document,
     Embedding,
     EmbeddingSearchRequest,
     EmbeddingSearchResult,
     EmbeddingStore,
+    EmbeddingStoreError,
     EmbeddingStoreIngestor,
     FileSystemDocumentLoader,
     Filter,
@@ -217,7 +219,8 @@ class RagIndex:
     @classmethod
     def open(cls, path: str | os.PathLike[str], *, store: EmbeddingStore | None = None) -> RagIndex:
         """Load the index at ``path`` (its vectors in ``store`` when given, else its saved
-        in-memory store); :class:`RagIndexError` when there is none."""
+        in-memory store); :class:`RagIndexError` when there is none or a part of it cannot
+        be read (naming the file)."""
         directory = Path(path)
         manifest_path = directory / MANIFEST
         if not manifest_path.is_file():
@@ -237,13 +240,18 @@ class RagIndex:
                 f"this ragloom reads version {VERSION}; rebuild the index"
             )
         store_path, keywords_path = directory / STORE, directory / KEYWORDS
-        if store is None:
-            store = (
-                InMemoryEmbeddingStore.load(store_path)
-                if store_path.is_dir()
-                else InMemoryEmbeddingStore()
-            )
-        keywords = BM25Index.load(keywords_path) if keywords_path.is_dir() else BM25Index()
+        try:
+            if store is None:
+                store = (
+                    InMemoryEmbeddingStore.load(store_path)
+                    if store_path.is_dir()
+                    else InMemoryEmbeddingStore()
+                )
+            keywords = BM25Index.load(keywords_path) if keywords_path.is_dir() else BM25Index()
+        except (EmbeddingStoreError, BM25IndexError) as exc:
+            raise RagIndexError(
+                f"unreadable index: {exc}; rebuild it (remove {directory}, then `ragloom ingest`)"
+            ) from exc
         return cls(directory, store, keywords, dict(manifest["files"]), str(manifest["model"]))
 
     @staticmethod
