@@ -142,15 +142,6 @@ class HttpCallError(RagloomError):
         self.url = url
         self.attempts = attempts
 
-    def __reduce__(self) -> Any:
-        return _rebuilt_call_error, (str(self), self.kind, self.url, self.attempts)
-
-
-def _rebuilt_call_error(
-    message: str, kind: HttpErrorKind, url: str, attempts: int
-) -> HttpCallError:
-    return HttpCallError(message, kind=kind, url=url, attempts=attempts)
-
 
 @dataclass(frozen=True, slots=True)
 class HttpReply:

@@ -23,6 +23,3 @@ class TextTooLongError(EmbeddingModelError, ValueError):
             f"more than the model's limit of {max_length}; split it into smaller segments, "
             "or create the model with strict=False to truncate it"
         )
-
-    def __reduce__(self) -> tuple[type[TextTooLongError], tuple[int, int, int]]:
-        return (type(self), (self.index, self.token_count, self.max_length))
