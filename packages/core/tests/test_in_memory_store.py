@@ -30,7 +30,9 @@ from ragloom.core import (
     metadata_key,
 )
 from ragloom.core.filters import Filter
+from ragloom.core.stores import in_memory
 from ragloom.core.stores.persistence import HEAD_BYTES, DataFiles, DirectoryFormat, write_records
+from ragloom.core.stores.scores import exact_cosines, relevance_score
 from ragloom.testkit import (
     AsyncEmbeddingStoreSuite,
     Deviation,
@@ -681,6 +683,28 @@ def test_exact_scores_identical_vectors_tie_at_any_position() -> None:
     matches = _search(store, vectors[3], 5)
     assert [i for i, _ in matches] == [ids[3], ids[77], ids[140], ids[141], ids[499]]
     assert len({s for _, s in matches}) == 1
+
+
+@pytest.mark.parametrize("twins", [5, 100])  # 100: more rescored rows than the few-row path's
+def test_ranking_is_the_exact_scores_then_insertion_order(twins: int) -> None:
+    """Either path of the rescoring (a few rows as floats, many as arrays) ranks as the
+    definition: exact score descending, ties by row, cut at k and at min_score."""
+    assert twins <= 10 or twins > in_memory._FEW
+    rng = np.random.default_rng(twins)
+    vectors = rng.standard_normal((300, 24)).astype(np.float32)
+    rows = np.sort(rng.choice(300, twins, replace=False))
+    vectors[rows] = vectors[rows[0]]
+    vectors[rows[1]] *= 3  # same direction, another norm: the same score or one ulp off
+    store = InMemoryEmbeddingStore()
+    ids = store.add_all(vectors)
+    query = vectors[rows[0]] + np.float32(0.01) * rng.standard_normal(24).astype(np.float32)
+    scores = relevance_score(exact_cosines(vectors, query))
+    order = np.lexsort((np.arange(300), -scores))
+    for k, min_score in [(1, 0.0), (5, 0.0), (10, 0.0), (150, 0.0), (150, float(scores[order[7]]))]:
+        best = [int(row) for row in order[:k] if scores[row] >= min_score]
+        assert _search(store, query, k, min_score) == [
+            (ids[row], float(scores[row])) for row in best
+        ]
 
 
 def test_large_filtered_and_unfiltered_searches_agree_with_numpy() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import gc
 import json
 import re
 import struct
@@ -137,6 +138,62 @@ def test_results_equal_exact_when_the_candidates_cover_every_row(
     quantized = _store(kind, vectors, min_candidates=1999)
     for query in queries[:10]:
         assert _top(quantized, query, 20) == _top(exact, query, 20)
+
+
+@pytest.mark.parametrize("mmap", [False, True])
+@pytest.mark.parametrize("kind", ["exact", *KINDS])
+def test_matches_are_snapshots_of_the_store_at_the_search(
+    kind: str, mmap: bool, tmp_path: Path
+) -> None:
+    """A match keeps the vector, text and metadata it was found with when its rows are
+    replaced, others removed and compacted away, rows added, the store saved over the
+    files it maps and then dropped; its vector stays read-only."""
+    rng = np.random.default_rng(7)
+    vectors = rng.standard_normal((200, 16)).astype(np.float32)
+    store = InMemoryEmbeddingStore(index=_options(kind, exact_below=0))
+    segments = [TextSegment(f"text {i}", {"n": i, "tag": f"g{i % 3}"}) for i in range(200)]
+    # In two batches: the matrix has room to spare, so changes below write into it in place.
+    store.add_all(vectors[:150], segments[:150], ids=_ids(200)[:150])
+    store.add_all(vectors[150:], segments[150:], ids=_ids(200)[150:])
+    if mmap:
+        store.save(tmp_path / "store")
+        store = InMemoryEmbeddingStore.load(tmp_path / "store", mmap=True)
+    matches = store.search(EmbeddingSearchRequest(vectors[5], 10)).matches
+    assert len(matches) == 10
+
+    def seen() -> list[tuple[str, float, list[float], str, dict[str, object]]]:
+        return [
+            (
+                m.embedding_id,
+                m.score,
+                m.embedding.vector.tolist(),
+                m.embedded.text,
+                m.embedded.metadata.to_dict(),
+            )
+            for m in matches
+            if m.embedded is not None
+        ]
+
+    before = seen()
+    assert [(i, t, md) for i, _, _, t, md in before] == [
+        (f"r{n}", f"text {n}", {"n": n, "tag": f"g{n % 3}"})
+        for n in (int(m.embedding_id[1:]) for m in matches)
+    ]
+    found = [m.embedding_id for m in matches]
+    store.add_all(
+        -vectors[: len(found)], [TextSegment("changed", {"n": -1})] * len(found), ids=found
+    )
+    store.remove_all([i for i in _ids(200) if i not in found][:120])  # compacts
+    store.add_all(rng.standard_normal((50, 16)).astype(np.float32))
+    store.search(EmbeddingSearchRequest(vectors[5], 10))
+    if mmap:
+        store.save(tmp_path / "store")  # over the mapped files
+    del store
+    gc.collect()
+    assert seen() == before
+    for match in matches:
+        with pytest.raises(ValueError, match="read-only"):
+            match.embedding.vector[0] = 0.0
 
 
 def _not_found_first(

@@ -9,7 +9,7 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
-from ragloom.core.stores.scores import exact_cosines
+from ragloom.core.stores.scores import exact_cosines, exact_scores, relevance_score
 
 
 def _reference(
@@ -41,3 +41,21 @@ def test_exact_cosines_equal_the_definition_to_the_bit(count: int) -> None:
         assert exact_cosines(vectors, query, rows).view(np.int64).tolist() == (
             expected[rows].view(np.int64).tolist()
         )
+
+
+@pytest.mark.parametrize("dimension", [1, 7, 128, 130, 384, 1000])
+def test_exact_scores_are_the_relevance_of_exact_cosines_to_the_bit(dimension: int) -> None:
+    """The search's few-row path (floats) against the array path, zero rows, tiny and
+    huge norms and a row parallel to the query (cosine clipped at 1) included."""
+    rng = np.random.default_rng(dimension)
+    scales = rng.choice([1e-20, 1e-3, 1.0, 1e3, 1e15], size=(40, 1))
+    vectors = (rng.standard_normal((40, dimension)) * scales).astype(np.float32)
+    vectors[0] = 0.0
+    for query in (rng.standard_normal(dimension).astype(np.float32), 3 * vectors[-1]):
+        query64 = query.astype(np.float64)
+        norm = math.sqrt(float(query64 @ query64))
+        rows = rng.permutation(40)[:25].astype(np.intp)
+        expected = relevance_score(exact_cosines(vectors, query, rows))
+        got = exact_scores(vectors.take(rows, axis=0), query64, norm)
+        assert all(type(score) is float for score in got)
+        assert np.array(got).view(np.int64).tolist() == expected.view(np.int64).tolist()

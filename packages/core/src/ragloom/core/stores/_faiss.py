@@ -86,9 +86,10 @@ class FaissGraph:
         self._selector: Any = None  # the bitmap's IDSelector, made when a walk needs it
         self._selecting: Any = None  # the selector the walk's parameters hold
         self._expansion = int(self._params.efSearch)
+        self._ptr = faiss.swig_ptr
         self._labels = np.empty(0, dtype=np.int64)
         self._distances = np.empty(0, dtype=np.float32)
-        self._ptr = faiss.swig_ptr
+        self._outputs = (self._ptr(self._distances), self._ptr(self._labels))
         self._faiss = faiss
 
     @classmethod
@@ -166,16 +167,15 @@ class FaissGraph:
         selector = self._selector if self._dead else None
         if selector is not self._selecting:
             params.sel = self._selecting = selector
-        if self._labels.size < count:
-            self._labels = np.empty(count, dtype=np.int64)
-            self._distances = np.empty(count, dtype=np.float32)
         labels = self._labels
+        if labels.size < count:  # the output buffers and their pointers, made once a size
+            labels = self._labels = np.empty(count, dtype=np.int64)
+            self._distances = np.empty(count, dtype=np.float32)
+            self._outputs = (self._ptr(self._distances), self._ptr(labels))
         query = np.ascontiguousarray(vector, dtype=np.float32)  # faiss reads it raw: 0.15 us
-        self._index.search_c(
-            1, self._ptr(query), count, self._ptr(self._distances), self._ptr(labels), params
-        )
+        self._index.search_c(1, self._ptr(query), count, *self._outputs, params)
         found = labels[:count]
-        if found[count - 1] < 0:  # fewer than count found: faiss pads with -1
+        if labels.item(count - 1) < 0:  # fewer than count found: faiss pads with -1
             found = found[found >= 0]
         return found
 

@@ -99,7 +99,7 @@ from ragloom.core.stores.persistence import (
     encode_metadata,
 )
 from ragloom.core.stores.quantized import IndexKind, IndexOptions, index_options
-from ragloom.core.stores.scores import exact_cosines, relevance_score
+from ragloom.core.stores.scores import exact_cosines, exact_scores, relevance_score
 from ragloom.core.stores.validation import (
     check_columns,
     embedding_dimension,
@@ -144,6 +144,12 @@ _STAGE_BLOCK_BYTES = 1 << 21  # about an L2 cache
 # Vector norms the float32 search handles exactly enough (besides 0): far beyond any model's.
 _MIN_NORM, _MAX_NORM = 1e-30, 1e30
 _COMPACT_CHUNK = 4096
+# Up to this many rescored rows (a search's usual dozen), one gather serves both the exact
+# scores and the vectors of the matches, and the scores are ranked as Python floats;
+# beyond (oversampled candidates, many exact ties) numpy rescores and ranks them.
+_FEW = 64
+_IN_ORDER = tuple(range(_FEW))
+_NEGATE: Callable[[int], int] = int.__neg__
 
 Matrix = npt.NDArray[np.float32]
 _validate_ids = partial(validate_ids, error=EmbeddingStoreError, noun="embedding")
@@ -410,9 +416,13 @@ class InMemoryEmbeddingStore(TombstonedRows, EmbeddingStore):
         try:
             yield
         except UnicodeDecodeError as exc:
-            raise EmbeddingStoreError(
-                f"{self._mapped_rows}: corrupt saved in-memory embedding store ({exc})"
-            ) from exc
+            raise self._corrupt_rows(exc) from exc
+
+    def _corrupt_rows(self, exc: UnicodeDecodeError) -> EmbeddingStoreError:
+        """The error naming the memory-mapped rows file a string failed to decode from."""
+        return EmbeddingStoreError(
+            f"{self._mapped_rows}: corrupt saved in-memory embedding store ({exc})"
+        )
 
     # ------------------------------------------------------------------ searching
 
@@ -435,29 +445,35 @@ class InMemoryEmbeddingStore(TombstonedRows, EmbeddingStore):
                 selected = mask.nonzero()[0]
             elif self._dead:
                 selected = np.flatnonzero(self._alive[: self._size])
-            positions, scores = self._top_k(query, selected, request)
-            return EmbeddingSearchResult(self._matches(positions, scores))
+            return EmbeddingSearchResult(self._matches(*self._top_k(query, selected, request)))
 
     def _matches(
-        self, positions: Positions, scores: npt.NDArray[np.float64]
+        self, rows: list[int], scores: list[float], vectors: Matrix
     ) -> list[EmbeddingMatch]:
-        """The matches of ``positions``, built in bulk: one gather of the vectors (each
-        match gets its own row of it), one vectorized decode of the metadata, and the
-        objects set up without their validating constructors (the store built each part)."""
+        """The matches of ``rows`` with their ``scores`` and ``vectors`` (a private gathered
+        copy: each match gets its own row of it), built in bulk: lists made by ``map`` (no
+        Python step a match), one vectorized decode of the metadata (none when no match has
+        a segment), the objects set up without their validating constructors (the store
+        built each part)."""
         ids, texts = self._lazy or (self._ids, self._texts)
-        rows = positions.tolist()
-        segment = TextSegment._trusted
-        with self._decoding():
-            found_ids = [ids[row] for row in rows]
-            found_texts = [texts[row] for row in rows]
+        try:
+            found_ids = list(map(ids.__getitem__, rows))
+            found_texts = list(map(texts.__getitem__, rows))
+        except UnicodeDecodeError as exc:
+            raise self._corrupt_rows(exc) from exc
+        segments: list[TextSegment | None] = found_texts  # type: ignore[assignment]
+        if found_texts.count(None) != len(rows):  # else every segment is None
+            metadata = self._metadata._take(np.array(rows, dtype=np.intp))
+            segment = TextSegment._trusted
+            if None in found_texts:
+                segments = [
+                    None if text is None else segment(text, values)
+                    for text, values in zip(found_texts, metadata, strict=True)
+                ]
+            else:
+                segments = list(map(segment, found_texts, metadata))  # type: ignore[arg-type]
         return EmbeddingMatch._trusted_list(
-            scores.tolist(),
-            found_ids,
-            Embedding._trusted_rows(self._matrix.take(positions, axis=0)),
-            [
-                None if text is None else segment(text, metadata)
-                for text, metadata in zip(found_texts, self._metadata._take(positions), strict=True)
-            ],
+            scores, found_ids, Embedding._trusted_rows(vectors), segments
         )
 
     def get(self, ids: Iterable[str], *, embeddings: bool = False) -> list[StoredEmbedding]:
@@ -487,26 +503,27 @@ class InMemoryEmbeddingStore(TombstonedRows, EmbeddingStore):
 
     def _top_k(
         self, query: Matrix, selected: Positions | None, request: EmbeddingSearchRequest
-    ) -> tuple[Positions, npt.NDArray[np.float64]]:
-        """Rows and exact scores of the best matches among ``selected`` (None: all rows)."""
+    ) -> tuple[list[int], list[float], Matrix]:
+        """Rows, exact scores and vectors (a private copy) of the best matches among
+        ``selected`` (None: all rows), best first."""
         size = self._size
         eligible = size if selected is None else int(selected.size)
         if eligible == 0:
-            return np.empty(0, dtype=np.intp), np.empty(0, dtype=np.float64)
+            return [], [], self._matrix[:0].copy()
         k = min(request.max_results, eligible)
         query64 = query.astype(np.float64)
         query_norm = math.sqrt(float(query64 @ query64))
         if query_norm == 0.0:  # cosine 0 with everything: all tie, insertion order wins
             first = np.arange(k, dtype=np.intp) if selected is None else selected[:k]
-            return _ranked(first, np.zeros(k), k, request.min_score)
+            found = first if request.min_score <= 0.5 else first[:0]
+            return found.tolist(), [0.5] * found.size, self._matrix.take(found, axis=0)
         unit = (query64 / query_norm).astype(np.float32)
         if self._quantized is not None:
             rows = self._quantized.candidates(
                 self._matrix, self._inv_norms, size, unit, selected, k
             )
             if rows is not None:
-                cosines = exact_cosines(self._matrix, query64, rows, query_norm=query_norm)
-                return _ranked(rows, cosines, k, request.min_score)
+                return self._rescored(rows, query64, query_norm, k, request.min_score)
         if selected is None:
             approx = self._matrix[:size] @ unit
             approx *= self._inv_norms[:size]
@@ -526,8 +543,58 @@ class InMemoryEmbeddingStore(TombstonedRows, EmbeddingStore):
             threshold = max(threshold, float(kth[eligible - k]))
         candidates = (approx >= threshold - tolerance).nonzero()[0]
         rows = candidates if selected is None else selected[candidates]
-        cosines = exact_cosines(self._matrix, query64, rows, query_norm=query_norm)
-        return _ranked(rows, cosines, k, request.min_score)
+        return self._rescored(rows, query64, query_norm, k, request.min_score)
+
+    def _rescored(
+        self,
+        rows: Positions,
+        query64: npt.NDArray[np.float64],
+        query_norm: float,
+        k: int,
+        min_score: float,
+    ) -> tuple[list[int], list[float], Matrix]:
+        """The best ``k`` of ``rows`` by exact relevance score (the query's norm > 0), best
+        first, ties in insertion order, without those scoring below ``min_score``: their
+        rows, scores and vectors. A few rows are gathered once, for the scores and the
+        vectors alike, and ranked as Python floats: fewer numpy calls, each of which costs
+        most right after a graph walk has evicted the caches.
+
+        Ranked by score, not cosine: cosines one ulp apart can round to one score (say
+        ``[3, 3, 3]`` and ``[1, 1, 1]`` against ``[0, 0, 1]``), and equal scores are a tie.
+        """
+        if rows.size > _FEW:
+            scores = relevance_score(
+                exact_cosines(self._matrix, query64, rows, query_norm=query_norm)
+            )
+            order = np.lexsort((rows, -scores))[:k]
+            if min_score > 0.0:  # every score is >= 0
+                order = order[scores[order] >= min_score]
+            found = rows[order]
+            return found.tolist(), scores[order].tolist(), self._matrix.take(found, axis=0)
+        picked = self._matrix.take(rows, axis=0)
+        listed = rows.tolist()
+        # Highest score first, then lowest row (rows are distinct: the position breaks no tie).
+        best = sorted(
+            zip(
+                exact_scores(picked, query64, query_norm),
+                map(_NEGATE, listed),
+                range(len(listed)),
+                strict=True,
+            ),
+            reverse=True,
+        )
+        del best[k:]
+        if min_score > 0.0:
+            best = [entry for entry in best if entry[0] >= min_score]
+        if not best:
+            return [], [], picked[:0]
+        found_scores, _, where = zip(*best, strict=True)
+        vectors = (
+            picked[: len(where)]
+            if where == _IN_ORDER[: len(where)]  # the walk's order was the exact one
+            else picked.take(where, axis=0)
+        )
+        return list(map(listed.__getitem__, where)), list(found_scores), vectors
 
     # ------------------------------------------------------------------ removing
 
@@ -888,27 +955,6 @@ def _column_row(columns: Mapping[str, MetadataColumn], i: int) -> dict[str, Meta
         if value is not None:
             row[key] = value
     return row
-
-
-# ---------------------------------------------------------------------- scores
-
-
-def _ranked(
-    rows: Positions, cosines: npt.NDArray[np.float64], k: int, min_score: float
-) -> tuple[Positions, npt.NDArray[np.float64]]:
-    """The best ``k`` of ``rows`` and their relevance scores ``(cos + 1) / 2``, best first,
-    ties in insertion order, without those scoring below ``min_score``.
-
-    Ranked by score, not cosine: cosines one ulp apart can round to one score (say
-    ``[3, 3, 3]`` and ``[1, 1, 1]`` against ``[0, 0, 1]``), and equal scores are a tie.
-    """
-    scores = relevance_score(cosines)
-    order = np.lexsort((rows, -scores))[:k]
-    rows, scores = rows[order], scores[order]
-    if min_score > 0.0:  # every score is >= 0
-        keep = scores >= min_score
-        rows, scores = rows[keep], scores[keep]
-    return rows, scores
 
 
 # ---------------------------------------------------------------------- norms
