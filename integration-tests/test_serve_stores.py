@@ -21,8 +21,8 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
+from ragloom.easy_rag.store_config import MARKER
 from ragloom.server import ApiKey, IndexService, ServerSettings, create_app
-from ragloom.server.store_config import MARKER
 from ragloom.testkit.stores import STORES, store_options
 
 ACME = "acme-key-0123456789ab"

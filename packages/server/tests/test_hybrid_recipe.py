@@ -12,7 +12,7 @@ from ragloom.core import (
     EmbeddingStoreContentRetriever,
     HybridContentRetriever,
 )
-from ragloom.easy_rag.cli import _retriever, build_parser
+from ragloom.easy_rag.cli import _open_for_mode, _retriever, build_parser
 from ragloom.easy_rag.defaults import HYBRID_FUSION, MinScoreRetriever, hybrid_candidates
 from ragloom.server import IndexService
 from ragloom.server.service import Principal
@@ -58,7 +58,11 @@ def test_the_server_and_ragloom_query_build_the_same_hybrid(
         )
         assert args.mode == "hybrid"
         settings = _settings(served.retriever)  # type: ignore[attr-defined]
-        assert settings == _settings(_retriever(args))
+        index, model = _open_for_mode(args)
+        try:
+            assert settings == _settings(_retriever(args, index, model))
+        finally:
+            index.close()
         assert settings[:2] == (min_score, HYBRID_FUSION)
         assert settings[6] == hybrid_candidates(k) == max(k, 100)
         assert settings[8] is not None

@@ -10,14 +10,25 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
+from fastapi.testclient import TestClient
 
 from ragloom.core import BM25Index, EmbeddingModel, TextSegment
 from ragloom.core.embedding import EmbeddingResult, text_of
+from ragloom.easy_rag.cli import main as ragloom
 from ragloom.easy_rag.index import MANIFEST
-from ragloom.server import IndexService, ServerConfigError, ServerSettings, StoreSettings
+from ragloom.easy_rag.store_config import MARKER
+from ragloom.server import (
+    IndexService,
+    ServerConfigError,
+    ServerSettings,
+    StoreSettings,
+    create_app,
+)
 from ragloom.server.service import Principal
-from ragloom.server.store_config import MARKER, open_index, open_store
 from ragloom.stores.qdrant import QdrantEmbeddingStore
+from ragloom.testkit.stores import store_options
+
+DOCS = Path(__file__).resolve().parents[3] / "docs"
 
 
 def test_the_store_comes_from_the_environment_as_json(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -29,39 +40,48 @@ def test_the_store_comes_from_the_environment_as_json(monkeypatch: pytest.Monkey
         ServerSettings.load()
 
 
-def test_an_unknown_kind_names_the_field_and_what_is_installed() -> None:
+def service(index: Path, store: StoreSettings, model: EmbeddingModel) -> IndexService:
+    return IndexService(ServerSettings.load(index=index, store=store), embedding_model=model)
+
+
+def test_an_unknown_kind_names_the_field_and_what_is_installed(
+    tmp_path: Path, embedding_model: EmbeddingModel
+) -> None:
     with pytest.raises(ServerConfigError, match=r"store\.kind 'chroma'.*installed:.*pgvector"):
-        open_store(StoreSettings(kind="chroma"), 384)
+        service(tmp_path / "i", StoreSettings(kind="chroma"), embedding_model)
 
 
-def test_unknown_options_name_the_field_and_the_accepted_ones() -> None:
+def test_unknown_options_name_the_field_and_the_accepted_ones(
+    tmp_path: Path, embedding_model: EmbeddingModel
+) -> None:
     wrong = StoreSettings(kind="qdrant", options={"colection": "typo"})
     with pytest.raises(
         ServerConfigError, match=r"store\.options: colection not accepted.*collection"
     ):
-        open_store(wrong, 384)
+        service(tmp_path / "i", wrong, embedding_model)
 
 
-def test_the_memory_store_takes_no_options(tmp_path: Path) -> None:
+def test_the_memory_store_takes_no_options(tmp_path: Path, embedding_model: EmbeddingModel) -> None:
     with pytest.raises(ServerConfigError, match=r"store\.options"):
-        open_index(tmp_path / "i", "m", StoreSettings(options={"path": "x"}), 384)
+        service(tmp_path / "i", StoreSettings(options={"path": "x"}), embedding_model)
 
 
 def test_a_directory_keeps_its_store(
     index_dir: Path, tmp_path: Path, embedding_model: EmbeddingModel
 ) -> None:
-    qdrant = StoreSettings(kind="qdrant", options={"path": str(tmp_path / "q"), "collection": "c"})
+    options = {"path": str(tmp_path / "q"), "collection": "c"}
+    qdrant = StoreSettings(kind="qdrant", options=options)
     with pytest.raises(ServerConfigError, match=r"store\.kind 'qdrant'.*built with store 'memory'"):
-        open_index(index_dir, "m", qdrant, embedding_model.dimension)
+        service(index_dir, qdrant, embedding_model)
     fresh = tmp_path / "fresh"
-    index = open_index(fresh, "m", qdrant, embedding_model.dimension)
-    assert isinstance(index.store, QdrantEmbeddingStore)
-    index.save()
-    index.close()
-    assert json.loads((fresh / MARKER).read_text()) == {"kind": "qdrant"}
+    served = service(fresh, qdrant, embedding_model)
+    assert isinstance(served.index.store, QdrantEmbeddingStore)
+    served.close()
+    # The marker records the kind and the options (none of them secret here).
+    assert json.loads((fresh / MARKER).read_text()) == {"kind": "qdrant", "options": options}
     assert not (fresh / "store").exists()  # the vectors are the store's, not the directory's
     with pytest.raises(ServerConfigError, match=r"built with store 'qdrant'"):
-        open_index(fresh, "m", StoreSettings(), embedding_model.dimension)
+        service(fresh, StoreSettings(), embedding_model)
 
 
 class HeldModel(EmbeddingModel):
@@ -110,3 +130,43 @@ def test_a_store_that_persists_itself_gets_the_manifest_after_every_job(
         service.close()
     files = json.loads((index / MANIFEST).read_text())["files"]
     assert sorted(files) == ["upload:-/first.md", "upload:-/second.md"]
+
+
+def test_an_index_ragloom_ingest_built_in_pgvector_is_served(
+    tmp_path: Path, embedding_model: EmbeddingModel, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`ragloom ingest --store pgvector`, then `ragloom serve` with ``store.kind =
+    pgvector`` on the directory: /v1/retrieve answers what `ragloom query` answers, in
+    every mode (the options the directory remembers fill in the server's)."""
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    for name in ("documents.md", "filters.md"):
+        (corpus / name).write_text((DOCS / name).read_text(encoding="utf-8"), encoding="utf-8")
+    index = tmp_path / "index"
+    query = "how do I filter by metadata"
+    with store_options("pgvector", tmp_path, collection="served") as options:
+        given = [f"--store-option={key}={value}" for key, value in options.items()]
+        argv = ["ingest", str(corpus), "--index", str(index), "--quiet", "--store", "pgvector"]
+        assert ragloom([*argv, *given]) == 0
+        expected = {}
+        for mode in ("hybrid", "dense", "keyword"):
+            capsys.readouterr()
+            argv = ["query", query, "--index", str(index), "--mode", mode, "-k", "4", "--json"]
+            assert ragloom(argv) == 0
+            hits = json.loads(capsys.readouterr().out)
+            expected[mode] = [(hit["source"], hit["start"], hit["text"]) for hit in hits]
+            assert len(expected[mode]) == 4, mode
+        settings = ServerSettings.load(index=index, store=StoreSettings(kind="pgvector"))
+        served = IndexService(settings, embedding_model=embedding_model)
+        try:
+            assert served.index.store_persists_itself
+            with TestClient(create_app(settings, served), base_url="http://127.0.0.1:8000") as app:
+                for mode, passages in expected.items():
+                    body = {"query": query, "max_results": 4, "mode": mode}
+                    answer = app.post("/v1/retrieve", json=body)
+                    assert answer.status_code == 200, answer.text
+                    data = answer.json()["data"]
+                    got = [(hit["source"], hit["start"], hit["text"]) for hit in data]
+                    assert got == passages, mode
+        finally:
+            served.close()

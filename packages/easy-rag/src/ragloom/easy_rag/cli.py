@@ -43,14 +43,25 @@ from ragloom.easy_rag.defaults import (
     RETRIEVAL_MODE,
     index_hybrid_retriever,
 )
-from ragloom.easy_rag.extractive import describe_source
+from ragloom.easy_rag.extractive import ExtractiveAssistant, describe_source
 from ragloom.easy_rag.index import DEFAULT_LOCK_WAIT, IngestReport, RagIndex
 from ragloom.easy_rag.plugin_status import format_status, plugin_status
 from ragloom.easy_rag.progress import BarProgress, say, terminal_progress
+from ragloom.easy_rag.store_config import (
+    MARKER,
+    MEMORY,
+    Fields,
+    StoreConfigError,
+    check_store,
+    open_index,
+    recorded_store,
+)
 from ragloom.easy_rag.streaming import DEFAULT_TIMEOUT, AnswerTimeoutError, stream_answer
 
 __all__ = [
     "DEFAULT_INDEX",
+    "STORE_ENV",
+    "STORE_OPTIONS_ENV",
     "UsageError",
     "EXIT_CODES",
     "SHOWN_WARNINGS",
@@ -76,7 +87,8 @@ EXIT_CODES: dict[int, str] = {
     "were), the chat model failed or its answer was cut at --timeout, a plugin check "
     "failed, the server's settings were refused",
     EXIT_USAGE: "usage error: bad arguments or --filter text, a path to ingest that does "
-    "not exist, an unknown command (ragloom eval: also an unusable data set)",
+    "not exist, an unknown command, a store kind or option that cannot be used or an index "
+    "built with another store (ragloom eval: also an unusable data set)",
     EXIT_INDEX: "missing, unreadable or busy index (e.g. --index names a file, another "
     "ingest holds it)",
     EXIT_EMPTY: "nothing to ingest",
@@ -87,6 +99,9 @@ EXIT_CODES: dict[int, str] = {
     "first and keeps its own code",
 }
 DEFAULT_INDEX = ".ragloom-index"
+#: The store kind (``--store``) and its options (``--store-option``, a JSON object) from
+#: the environment; the flags win.
+STORE_ENV, STORE_OPTIONS_ENV = "RAGLOOM_STORE", "RAGLOOM_STORE_OPTIONS"
 
 
 def _model() -> EmbeddingModel:
@@ -128,6 +143,52 @@ def _check_index_argument(path: str) -> None:
         )
 
 
+def _store_option(text: str) -> tuple[str, Any]:
+    """``KEY=VALUE`` (``--store-option``): VALUE as JSON when it parses, else the text."""
+    key, equals, value = text.partition("=")
+    if not equals or not key.strip():
+        raise argparse.ArgumentTypeError(f"{text!r}: give KEY=VALUE, e.g. collection=docs")
+    try:
+        parsed: Any = json.loads(value)
+    except ValueError:
+        parsed = value
+    return key.strip(), parsed
+
+
+def _environment_options() -> dict[str, Any]:
+    text = os.environ.get(STORE_OPTIONS_ENV, "")
+    if not text.strip():
+        return {}
+    try:
+        options = json.loads(text)
+    except ValueError as exc:
+        raise UsageError(f"{STORE_OPTIONS_ENV}: not JSON ({exc}); give a JSON object") from None
+    if not isinstance(options, dict):
+        raise UsageError(f"{STORE_OPTIONS_ENV}: give a JSON object, not {type(options).__name__}")
+    return options
+
+
+def _configured_store(args: argparse.Namespace) -> tuple[str, dict[str, Any], Fields]:
+    """The store kind and options given for ``--index`` (the flags over the environment;
+    without a kind, the one the directory remembers, else memory), and how the messages
+    name them."""
+    flagged = dict(args.store_option)
+    kind = args.store or os.environ.get(STORE_ENV, "").strip() or None
+    options = {**_environment_options(), **flagged}
+    recorded = recorded_store(Path(args.index))
+    fields = Fields(
+        kind="--store" if args.store else STORE_ENV if kind else f"the store of {args.index}",
+        options="--store-option"
+        if flagged
+        else STORE_OPTIONS_ENV
+        if options
+        else f"the options in {Path(args.index) / MARKER}",
+    )
+    if kind is None:
+        kind = recorded.kind if recorded is not None else MEMORY
+    return kind, options, fields
+
+
 #: At most this many warnings are printed after an ingest (``--json`` lists them all).
 SHOWN_WARNINGS = 10
 
@@ -148,7 +209,19 @@ def _warning_lines(report: IngestReport) -> list[str]:
 
 def _ingest_locked(args: argparse.Namespace, model: EmbeddingModel) -> IngestReport | None:
     """Open, ingest and save the index (under its lock); ``None`` when nothing to ingest."""
-    index = RagIndex.open_or_create(args.index, _model_name(model))
+    kind, options, fields = _configured_store(args)
+    index = open_index(
+        Path(args.index), kind, options, model.dimension, model=_model_name(model), fields=fields
+    )
+    try:
+        return _ingest_into(index, args, model)
+    finally:
+        index.close()
+
+
+def _ingest_into(
+    index: RagIndex, args: argparse.Namespace, model: EmbeddingModel
+) -> IngestReport | None:
     with terminal_progress(args.quiet) as progress:
         ingestor = EmbeddingStoreIngestor(
             index.mirrored,
@@ -235,26 +308,41 @@ def _check_min_score(args: argparse.Namespace) -> None:
         raise UsageError(f"--min-score {args.min_score} is outside 0-1, the {args.mode} scale")
 
 
-def _retriever(args: argparse.Namespace) -> ContentRetriever:
-    """The retriever of ``--mode``: dense, keyword (BM25) or hybrid (both fused)."""
+def _open_for_mode(args: argparse.Namespace) -> tuple[RagIndex, EmbeddingModel | None]:
+    """The index of ``--index`` over its store, and the model ``--mode`` needs: keyword
+    retrieval reads only the directory's BM25 index (no model, no store connection)."""
     _check_min_score(args)
     _check_index_argument(args.index)
-    index = RagIndex.open(args.index)
-    filter = parse_filter(args.filter) if args.filter else None
-    keyword = BM25ContentRetriever(index.keywords, max_results=args.k, filter=filter)
+    kind, options, fields = _configured_store(args)
     if args.mode == "keyword":
-        return keyword
+        check_store(Path(args.index), kind, fields=fields)
+        return RagIndex.open(args.index), None
+    model = _model()
+    return open_index(Path(args.index), kind, options, model.dimension, fields=fields), model
+
+
+def _retriever(
+    args: argparse.Namespace, index: RagIndex, model: EmbeddingModel | None
+) -> ContentRetriever:
+    """The retriever of ``--mode``: dense, keyword (BM25) or hybrid (both fused)."""
+    filter = parse_filter(args.filter) if args.filter else None
+    if model is None:
+        return BM25ContentRetriever(index.keywords, max_results=args.k, filter=filter)
     if args.mode == "dense":
         return EmbeddingStoreContentRetriever(
-            index.store, _model(), max_results=args.k, min_score=args.min_score, filter=filter
+            index.store, model, max_results=args.k, min_score=args.min_score, filter=filter
         )
     return index_hybrid_retriever(
-        index.store, index.keywords, _model(), args.k, min_score=args.min_score, filter=filter
+        index.store, index.keywords, model, args.k, min_score=args.min_score, filter=filter
     )
 
 
 def cmd_query(args: argparse.Namespace) -> int:
-    contents = _retriever(args).retrieve(Query(args.text))
+    index, model = _open_for_mode(args)
+    try:
+        contents = _retriever(args, index, model).retrieve(Query(args.text))
+    finally:
+        index.close()
     if args.json:
         print(json.dumps([_content_dict(c) for c in contents], indent=2))
     elif not contents:
@@ -293,7 +381,14 @@ def _model_answer(assistant: RagAssistant, question: str, args: argparse.Namespa
 
 
 def cmd_ask(args: argparse.Namespace) -> int:
-    assistant = create_assistant(_retriever(args))
+    index, model = _open_for_mode(args)
+    try:
+        return _chat(create_assistant(_retriever(args, index, model)), args)
+    finally:
+        index.close()
+
+
+def _chat(assistant: RagAssistant | ExtractiveAssistant, args: argparse.Namespace) -> int:
     questions = [args.question] if args.question else None
     if questions is None:
         print("ragloom chat: ask about your documents (empty line or Ctrl-D to quit)")
@@ -396,6 +491,25 @@ def build_parser() -> argparse.ArgumentParser:
             "--index", default=DEFAULT_INDEX, help=f"index directory (default {DEFAULT_INDEX})"
         )
         sub.add_argument("--json", action="store_true", help="machine-readable output")
+        sub.add_argument(
+            "--store",
+            metavar="KIND",
+            help="keep the vectors in this installed store (pgvector, qdrant, milvus; see "
+            f"`ragloom plugins`) instead of memory; or {STORE_ENV}. The index directory "
+            "remembers it: later commands may omit it, another kind is refused",
+        )
+        sub.add_argument(
+            "--store-option",
+            type=_store_option,
+            action="append",
+            default=[],
+            metavar="KEY=VALUE",
+            help="a keyword argument of the store, VALUE as JSON when it parses, else text "
+            "(repeatable: --store-option connection=postgresql://user@host/db --store-option "
+            f"collection=docs); or {STORE_OPTIONS_ENV} as a JSON object. Remembered with the "
+            "kind, but for secrets: passwords (give them each time, or PGPASSWORD), tokens, "
+            "API keys",
+        )
 
     ingest = commands.add_parser("ingest", help="add, update and remove files in an index")
     ingest.add_argument(
@@ -559,7 +673,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _fail("interrupted", EXIT_INTERRUPTED)
     except RagIndexError as exc:
         return _fail(str(exc), EXIT_INDEX)
-    except (UsageError, InvalidFilterError) as exc:  # the command line's own mistakes
+    except (UsageError, InvalidFilterError, StoreConfigError) as exc:  # the caller's mistakes
         return _fail(str(exc), EXIT_USAGE)
     except RagloomError as exc:
         return _fail(str(exc), EXIT_FAILURE)

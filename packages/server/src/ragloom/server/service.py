@@ -69,8 +69,8 @@ from ragloom.core.ingestor import DOCUMENT_ID
 from ragloom.core.stores.validation import removal_target
 from ragloom.easy_rag import ExtractiveAssistant, RagIndex
 from ragloom.easy_rag.defaults import index_hybrid_retriever
-from ragloom.server.settings import ServerSettings
-from ragloom.server.store_config import open_index
+from ragloom.easy_rag.store_config import StoreConfigError, open_index
+from ragloom.server.settings import ServerConfigError, ServerSettings
 
 __all__ = [
     "TENANT",
@@ -329,10 +329,14 @@ class IndexService:
         try:
             self.index = open_index(
                 settings.index,
-                _model_name(self.embedding_model),
-                settings.store,
+                settings.store.kind,
+                settings.store.options,
                 self.embedding_model.dimension,
+                model=_model_name(self.embedding_model),
             )
+        except StoreConfigError as exc:  # named store.kind / store.options already
+            self._owner.__exit__(None, None, None)
+            raise ServerConfigError(str(exc)) from None
         except BaseException:
             self._owner.__exit__(None, None, None)
             raise

@@ -1,0 +1,220 @@
+"""An index's vector store from configuration, for ``ragloom ingest/query/ask`` and
+``ragloom serve`` alike.
+
+The kind names a provider of the ``ragloom.embedding_stores`` entry-point group
+(``pgvector``, ``qdrant``, ``milvus`` once their packages are installed) and the options
+are its keyword arguments; ``memory`` (the default) is the in-memory store persisted in
+the index directory. With another store the directory keeps the manifest and the BM25
+index of the same segments; the vectors live in the store.
+
+The marker file (:data:`MARKER`) records the kind a directory was built with, so it is
+never read against another store, and the options later commands reuse: all but secrets
+(see :func:`remembered_options`). A directory with a manifest and no marker is an
+in-memory index.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+from ragloom.core import EmbeddingStore, PluginError, plugins
+from ragloom.core.errors import InvalidArgumentError, RagIndexError
+from ragloom.easy_rag.index import MANIFEST, STORE, RagIndex
+
+__all__ = [
+    "MARKER",
+    "MEMORY",
+    "Fields",
+    "StoreConfigError",
+    "Recorded",
+    "open_store",
+    "recorded_store",
+    "remembered_options",
+    "check_store",
+    "open_index",
+]
+
+MARKER = "vector-store.json"
+MEMORY = "memory"
+# Option names that hold a secret (never remembered) or destroy data (never repeated).
+_SECRET_NAME = re.compile(r"password|passwd|secret|token|api_?key|credential", re.IGNORECASE)
+_ONE_SHOT_NAME = re.compile(r"^drop_", re.IGNORECASE)
+_CONNINFO_PASSWORD = re.compile(r"password\s*=", re.IGNORECASE)
+
+
+class StoreConfigError(InvalidArgumentError):
+    """A store kind or option that cannot be used, or a directory built with another
+    store (names the field, as its caller spells it, and the value)."""
+
+
+@dataclass(frozen=True)
+class Fields:
+    """How the caller names the two settings in messages: ``store.kind`` and
+    ``store.options`` in the server's configuration, ``--store`` and ``--store-option``
+    on the command line."""
+
+    kind: str = "store.kind"
+    options: str = "store.options"
+
+
+@dataclass(frozen=True)
+class Recorded:
+    """What an index directory records about its store: the kind, and the remembered
+    options (empty for the in-memory store)."""
+
+    kind: str
+    options: dict[str, Any]
+
+
+def open_store(
+    kind: str, options: Mapping[str, Any], dimension: int, *, fields: Fields = Fields()
+) -> EmbeddingStore:
+    """The store ``kind``, built with ``options`` (and ``dimension`` when the store takes
+    one and it is not given); :class:`StoreConfigError` names the field at fault."""
+    try:
+        factory = plugins.component(plugins.EMBEDDING_STORES, kind)
+    except PluginError as exc:
+        raise StoreConfigError(f"{fields.kind} {kind!r}: {exc}") from None
+    arguments = dict(options)
+    try:
+        accepted: Mapping[str, inspect.Parameter] = inspect.signature(factory).parameters
+    except (TypeError, ValueError):  # no signature to read: the factory decides
+        accepted = {}
+    if "dimension" in accepted and "dimension" not in arguments:
+        arguments["dimension"] = dimension
+    unknown = sorted(set(arguments) - set(accepted)) if accepted else []
+    if unknown and not any(p.kind is p.VAR_KEYWORD for p in accepted.values()):
+        raise StoreConfigError(
+            f"{fields.options}: {', '.join(unknown)} not accepted by {kind!r} "
+            f"(it takes {', '.join(sorted(accepted))})"
+        )
+    try:
+        store = factory(**arguments)
+    except (TypeError, ValueError) as exc:
+        raise StoreConfigError(f"{fields.options} of {kind!r}: {exc}") from None
+    if not isinstance(store, EmbeddingStore):
+        _close(store)
+        raise StoreConfigError(f"{fields.kind} {kind!r} is not an embedding store")
+    return store
+
+
+def _close(store: object) -> None:
+    close = getattr(store, "close", None)
+    if callable(close):
+        close()
+
+
+def _without_password(value: str) -> str | None:
+    """``value`` with a URL's password removed; ``None`` when it holds a password in
+    another form (a libpq ``password=`` key, a URL query parameter)."""
+    try:
+        parts = urlsplit(value)
+    except ValueError:
+        return None
+    if parts.scheme and parts.netloc and parts.password is not None:
+        host = parts.netloc.rpartition("@")[2]
+        user = parts.username or ""
+        value = urlunsplit(parts._replace(netloc=f"{user}@{host}" if user else host))
+    return None if _CONNINFO_PASSWORD.search(value) else value
+
+
+def remembered_options(options: Mapping[str, Any]) -> dict[str, Any]:
+    """The options a marker keeps: not those named like a secret (password, token,
+    secret, api key, credential) or that destroy data (``drop_*``); a URL keeps its user
+    but loses its password, and a text holding a password in another form is dropped.
+    Only JSON values are kept (an object given in Python is not repeatable)."""
+    kept: dict[str, Any] = {}
+    for name, value in options.items():
+        if _SECRET_NAME.search(name) or _ONE_SHOT_NAME.search(name):
+            continue
+        if isinstance(value, str):
+            cleaned = _without_password(value)
+            if cleaned is not None:
+                kept[name] = cleaned
+        elif value is None or isinstance(value, bool | int | float):
+            kept[name] = value
+    return kept
+
+
+def recorded_store(directory: Path) -> Recorded | None:
+    """What ``directory`` records (``memory`` for an index without a marker); ``None``
+    for a directory that holds no index yet."""
+    marker = directory / MARKER
+    if marker.is_file():
+        try:
+            data = json.loads(marker.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise RagIndexError(f"{marker}: unreadable store marker: {exc}") from exc
+        data = data if isinstance(data, dict) else {}
+        kind, options = data.get("kind"), data.get("options", {})
+        if not isinstance(kind, str) or not isinstance(options, dict):
+            raise RagIndexError(
+                f'{marker}: not a store marker (a JSON object with "kind" and "options"); '
+                "rebuild the index"
+            )
+        return Recorded(kind, options)
+    if (directory / MANIFEST).is_file():
+        return Recorded(MEMORY, {})
+    return None
+
+
+def check_store(directory: Path, kind: str, *, fields: Fields = Fields()) -> Recorded | None:
+    """What ``directory`` records, after checking it was built with ``kind``."""
+    recorded = recorded_store(directory)
+    if recorded is not None and recorded.kind != kind:
+        raise StoreConfigError(
+            f"{fields.kind} {kind!r}: the index directory {directory} was built with store "
+            f"{recorded.kind!r}; use another index directory or the same store"
+        )
+    if kind != MEMORY and (directory / STORE).is_dir():
+        raise StoreConfigError(
+            f"{fields.kind} {kind!r}: {directory} holds an in-memory store; use another "
+            "index directory"
+        )
+    return recorded
+
+
+def _remember(directory: Path, kind: str, options: Mapping[str, Any]) -> None:
+    directory.mkdir(parents=True, exist_ok=True)
+    marker = {"kind": kind, "options": remembered_options(options)}
+    (directory / MARKER).write_text(json.dumps(marker, indent=2) + "\n", encoding="utf-8")
+
+
+def open_index(
+    path: Path,
+    kind: str,
+    options: Mapping[str, Any],
+    dimension: int,
+    *,
+    model: str | None = None,
+    fields: Fields = Fields(),
+) -> RagIndex:
+    """The index at ``path`` over store ``kind`` with ``options`` (the options the
+    directory remembers fill in those not given). With ``model`` (a writer, under the
+    index's lock): opened or created, refusing another model's index, and a new one's
+    marker records the kind and the options it may remember. Without: the existing index
+    (:class:`~ragloom.core.RagIndexError` when there is none)."""
+    recorded = check_store(path, kind, fields=fields)
+    if recorded is not None:
+        options = {**recorded.options, **options}
+    if kind == MEMORY and options:
+        raise StoreConfigError(f"{fields.options}: the memory store takes none")
+    if model is None and not (path / MANIFEST).is_file():
+        return RagIndex.open(path)  # "no ragloom index here", before any connection
+    store = None if kind == MEMORY else open_store(kind, options, dimension, fields=fields)
+    try:
+        if model is None:
+            return RagIndex.open(path, store=store)
+        if recorded is None and store is not None:
+            _remember(path, kind, options)
+        return RagIndex.open_or_create(path, model, store=store)
+    except BaseException:  # another model's or an unreadable manifest: release the store
+        _close(store)
+        raise
