@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -184,7 +185,9 @@ def check_store(directory: Path, kind: str, *, fields: Fields = Fields()) -> Rec
 def _remember(directory: Path, kind: str, options: Mapping[str, Any]) -> None:
     directory.mkdir(parents=True, exist_ok=True)
     marker = {"kind": kind, "options": remembered_options(options)}
-    (directory / MARKER).write_text(json.dumps(marker, indent=2) + "\n", encoding="utf-8")
+    temporary = directory / f"{MARKER}.tmp"  # never half a marker: it binds the directory
+    temporary.write_text(json.dumps(marker, indent=2) + "\n", encoding="utf-8")
+    os.replace(temporary, directory / MARKER)
 
 
 def open_index(
