@@ -1,6 +1,6 @@
 """Damaged index files: every bit flip, truncation and size change of a saved store's
-data files (vectors, rows, index codes, HNSW graph: usearch's file and ragloom's faiss
-graph layout) gives a clear error naming the
+data files (vectors, rows, index codes, HNSW graph: usearch's file ``graph-*.usearch``
+and ragloom's faiss graph layout ``faiss-graph-*.bin``) gives a clear error naming the
 file, or (memory-mapped without ``verify``, for damage inside the data) a store that
 works; never a crash, a huge allocation or a raw ``MemoryError``/``RuntimeError``.
 
@@ -48,7 +48,7 @@ def top(store, queries):
 def positions(kind, data):
     # Byte positions to flip: the headers densely, the rest every Nth byte.
     size = len(data)
-    if kind == "graph" and data[:8] == b"RLFAISS1":  # the 80-byte head, then the arrays
+    if kind == "faiss-graph":  # the 80-byte head, then the arrays
         return [*range(0, 80), *range(80, size, max(1, (size - 80) // 160))]
     if kind == "graph":
         rows, cols = struct.unpack_from("<II", data, 0)

@@ -557,7 +557,8 @@ def _damage_a_neighbour(path: Path) -> Path:
 def _damage_a_faiss_neighbour(path: Path) -> Path:
     """Point the first neighbour slot of a saved faiss graph past the last node, keeping
     the file's size and head checksum. Returns the graph file."""
-    graph = path / json.loads((path / "manifest.json").read_text())["files"]["graph"]["name"]
+    files = json.loads((path / "manifest.json").read_text())["files"]
+    graph = path / files["faiss-graph"]["name"]
     file = FaissGraphFile(graph, DIMENSION)
     _, _, links_at = file._layout[2]
     data = bytearray(graph.read_bytes())
@@ -646,6 +647,29 @@ def _saved_with_index(
     return store
 
 
+@pytest.mark.parametrize(
+    ("kind", "file_kind", "suffix"),
+    [("hnsw", "graph", ".usearch"), ("hnsw-faiss", "faiss-graph", ".bin")],
+)
+def test_each_engine_saves_its_graph_file_under_its_own_kind_and_suffix(
+    data: tuple[npt.NDArray[np.float32], npt.NDArray[np.float32]],
+    tmp_path: Path,
+    kind: str,
+    file_kind: str,
+    suffix: str,
+) -> None:
+    """usearch's own file format, and ragloom's layout of a faiss graph (which faiss's
+    reader cannot open): two kinds of file, never one name for both."""
+    vectors, queries = data
+    _saved_with_index(kind, vectors[:3000], queries[0], tmp_path)
+    files = json.loads((tmp_path / "manifest.json").read_text())["files"]
+    assert sorted(files) == sorted(["vectors", "rows", "codes", file_kind])
+    assert re.fullmatch(f"{file_kind}-[0-9a-f]{{32}}{re.escape(suffix)}", files[file_kind]["name"])
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        ["manifest.json", *(entry["name"] for entry in files.values())]
+    )
+
+
 @pytest.mark.parametrize("kind", KINDS)
 def test_a_manifest_missing_an_index_file_fails_the_load_naming_it(
     data: tuple[npt.NDArray[np.float32], npt.NDArray[np.float32]], tmp_path: Path, kind: str
@@ -674,7 +698,7 @@ def test_a_corrupt_index_file_fails_the_load_naming_it(
     vectors, queries = data
     store = _saved_with_index(kind, vectors[:3000], queries[0], tmp_path)
     files = json.loads((tmp_path / "manifest.json").read_text())["files"]
-    for file_kind in ("codes", "graph"):
+    for file_kind in ("codes", "graph", "faiss-graph"):
         if file_kind not in files:
             continue
         path = tmp_path / files[file_kind]["name"]

@@ -107,6 +107,10 @@ class HnswIndex:
         # Fail when the store is made, not at its first search.
         require_faiss() if self._faiss else require_usearch()
         self.options = options
+        # The files state() writes besides the manifest: the row keys, then the graph's
+        # (usearch's own format, or ragloom's layout of a faiss graph).
+        self._graph_file = "faiss-graph" if self._faiss else "graph"
+        self.saved_files: tuple[str, ...] = ("codes", self._graph_file)
         self._graph: HnswGraph | FaissGraph | None = None
         self._row_keys = np.empty(0, dtype=np.uint64)  # key of each indexed row
         self._key_rows = np.empty(0, dtype=np.intp)  # row of each key (or _NO_ROW)
@@ -223,16 +227,14 @@ class HnswIndex:
         self, matrix: Matrix, inv_norms: npt.NDArray[np.float32], size: int
     ) -> tuple[dict[str, Any], dict[str, npt.NDArray[Any]]]:
         """What a save keeps (nothing if never built): the manifest's header, the key of
-        every row (``codes``) and the usearch file (``graph``), brought up to date first."""
+        every row (``codes``) and the graph file (``graph``: usearch's, ``faiss-graph``:
+        :class:`FaissGraphFile`), brought up to date first."""
         if self._graph is None and self._saved is None:
             return {}, {}
         self.sync(matrix, inv_norms, size)
         graph = np.frombuffer(self._writable().serialized(), dtype=np.uint8)
         header = {"version": STATE_VERSION, "removed": self._removed}
-        return header, {"codes": self._row_keys[:size], "graph": graph}
-
-    saved_files: tuple[str, ...] = ("codes", "graph")
-    """The files :meth:`state` writes besides the manifest (row keys, then the graph)."""
+        return header, {"codes": self._row_keys[:size], self._graph_file: graph}
 
     def restore(
         self,
@@ -255,7 +257,7 @@ class HnswIndex:
         count = int(row_keys.size)
         if row_keys.dtype != np.uint64 or row_keys.ndim != 1 or removed > count:
             raise ValueError(f"the row keys are not a uint64 vector or {removed} removed")
-        file = (FaissGraphFile if self._faiss else GraphFile)(files["graph"], dimension)
+        file = (FaissGraphFile if self._faiss else GraphFile)(files[self._graph_file], dimension)
         if file.present != count:
             raise ValueError(f"the graph holds {file.present} vectors, expected {count}")
         if self._faiss and file.nodes != count + removed:  # every key given is a node
@@ -290,7 +292,7 @@ class HnswIndex:
             graph = saved.file.graph(view=saved.view)
         except ValueError as exc:
             raise EmbeddingStoreError(
-                f"{saved.files['graph']}: corrupt saved HNSW graph ({exc})"
+                f"{saved.files[self._graph_file]}: corrupt saved HNSW graph ({exc})"
             ) from exc
         self._graph, self._saved = graph, None
         self._row_keys, self._key_rows = np.array(row_keys), key_rows

@@ -125,12 +125,18 @@ _FILES_V1 = {"vectors": ".npy", "records": ".jsonl"}
 _FORMAT = DirectoryFormat(
     FORMAT_NAME,
     FORMAT_VERSION,
-    {"vectors": ".npy", "rows": ".bin", "codes": ".npy", "graph": ".usearch"},
+    {
+        "vectors": ".npy",
+        "rows": ".bin",
+        "codes": ".npy",
+        "graph": ".usearch",  # usearch's own file
+        "faiss-graph": ".bin",  # ragloom's layout of a faiss graph (stores/_faiss.py)
+    },
     error=EmbeddingStoreError,
     noun="in-memory embedding store",
     older={1: _FILES_V1},
     checksum="crc32",
-    optional=("codes", "graph"),  # an index's saved state; older saves have none
+    optional=("codes", "graph", "faiss-graph"),  # an index's saved state, if any
 )
 _JSON_FORMAT = DirectoryFormat(
     FORMAT_NAME, JSON_VERSION, _FILES_V1, error=EmbeddingStoreError, noun="JSON store"
@@ -732,7 +738,7 @@ class InMemoryEmbeddingStore(TombstonedRows, EmbeddingStore):
         if not mmap:
             unverified: tuple[str, ...] = ("vectors", "rows")  # verified as they are read
         else:
-            unverified = () if verify else ("vectors", "rows", "codes", "graph")
+            unverified = () if verify else ("vectors", "rows", "codes", "graph", "faiss-graph")
         saved = _FORMAT.open(path, unverified=unverified)
         dimension, count = _dimension_and_count(saved.manifest, saved.manifest_path)
         if saved.version == 1:
