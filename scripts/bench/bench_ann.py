@@ -26,7 +26,8 @@ time to build the index (taken at the first search). Numbers on the shared, load
 
     .venv/bin/python scripts/bench/bench_ann.py [--rows 100000] [--queries 50] [--repeat 3]
         [--shapes text,clustered,gaussian] [--kinds exact,int8,binary,hnsw]
-        [--engines ragloom,ragloom-faiss,usearch,hnswlib,faiss,faiss-sqfp16] [--overhead BEAM]
+        [--engines ragloom,ragloom-faiss,usearch,hnswlib,faiss,faiss-sqfp16]
+        [--overhead BEAM [--overhead-engine ragloom-faiss|ragloom]]
 
 ``--engines`` names: ``ragloom[-DTYPE]`` (the store, usearch engine), ``ragloom-faiss[-DTYPE]``
 (the store, ``hnsw_engine="faiss"``), ``usearch`` (ragloom's graph, raw), ``usearch-DTYPE``,
@@ -55,6 +56,7 @@ import numpy.typing as npt
 
 from ragloom.core import EmbeddingSearchRequest, InMemoryEmbeddingStore
 from ragloom.core.stores._usearch import native_dtype
+from ragloom.core.stores.hnsw import HnswIndex
 from ragloom.core.stores.quantized import IndexOptions
 
 KINDS = ("exact", "int8", "binary", "hnsw")
@@ -229,6 +231,15 @@ def cached_text(rows: int, queries: int) -> tuple[Matrix, Matrix, npt.NDArray[np
     return saved["vectors"], saved["probes"], saved["truth"]
 
 
+def store_kind(name: str) -> tuple[str, str, str]:
+    """The engine, graph dtype and cache folder of a ``ragloom[-faiss][-DTYPE]`` store."""
+    engine = "faiss" if name.startswith("ragloom-faiss") else "usearch"
+    dtype = name.removeprefix("ragloom").removeprefix("-faiss").lstrip("-") or "auto"
+    if engine == "faiss":
+        return engine, dtype, f"ragloom-faiss-{'f16' if dtype == 'auto' else dtype}"
+    return engine, dtype, f"ragloom-{native_dtype() if dtype == 'auto' else dtype}"
+
+
 def build_engines(vectors: Matrix, names: list[str]) -> tuple[dict[str, Any], dict[str, float]]:
     """Each engine's graph (M 16, efConstruction 128), built once and kept in
     ``.bench-cache/`` with its build CPU seconds; ``usearch`` is a copy of ragloom's."""
@@ -243,12 +254,7 @@ def build_engines(vectors: Matrix, names: list[str]) -> tuple[dict[str, Any], di
         if name.startswith("faiss-"):  # raw faiss HNSW: SQfp16, SQbf16, with a selector
             graphs[name] = faiss_engine(name, vectors, folder, built)
         elif name.startswith("ragloom"):  # "ragloom[-DTYPE]", "ragloom-faiss[-DTYPE]"
-            engine = "faiss" if name.startswith("ragloom-faiss") else "usearch"
-            dtype = name.removeprefix("ragloom").removeprefix("-faiss").lstrip("-") or "auto"
-            if engine == "faiss":
-                key = f"ragloom-faiss-{'f16' if dtype == 'auto' else dtype}"
-            else:
-                key = f"ragloom-{native_dtype() if dtype == 'auto' else dtype}"
+            engine, dtype, key = store_kind(name)
             saved = folder / key
             if saved.exists():
                 store = InMemoryEmbeddingStore.load(saved)
@@ -445,54 +451,78 @@ def engines(rows: int, queries: int, repeat: int, names: list[str]) -> dict[str,
     return {"load": load, "points": points, "matched": matched, "build_cpu_s": built}
 
 
-def overhead(rows: int, queries: int, repeat: int, beam: int) -> dict[str, float]:
-    """What ragloom's HNSW store adds to usearch's walk, a query (thread CPU us, top 10,
-    beam ``beam``, text rows): five nested calls timed interleaved query by query, each
-    round starting with the next, so their differences are the stages' costs: usearch's
-    compiled walk on the store's graph, the index's ``candidates`` (plus the key-to-row
-    map), the store's ``_top_k`` (plus the query's norm, exact rescoring, ranking),
-    ``search`` (plus lock, checks, result objects) and the request's construction. The
-    five run back to back on one query, so its graph nodes and rows are warm: the walk is
-    faster than in ``--engines`` and the differences leave out the cold reads."""
+def overhead(
+    rows: int, queries: int, repeat: int, beam: int, engine: str = "ragloom-faiss"
+) -> dict[str, float]:
+    """What the HNSW store adds to its own graph walk, a query (thread CPU us, top 10, beam
+    ``beam``, text rows, ``engine`` ragloom or ragloom-faiss), with caches as cold as in
+    ``--engines``: five nested calls, each on its own copy of the saved store (its own
+    matrix, graph and ids, so that no stage warms another's data), run in a random order
+    a query interleaved with raw faiss walks (Flat and SQfp16): the store's graph walk, the
+    index's ``candidates`` (plus the key-to-row map), the store's ``_top_k`` (plus the
+    query's norm and unit vector, the exact rescoring and the ranking), ``search`` with a
+    ready request (plus lock, checks, ids and result objects) and ``search`` of a request
+    made from the array (plus the request and its query's validation). The differences of
+    the means are the stages' costs; the spread of a difference is given as its standard
+    error (paired by query)."""
     vectors, probes, _ = cached_text(rows, queries)
-    store = build_engines(vectors, ["ragloom"])[0]["ragloom"]
-    searcher("ragloom", store, beam)  # sets the beam
-    index = store._quantized
-    walk = index._graph._search_many
+    graphs, _ = build_engines(vectors, [engine, "faiss", "faiss-sqfp16"])
+    saved = CACHE.parent / f"ann-graphs-{rows}" / store_kind(engine)[2]
     units = probes / np.linalg.norm(probes, axis=1, keepdims=True)
     requests = [EmbeddingSearchRequest(probe, 10) for probe in probes]
-    matrix, inv_norms, size = store._matrix, store._inv_norms, store._size
-    index.candidates(matrix, inv_norms, size, units[0], None, 10)  # the beam is set
+
+    def copy() -> InMemoryEmbeddingStore:
+        store = InMemoryEmbeddingStore.load(saved)
+        searcher(engine, store, beam)  # sets the beam
+        store.search(requests[0])  # opens the graph
+        return store
+
+    walk, cand, top_k, search, request = (copy() for _ in range(5))
+    index, walked = cand._quantized, walk._quantized
+    assert isinstance(index, HnswIndex)
+    assert isinstance(walked, HnswIndex)
+    graph = walked._graph
+    assert graph is not None
+    matrix, inv_norms, size = cand._matrix, cand._inv_norms, cand._size
     stages: dict[str, Callable[[int], object]] = {
-        "walk": lambda q: walk(units[q][None], 10, False, 1),
+        "walk": lambda q: graph.search(units[q], 10, beam),
         "candidates": lambda q: index.candidates(matrix, inv_norms, size, units[q], None, 10),
-        "top_k": lambda q: store._top_k(probes[q], None, requests[q]),
-        "search": lambda q: store.search(requests[q]),
-        "request": lambda q: store.search(EmbeddingSearchRequest(probes[q], 10)),
+        "top_k": lambda q: top_k._top_k(probes[q], None, requests[q]),
+        "search": lambda q: search.search(requests[q]),
+        "request": lambda q: request.search(EmbeddingSearchRequest(probes[q], 10)),
     }
-    names = list(stages)
-    cpu = dict.fromkeys(names, 0)
+    raw = [searcher(name, graphs[name], beam) for name in ("faiss", "faiss-sqfp16")]
+    runs: dict[str, Callable[[int], object]] = {
+        **stages,
+        "faiss": lambda q: raw[0](probes[q]),
+        "sqfp16": lambda q: raw[1](probes[q]),
+    }
+    names = list(runs)
+    cpu = {name: np.zeros((repeat, len(probes))) for name in names}
+    rng = np.random.default_rng(0)
     load = os.getloadavg()[0]
     for round_ in range(repeat):
         for q in range(len(probes)):
-            shift = (q + round_) % len(names)
-            for name in names[shift:] + names[:shift]:
+            for name in rng.permutation(names).tolist():
                 start = time.thread_time_ns()
-                stages[name](q)
-                cpu[name] += time.thread_time_ns() - start
-    us = {name: cpu[name] / 1e3 / (repeat * len(probes)) for name in names}
-    added = {"store": us["request"] - us["walk"]}
-    added |= {name: us[name] - us[before] for before, name in itertools.pairwise(names)}
+                runs[name](q)
+                cpu[name][round_, q] = (time.thread_time_ns() - start) / 1e3
+    us = {name: float(cpu[name].mean()) for name in names}
     load = (load + os.getloadavg()[0]) / 2
     print(
-        f"\nstore overhead: {rows:,} text rows, {queries} queries x {repeat}, beam {beam}, "
-        f"load {load:.1f}; thread CPU us a query"
+        f"\nstore overhead ({engine}): {rows:,} text rows, {queries} queries x {repeat}, "
+        f"beam {beam}, load {load:.1f}; thread CPU us a query, caches cold"
     )
     print(
-        f"usearch walk {us['walk']:.1f}, store adds {added['store']:.1f}: "
-        + ", ".join(f"{name} {added[name]:+.1f}" for name in names[1:])
+        f"walk {us['walk']:.1f} (raw faiss SQfp16 {us['sqfp16']:.1f}, Flat {us['faiss']:.1f}), "
+        f"store adds {us['request'] - us['walk']:.1f}: "
+        + ", ".join(
+            f"{name} {us[name] - us[before]:+.1f} (se "
+            f"{float((cpu[name] - cpu[before]).std()) / math.sqrt(cpu[name].size):.1f})"
+            for before, name in itertools.pairwise(list(stages))
+        )
     )
-    return {"load": load, **us, **{f"added_{name}": value for name, value in added.items()}}
+    return {"load": load, **us}
 
 
 def cheapest(points: list[dict[str, float]], recall: float) -> dict[str, float] | None:
@@ -543,11 +573,16 @@ def main() -> None:
         "--overhead",
         type=int,
         metavar="BEAM",
-        help="instead: what the HNSW store adds to usearch's walk at this beam (text rows)",
+        help="instead: what the HNSW store adds to its graph walk at this beam (text rows)",
+    )
+    parser.add_argument(
+        "--overhead-engine",
+        default="ragloom-faiss",
+        help="the store --overhead times: ragloom-faiss (default) or ragloom (usearch)",
     )
     args = parser.parse_args()
     if args.overhead:
-        overhead(args.rows, args.queries, args.repeat, args.overhead)
+        overhead(args.rows, args.queries, args.repeat, args.overhead, args.overhead_engine)
         return
     if args.engines:
         engines(args.rows, args.queries, args.repeat, args.engines.split(","))
