@@ -1,6 +1,7 @@
 """``ragloom ingest/query --store``: an index whose vectors live in pgvector (the service of
 `bash scripts/services/pgvector.sh start`) or Qdrant's local mode finds the same passages
-as the in-memory index of the same files, remembers its store, and refuses another."""
+as the in-memory index of the same files, remembers its store (the kind and the collection,
+never where to connect: later commands give that again), and refuses another."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from typing import Any
 import pytest
 
 from ragloom.easy_rag.cli import EXIT_USAGE, main
-from ragloom.easy_rag.store_config import MARKER, remembered_options
+from ragloom.easy_rag.store_config import MARKER, REMEMBERED, remembered_options
 from ragloom.testkit.stores import store_options
 
 pytestmark = pytest.mark.integration  # a real store (pgvector: the shared service)
@@ -60,12 +61,19 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
     return code, out, err
 
 
-def passages(capsys: pytest.CaptureFixture[str], index: Path, query: str, mode: str) -> list[Any]:
+def passages(
+    capsys: pytest.CaptureFixture[str], index: Path, query: str, mode: str, *given: str
+) -> list[Any]:
     code, out, err = run(
-        capsys, "query", query, "--index", str(index), "--mode", mode, "-k", "3", "--json"
+        capsys, "query", query, "--index", str(index), "--mode", mode, "-k", "3", "--json", *given
     )
     assert code == 0, err
     return [(hit["source"], hit["start"], hit["text"]) for hit in json.loads(out)]
+
+
+def where(options: dict[str, Any]) -> dict[str, Any]:
+    """The options that say where the store is, which a marker never remembers."""
+    return {key: value for key, value in options.items() if key not in REMEMBERED}
 
 
 def test_an_index_in_a_store_finds_what_the_in_memory_one_finds(
@@ -73,6 +81,7 @@ def test_an_index_in_a_store_finds_what_the_in_memory_one_finds(
     tmp_path: Path,
     store: tuple[str, dict[str, Any]],
     capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     kind, options = store
     memory, stored = tmp_path / "memory", tmp_path / "stored"
@@ -92,15 +101,18 @@ def test_an_index_in_a_store_finds_what_the_in_memory_one_finds(
     assert code == 0, err
     assert json.loads(out)["segments"] == len(CORPUS)
     assert not (stored / "store").exists()  # the vectors are in the store
-    assert json.loads((stored / MARKER).read_text()) == {"kind": kind, "options": options}
+    recorded = {"kind": kind, "options": {"collection": options["collection"]}}
+    assert json.loads((stored / MARKER).read_text()) == recorded
 
-    for query in QUERIES:  # no --store: the directory remembers it, options too
+    for query in QUERIES:  # no --store: the directory remembers it and the collection
         for mode in ("dense", "hybrid", "keyword"):
             expected = passages(capsys, memory, query, mode)
             assert expected, (query, mode)  # keyword: only the files with a query word
-            assert passages(capsys, stored, query, mode) == expected, (query, mode)
+            got = passages(capsys, stored, query, mode, *flags(where(options)))
+            assert got == expected, (query, mode)
 
     # Same ids as the in-memory path: ingesting again changes nothing, adds no duplicate.
+    monkeypatch.setenv("RAGLOOM_STORE_OPTIONS", json.dumps(where(options)))
     code, out, _ = run(capsys, "ingest", str(corpus), "--index", str(stored), "--json")
     report = json.loads(out)
     assert (code, len(report["unchanged"]), report["segments"]) == (0, len(CORPUS), 0)
@@ -122,7 +134,10 @@ def test_an_index_in_a_store_finds_what_the_in_memory_one_finds(
 
 
 def test_the_marker_keeps_no_password(
-    corpus: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    corpus: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """The local server trusts its clients, so a password is accepted and then not
     needed: the query without it reaches the same table."""
@@ -138,7 +153,8 @@ def test_the_marker_keeps_no_password(
         assert code == 0, err
         marker = (index / MARKER).read_text()
         assert "s3cret" not in marker
-        assert json.loads(marker)["options"]["connection"] == options["connection"]
+        assert json.loads(marker)["options"] == {"collection": options["collection"]}
+        monkeypatch.setenv("RAGLOOM_STORE_OPTIONS", json.dumps(where(options)))
         assert passages(capsys, index, "how does lava erupt", "dense")[0][0] == "volcanoes.md"
 
 
@@ -157,7 +173,7 @@ def test_the_environment_names_the_store_and_the_flags_win(
         code, _, err = run(capsys, *argv, "--store-option", f"collection={options['collection']}")
         assert code == 0, err
         recorded = json.loads((index / MARKER).read_text())
-        assert recorded == {"kind": "qdrant", "options": options}
+        assert recorded == {"kind": "qdrant", "options": {"collection": options["collection"]}}
         monkeypatch.delenv("RAGLOOM_STORE_OPTIONS")
         monkeypatch.setenv("RAGLOOM_STORE", "pgvector")
         code, _, err = run(capsys, "query", "lava", "--index", str(index))
@@ -196,14 +212,14 @@ def test_bad_stores_are_usage_errors_naming_what_is_wrong(
     [
         (
             {"connection": "postgresql://app:pw@db:5432/rag", "collection": "docs"},
-            {"connection": "postgresql://app@db:5432/rag", "collection": "docs"},
+            {"collection": "docs"},
         ),
-        ({"connection": "host=db user=app password=pw dbname=rag"}, {}),
-        ({"url": "https://q.example:6333", "api_key": "k", "exact": True}, {
-            "url": "https://q.example:6333", "exact": True}),
-        ({"uri": "http://m:19530", "token": "root:Milvus", "drop_table_first": True}, {
-            "uri": "http://m:19530"}),
-        ({"url": "http://q:6333/?password=pw", "timeout": 5}, {"timeout": 5}),
+        ({"connection": "host=db user=app password=pw dbname=rag", "schema": "s"}, {
+            "schema": "s"}),
+        ({"url": "https://q.example:6333", "api_key": "k", "exact": True}, {}),
+        ({"uri": "http://m:19530", "token": "root:Milvus", "drop_table_first": True,
+          "db_name": "rag", "collection_name": "c"}, {"db_name": "rag", "collection_name": "c"}),
+        ({"path": "/srv/q", "timeout": 5, "table": 5, "index_name": ""}, {}),
     ],
 )  # fmt: skip
 def test_what_a_marker_remembers(options: dict[str, Any], kept: dict[str, Any]) -> None:

@@ -77,8 +77,9 @@ def test_a_directory_keeps_its_store(
     served = service(fresh, qdrant, embedding_model)
     assert isinstance(served.index.store, QdrantEmbeddingStore)
     served.close()
-    # The marker records the kind and the options (none of them secret here).
-    assert json.loads((fresh / MARKER).read_text()) == {"kind": "qdrant", "options": options}
+    # The marker records the kind and the collection, never where the store is.
+    recorded = {"kind": "qdrant", "options": {"collection": "c"}}
+    assert json.loads((fresh / MARKER).read_text()) == recorded
     assert not (fresh / "store").exists()  # the vectors are the store's, not the directory's
     with pytest.raises(ServerConfigError, match=r"built with store 'qdrant'"):
         service(fresh, StoreSettings(), embedding_model)
@@ -137,7 +138,8 @@ def test_an_index_ragloom_ingest_built_in_pgvector_is_served(
 ) -> None:
     """`ragloom ingest --store pgvector`, then `ragloom serve` with ``store.kind =
     pgvector`` on the directory: /v1/retrieve answers what `ragloom query` answers, in
-    every mode (the options the directory remembers fill in the server's)."""
+    every mode (the collection the directory remembers fills in the server's options;
+    where to connect comes from each side's own)."""
     corpus = tmp_path / "corpus"
     corpus.mkdir()
     for name in ("documents.md", "filters.md"):
@@ -146,17 +148,19 @@ def test_an_index_ragloom_ingest_built_in_pgvector_is_served(
     query = "how do I filter by metadata"
     with store_options("pgvector", tmp_path, collection="served") as options:
         given = [f"--store-option={key}={value}" for key, value in options.items()]
+        connection = options["connection"]
         argv = ["ingest", str(corpus), "--index", str(index), "--quiet", "--store", "pgvector"]
         assert ragloom([*argv, *given]) == 0
         expected = {}
         for mode in ("hybrid", "dense", "keyword"):
             capsys.readouterr()
             argv = ["query", query, "--index", str(index), "--mode", mode, "-k", "4", "--json"]
-            assert ragloom(argv) == 0
+            assert ragloom([*argv, f"--store-option=connection={connection}"]) == 0
             hits = json.loads(capsys.readouterr().out)
             expected[mode] = [(hit["source"], hit["start"], hit["text"]) for hit in hits]
             assert len(expected[mode]) == 4, mode
-        settings = ServerSettings.load(index=index, store=StoreSettings(kind="pgvector"))
+        store = StoreSettings(kind="pgvector", options={"connection": connection})
+        settings = ServerSettings.load(index=index, store=store)
         served = IndexService(settings, embedding_model=embedding_model)
         try:
             assert served.index.store_persists_itself

@@ -176,13 +176,14 @@ def _configured_store(args: argparse.Namespace) -> tuple[str, dict[str, Any], Fi
     kind = args.store or os.environ.get(STORE_ENV, "").strip() or None
     options = {**_environment_options(), **flagged}
     recorded = recorded_store(Path(args.index))
+    marker = Path(args.index) / MARKER
     fields = Fields(
-        kind="--store" if args.store else STORE_ENV if kind else f"the store of {args.index}",
+        kind="--store" if args.store else STORE_ENV if kind else f"the kind in {marker}",
         options="--store-option"
         if flagged
         else STORE_OPTIONS_ENV
         if options
-        else f"the options in {Path(args.index) / MARKER}",
+        else f"--store-option (or {STORE_OPTIONS_ENV})",
     )
     if kind is None:
         kind = recorded.kind if recorded is not None else MEMORY

@@ -8,9 +8,12 @@ the index directory. With another store the directory keeps the manifest and the
 index of the same segments; the vectors live in the store.
 
 The marker file (:data:`MARKER`) records the kind a directory was built with, so it is
-never read against another store, and the options later commands reuse: all but secrets
-(see :func:`remembered_options`). A directory with a manifest and no marker is an
-in-memory index.
+never read against another store, and the names of its data inside the store
+(:data:`REMEMBERED`: collection, table, schema...). It never says where to connect (a
+URL, a conninfo, a local path) nor how the store behaves: a directory can come from a
+stranger, so connection targets and settings come from the user's own flags, environment
+or configuration, and a marker holding anything else is refused (see
+:func:`recorded_store`). A directory with a manifest and no marker is an in-memory index.
 """
 
 from __future__ import annotations
@@ -23,7 +26,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 from ragloom.core import EmbeddingStore, PluginError, plugins
 from ragloom.core.errors import InvalidArgumentError, RagIndexError
@@ -31,7 +33,9 @@ from ragloom.easy_rag.index import MANIFEST, STORE, RagIndex
 
 __all__ = [
     "MARKER",
+    "MARKER_BYTES",
     "MEMORY",
+    "REMEMBERED",
     "Fields",
     "StoreConfigError",
     "Recorded",
@@ -44,10 +48,15 @@ __all__ = [
 
 MARKER = "vector-store.json"
 MEMORY = "memory"
-# Option names that hold a secret (never remembered) or destroy data (never repeated).
-_SECRET_NAME = re.compile(r"password|passwd|secret|token|api_?key|credential", re.IGNORECASE)
-_ONE_SHOT_NAME = re.compile(r"^drop_", re.IGNORECASE)
-_CONNINFO_PASSWORD = re.compile(r"password\s*=", re.IGNORECASE)
+#: The options a marker may hold: names of the data inside the store the user connects
+#: to, never where to connect, a secret, or a setting (a deadline, a pool size, a drop).
+REMEMBERED = frozenset(
+    {"collection", "collection_name", "table", "schema", "index_name", "db_name"}
+)
+#: A marker larger than this is not one ragloom wrote.
+MARKER_BYTES = 64 * 1024
+_NAME_CHARS = 255  # a remembered name's longest (PostgreSQL's identifiers: 63)
+_KIND = re.compile(r"[a-z0-9][a-z0-9_.-]{0,63}")
 
 
 class StoreConfigError(InvalidArgumentError):
@@ -79,10 +88,7 @@ def open_store(
 ) -> EmbeddingStore:
     """The store ``kind``, built with ``options`` (and ``dimension`` when the store takes
     one and it is not given); :class:`StoreConfigError` names the field at fault."""
-    try:
-        factory = plugins.component(plugins.EMBEDDING_STORES, kind)
-    except PluginError as exc:
-        raise StoreConfigError(f"{fields.kind} {kind!r}: {exc}") from None
+    factory = _factory(kind, fields)
     arguments = dict(options)
     try:
         accepted: Mapping[str, inspect.Parameter] = inspect.signature(factory).parameters
@@ -106,42 +112,45 @@ def open_store(
     return store
 
 
+def _factory(kind: str, fields: Fields) -> Any:
+    try:
+        return plugins.component(plugins.EMBEDDING_STORES, kind)
+    except PluginError as exc:
+        raise StoreConfigError(f"{fields.kind} {kind!r}: {exc}") from None
+
+
 def _close(store: object) -> None:
     close = getattr(store, "close", None)
     if callable(close):
         close()
 
 
-def _without_password(value: str) -> str | None:
-    """``value`` with a URL's password removed; ``None`` when it holds a password in
-    another form (a libpq ``password=`` key, a URL query parameter)."""
-    try:
-        parts = urlsplit(value)
-    except ValueError:
-        return None
-    if parts.scheme and parts.netloc and parts.password is not None:
-        host = parts.netloc.rpartition("@")[2]
-        user = parts.username or ""
-        value = urlunsplit(parts._replace(netloc=f"{user}@{host}" if user else host))
-    return None if _CONNINFO_PASSWORD.search(value) else value
-
-
 def remembered_options(options: Mapping[str, Any]) -> dict[str, Any]:
-    """The options a marker keeps: not those named like a secret (password, token,
-    secret, api key, credential) or that destroy data (``drop_*``); a URL keeps its user
-    but loses its password, and a text holding a password in another form is dropped.
-    Only JSON values are kept (an object given in Python is not repeatable)."""
-    kept: dict[str, Any] = {}
-    for name, value in options.items():
-        if _SECRET_NAME.search(name) or _ONE_SHOT_NAME.search(name):
-            continue
-        if isinstance(value, str):
-            cleaned = _without_password(value)
-            if cleaned is not None:
-                kept[name] = cleaned
-        elif value is None or isinstance(value, bool | int | float):
-            kept[name] = value
-    return kept
+    """The options a marker keeps: the names in :data:`REMEMBERED` given as text. Where
+    to connect (a conninfo, a URL, a path), secrets and settings are never kept."""
+    return {
+        name: value
+        for name, value in options.items()
+        if name in REMEMBERED and isinstance(value, str) and _is_name(value)
+    }
+
+
+def _is_name(value: str) -> bool:
+    return 0 < len(value) <= _NAME_CHARS and value.isprintable()
+
+
+def _read_marker(marker: Path) -> object:
+    try:
+        with marker.open("rb") as file:
+            data = file.read(MARKER_BYTES + 1)
+    except OSError as exc:
+        raise RagIndexError(f"{marker}: unreadable store marker: {exc}") from exc
+    if len(data) > MARKER_BYTES:
+        raise RagIndexError(f"{marker}: not a store marker (over {MARKER_BYTES} bytes)")
+    try:
+        return json.loads(data.decode("utf-8"))
+    except (ValueError, RecursionError) as exc:
+        raise RagIndexError(f"{marker}: unreadable store marker: {exc}") from None
 
 
 def recorded_store(directory: Path) -> Recorded | None:
@@ -149,10 +158,7 @@ def recorded_store(directory: Path) -> Recorded | None:
     for a directory that holds no index yet."""
     marker = directory / MARKER
     if marker.is_file():
-        try:
-            data = json.loads(marker.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
-            raise RagIndexError(f"{marker}: unreadable store marker: {exc}") from exc
+        data = _read_marker(marker)
         data = data if isinstance(data, dict) else {}
         kind, options = data.get("kind"), data.get("options", {})
         if not isinstance(kind, str) or not isinstance(options, dict):
@@ -160,6 +166,21 @@ def recorded_store(directory: Path) -> Recorded | None:
                 f'{marker}: not a store marker (a JSON object with "kind" and "options"); '
                 "rebuild the index"
             )
+        if not _KIND.fullmatch(kind):
+            raise RagIndexError(f"{marker}: kind {kind[:80]!r} is not a store's name")
+        for name, value in options.items():
+            if name not in REMEMBERED:
+                raise RagIndexError(
+                    f"{marker}: option {name[:80]!r} is not one a marker may hold (only "
+                    f"{', '.join(sorted(REMEMBERED))}); where to connect and the store's "
+                    "settings come from your own options, never from an index directory: "
+                    "remove it from the marker"
+                )
+            if not (isinstance(value, str) and _is_name(value)):
+                raise RagIndexError(
+                    f"{marker}: option {name!r} is {repr(value)[:80]}, not a name "
+                    f"(text of 1-{_NAME_CHARS} printable characters)"
+                )
         return Recorded(kind, options)
     if (directory / MANIFEST).is_file():
         return Recorded(MEMORY, {})
@@ -205,6 +226,12 @@ def open_index(
     marker records the kind and the options it may remember. Without: the existing index
     (:class:`~ragloom.core.RagIndexError` when there is none)."""
     recorded = check_store(path, kind, fields=fields)
+    if recorded is not None and kind != MEMORY and not options:
+        _factory(kind, fields)  # a kind not installed says so first
+        raise StoreConfigError(
+            f"{fields.options}: {path} keeps its vectors in store {kind!r}; say where that "
+            f"store is (its {MARKER} never does: a directory may come from anyone)"
+        )
     if recorded is not None:
         options = {**recorded.options, **options}
     if kind == MEMORY and options:
