@@ -386,8 +386,9 @@ def create_app(
         if max_results is None:
             return settings.default_max_results
         if max_results > settings.max_results:
+            given = max_results if max_results < 10**12 else f"of {len(str(max_results))} digits"
             raise InvalidArgumentError(
-                f"max_results {max_results} exceeds this server's cap of {settings.max_results}"
+                f"max_results {given} exceeds this server's cap of {settings.max_results}"
             )
         return max_results
 
@@ -444,10 +445,12 @@ def create_app(
         "Serving"). Errors take the app's handlers, as a route's would."""
         request = Request(scope, receive)
         caller = await principal(request)
+        raw = await _json_body(request)
         try:
-            body = RetrieveRequest.model_validate_json(await _json_body(request))
+            body = RetrieveRequest.model_validate_json(raw, strict=True)  # as its schema says
         except ValidationError as exc:
             raise InvalidArgumentError(_describe(exc.errors(), "body")) from None
+        _refuse_repeated_fields(raw)
         retriever = current().retriever(
             caller,
             max_results=limit(body.max_results),
@@ -652,15 +655,36 @@ CSP = (
 
 async def _json_body(request: Request) -> bytes:
     """The request's body, refused (400) unless it is JSON by its Content-Type (or has
-    none), as FastAPI reads a JSON body."""
+    none), as FastAPI reads a JSON body, in UTF-8 (a ``charset`` other than UTF-8 is
+    named rather than failing as 'Invalid JSON')."""
     kind = request.headers.get("content-type")
     if kind is not None:
-        media = kind.partition(";")[0].strip().lower()
+        media, _, parameters = kind.partition(";")
+        media = media.strip().lower()
         if not (media == "application/json" or re.fullmatch(r"application/[^/]+\+json", media)):
             raise InvalidArgumentError(
                 f"body: send JSON (Content-Type: application/json), not {media[:80]!r}"
             )
+        charset = re.search(r"charset\s*=\s*\"?([^\";\s]*)", parameters, re.IGNORECASE)
+        if charset and charset[1].lower() not in {"utf-8", "utf8"}:
+            raise InvalidArgumentError(f"body: send UTF-8 JSON, not charset {charset[1][:40]!r}")
     return await request.body()
+
+
+def _refuse_repeated_fields(raw: bytes) -> None:
+    """A field given twice is refused (400 naming it): the parser keeps the last, and a
+    proxy or log reading the first would see another request than the one served.
+    ``raw`` has passed validation (one flat object), so this second parse is cheap."""
+
+    def unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        seen: dict[str, Any] = {}
+        for name, value in pairs:
+            if name in seen:
+                raise InvalidArgumentError(f"body.{name[:80]}: given twice; send each field once")
+            seen[name] = value
+        return seen
+
+    json.loads(raw, object_pairs_hook=unique)
 
 
 def _describe(errors: Any, *prefix: str) -> str:
