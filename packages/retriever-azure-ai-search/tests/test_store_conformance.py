@@ -42,7 +42,8 @@ class TestAzureAiSearchStore(EmbeddingStoreSuite, EmbeddingStoreFilterSuite):
     ) -> Iterator[AzureAiSearchEmbeddingStore]:
         server, endpoint = service
         name = f"t{abs(hash(request.node.nodeid)) % 10**12}"
-        yield AzureAiSearchEmbeddingStore(
+        with AzureAiSearchEmbeddingStore(
             endpoint, name, AzureKeyCredential(server.api_key), dimension=dimension
-        )
+        ) as store:
+            yield store
         server.indexes.pop(name, None)

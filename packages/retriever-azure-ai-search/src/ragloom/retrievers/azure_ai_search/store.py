@@ -14,11 +14,20 @@ The index (created when missing) has a fixed schema, so that any ragloom metadat
 Scores: Azure's cosine ``@search.score`` is ``1 / (2 - cos)``; it is turned back into
 ``cos`` and then into ragloom's ``(cos + 1) / 2``. ``min_score`` is applied to the top
 ``max_results`` Azure returns (the best ones, so nothing better is lost).
+
+Clients: the store's own clients send through core's bounded HTTP client
+(:mod:`~ragloom.retrievers.azure_ai_search.transport`): each client call (a search with
+its pages, a batch, the index definition) ends within ``timeout`` seconds, retries
+included, and no answer body may pass ``max_response_bytes``. Its async methods run on
+``azure.search.documents.aio`` clients, one pair per event loop (the remote-store base's
+``_arun``), the same steps as the sync path; ``aclose`` closes them.
 """
 
 from __future__ import annotations
 
+import asyncio
 import base64
+import inspect
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -27,6 +36,7 @@ import numpy as np
 from azure.core.credentials import AzureKeyCredential
 from azure.core.exceptions import AzureError, ResourceNotFoundError
 from azure.search.documents import SearchClient
+from azure.search.documents.aio import SearchClient as AsyncSearchClient
 from azure.search.documents.indexes import SearchIndexClient
 from azure.search.documents.indexes.models import (
     ComplexField,
@@ -53,6 +63,7 @@ from ragloom.core.filters import (
     IsNotEqualTo,
     IsNotIn,
 )
+from ragloom.core.kit.http import DEFAULT_MAX_RESPONSE_BYTES
 from ragloom.core.kit.metadata_codec import KIND_LETTERS
 from ragloom.core.kit.remote_store import (
     Candidates,
@@ -71,6 +82,13 @@ from ragloom.retrievers.azure_ai_search.odata import (
     odata_literal,
 )
 from ragloom.retrievers.azure_ai_search.retriever import cosine_from_azure
+from ragloom.retrievers.azure_ai_search.transport import (
+    DEFAULT_TIMEOUT,
+    AsyncBoundedTransport,
+    BoundedTransport,
+    checked_timeout,
+    within,
+)
 
 __all__ = ["AzureAiSearchEmbeddingStore", "MetadataFilterCompiler"]
 
@@ -204,6 +222,11 @@ def _search_in(values: Sequence[FilterValue]) -> str:
     return f"search.in(m/s, {odata_literal(delimiter.join(texts))}, {odata_literal(delimiter)})"
 
 
+def _sender(client: SearchClient | AsyncSearchClient, action: str) -> Any:
+    """The client's method for a document batch of ``action`` (``upload``, ``delete``)."""
+    return client.upload_documents if action == "upload" else client.delete_documents
+
+
 class _Service:
     """The store's two Azure clients, each call answered in full (a search's pages read
     while the call is made, so its errors surface inside it): the ``_client`` the
@@ -217,16 +240,24 @@ class _Service:
         return list(self.search_client.search(**kwargs))
 
     def index(self, action: str, documents: list[dict[str, Any]]) -> list[Any]:
-        send = (
-            self.search_client.upload_documents
-            if action == "upload"
-            else self.search_client.delete_documents
-        )
-        return list(send(documents))
+        return list(_sender(self.search_client, action)(documents))
 
-    def close(self) -> None:
-        self.search_client.close()
-        self.indexes.close()
+
+class _AsyncService:
+    """:class:`_Service`'s document calls on an ``azure.search.documents.aio`` client of
+    one event loop, awaited (the index is read and created by the sync index client)."""
+
+    def __init__(self, search: AsyncSearchClient) -> None:
+        self.search_client = search
+
+    async def search(self, **kwargs: Any) -> list[dict[str, Any]]:
+        return [hit async for hit in await self.search_client.search(**kwargs)]
+
+    async def index(self, action: str, documents: list[dict[str, Any]]) -> list[Any]:
+        return list(await _sender(self.search_client, action)(documents))
+
+    async def close(self) -> None:
+        await self.search_client.close()
 
 
 class AzureAiSearchEmbeddingStore(RemoteEmbeddingStore):
@@ -239,6 +270,12 @@ class AzureAiSearchEmbeddingStore(RemoteEmbeddingStore):
     neighbours. Writes go in batches of ``batch_size`` documents (Azure takes at most
     1000 a request). On the remote-store base: Azure's ranking picks the ``k`` nearest
     (no insertion order to break ties), their scores are recomputed exactly.
+
+    ``timeout`` (seconds) bounds each client call as a whole, retries and pages included;
+    ``max_response_bytes`` caps each answer's body (the store's own clients; given
+    ``search_client``/``index_client`` keep their transport, and the async methods then
+    run them in worker threads, as they do with a credential that has no async form). At
+    most ``async_concurrency`` async calls are in flight per event loop (None: no limit).
     """
 
     _label = "Azure AI Search index"
@@ -256,17 +293,28 @@ class AzureAiSearchEmbeddingStore(RemoteEmbeddingStore):
         search_client: SearchClient | None = None,
         index_client: SearchIndexClient | None = None,
         metadata_schema: Mapping[str, type] | None = None,
+        timeout: float = DEFAULT_TIMEOUT,
+        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+        async_concurrency: int | None = None,
     ) -> None:
-        super().__init__(index_name, metadata_schema=metadata_schema)
+        if async_concurrency is not None:
+            positive_int(async_concurrency, "async_concurrency")
+        super().__init__(
+            index_name, metadata_schema=metadata_schema, async_concurrency=async_concurrency
+        )
         if dimension is not None:
             positive_int(dimension, "dimension")
         self.batch_size = positive_int(batch_size, "batch_size", _MAX_BATCH)
         self.index_name = index_name
         self.exhaustive = exhaustive
-        self._owns_clients = search_client is None and index_client is None
+        self.timeout = checked_timeout(timeout)
+        self.max_response_bytes = positive_int(max_response_bytes, "max_response_bytes")
+        self._endpoint, self._credential = endpoint, credential
+        self._own_search_client = search_client is None
+        self._own_index_client = index_client is None
         self._client = _Service(
-            search_client or SearchClient(endpoint, index_name, credential),
-            index_client or SearchIndexClient(endpoint, credential),
+            search_client or SearchClient(endpoint, index_name, credential, **self._transport()),
+            index_client or SearchIndexClient(endpoint, credential, **self._transport()),
         )
         self._dimension = self._existing_dimension()
         if self._dimension is None and dimension is not None:
@@ -277,16 +325,59 @@ class AzureAiSearchEmbeddingStore(RemoteEmbeddingStore):
             )
 
     def close(self) -> None:
-        """Close the clients, if the store created them."""
-        if self._owns_clients:
-            self._client.close()
+        """Close the clients the store created (given ones stay open)."""
+        if self._own_search_client:
+            self._client.search_client.close()
+        if self._own_index_client:
+            self._client.indexes.close()
+
+    # ------------------------------------------------------------------ clients
+
+    def _transport(
+        self, kind: type[BoundedTransport | AsyncBoundedTransport] = BoundedTransport
+    ) -> dict[str, Any]:
+        """The keyword giving a client of the store a new bounded transport of ``kind``."""
+        return {"transport": kind(timeout=self.timeout, max_bytes=self.max_response_bytes)}
+
+    def _new_async_client(self) -> _AsyncService | None:
+        """An async document client for the running loop, when the store made its own
+        search client and its credential has an async form (a key, or an async token
+        credential); else None (the base runs the sync client in a worker thread)."""
+        credential = self._credential
+        usable = isinstance(credential, AzureKeyCredential) or inspect.iscoroutinefunction(
+            getattr(credential, "get_token", None)
+        )
+        if not (self._own_search_client and usable):
+            return None
+        client = AsyncSearchClient(
+            self._endpoint, self.index_name, credential, **self._transport(AsyncBoundedTransport)
+        )
+        return _AsyncService(client)
+
+    def _perform(self, step: ClientCall) -> Any:
+        """One step on the sync client, within the store's ``timeout``."""
+        with within(self.timeout):
+            return super()._perform(step)
+
+    async def _aperform(self, client: Any, step: ClientCall) -> Any:
+        """One step on the async client, within the store's ``timeout`` (the transport's
+        deadline; ``asyncio.timeout`` also ends a wait outside it)."""
+        with within(self.timeout):
+            async with asyncio.timeout(self.timeout):
+                return await super()._aperform(client, step)
+
+    def _message(self, exc: Exception) -> str:
+        if isinstance(exc, TimeoutError):
+            return f"no answer within the timeout of {self.timeout:g} s"
+        return str(exc)
 
     # ------------------------------------------------------------------ index
 
     def _existing_dimension(self) -> int | None:
         """The vector dimension of the existing index, or None when there is no index."""
         try:
-            index = self._client.indexes.get_index(self.index_name)
+            with within(self.timeout):
+                index = self._client.indexes.get_index(self.index_name)
         except ResourceNotFoundError:
             return None
         except AzureError as exc:
@@ -303,9 +394,12 @@ class AzureAiSearchEmbeddingStore(RemoteEmbeddingStore):
 
     def _create_index(self, dimension: int) -> None:
         what = f"creating the index (dimension {dimension})"
-        self._call(
-            what, self._client.indexes.create_index, _index_definition(self.index_name, dimension)
-        )
+        with within(self.timeout):
+            self._call(
+                what,
+                self._client.indexes.create_index,
+                _index_definition(self.index_name, dimension),
+            )
         self._dimension = dimension
 
     def _ensure_collection(self, dimension: int) -> None:

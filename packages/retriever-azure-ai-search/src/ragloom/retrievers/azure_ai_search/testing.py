@@ -185,6 +185,9 @@ class SearchWireServer:
                 index, None, key_field, {str(d[key_field]): dict(d) for d in documents}
             )
         self.requests: list[dict[str, Any]] = []
+        self.wire: WireServer | None = None
+        """The wire server while :meth:`running` (``wire.script(...)`` stalls or cuts the
+        next answers: ``testkit.wire.late``, ``slowly``, ``disconnect``)."""
         self._lock = threading.Lock()
 
     def _unauthorized(self, request: Recorded) -> tuple[int, Any, Mapping[str, str]]:
@@ -434,4 +437,8 @@ class SearchWireServer:
             not_found=self._not_found,
         )
         with wire:
-            yield wire.url
+            self.wire = wire
+            try:
+                yield wire.url
+            finally:
+                self.wire = None
