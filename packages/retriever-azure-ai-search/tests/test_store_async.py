@@ -25,7 +25,7 @@ from ragloom.core.stores.base import EmbeddingSearchRequest
 from ragloom.retrievers.azure_ai_search import AzureAiSearchEmbeddingStore
 from ragloom.retrievers.azure_ai_search.testing import SearchWireServer
 from ragloom.testkit.async_embedding_store import hits, rows
-from ragloom.testkit.wire import WireServer, delay, slowly
+from ragloom.testkit.wire import WireServer, delay, slowly, status
 
 DIMENSION = 8
 STALL = 30.0  # seconds a stalled answer would take: far beyond every timeout here
@@ -80,8 +80,12 @@ async def _closing(store: AzureAiSearchEmbeddingStore, body: Callable[[], Awaita
 @pytest.mark.parametrize("mode", ["sync", "async"])
 @pytest.mark.parametrize(
     "stall",
-    [delay(STALL), slowly((200, {"value": [{"id": "x" * 2000}]}), chunk_size=16, interval=0.2)],
-    ids=["late", "dribbled"],
+    [
+        delay(STALL),
+        slowly((200, {"value": [{"id": "x" * 2000}]}), chunk_size=16, interval=0.2),
+        status(503, {"error": {"code": "", "message": "busy"}}, {"Retry-After": str(STALL * 100)}),
+    ],
+    ids=["late", "dribbled", "retry-after"],
 )
 def test_a_stalled_answer_fails_within_the_timeout(service: Service, mode: str, stall: Any) -> None:
     store = _filled(service, timeout=1.0)
