@@ -267,7 +267,16 @@ class FaissGraphFile:
             self._keys = self._check_nodes()
         return self._keys
 
+    def _unshrunk(self) -> None:
+        """Raise ``ValueError`` if the file is now shorter than its mapping (truncated
+        since it was opened): reading a page past its end would be a SIGBUS."""
+        if self._mapping.size() < len(self._mapping):  # the file's size, by fstat
+            raise ValueError(
+                f"the graph file shrank to {self._mapping.size()} bytes since it was opened"
+            )
+
     def _check_nodes(self) -> Keys:
+        self._unshrunk()
         levels, offsets, links, live = (self._array(i) for i in range(4))
         nodes, top = self.nodes, self._top
         faiss = require_faiss()
@@ -309,6 +318,7 @@ class FaissGraphFile:
         (``view`` is accepted for the usearch graph's interface; faiss cannot view)."""
         del view
         self.check()
+        self._unshrunk()  # again: checked maybe long ago, copied now
         faiss = require_faiss()
         index = _new_index(faiss, self._dimension, self._kind, self._connectivity)
         hnsw = index.hnsw

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import inspect
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -87,6 +86,7 @@ from ragloom.retrievers.azure_ai_search.transport import (
     AsyncBoundedTransport,
     BoundedTransport,
     checked_timeout,
+    has_async_form,
     within,
 )
 
@@ -343,14 +343,13 @@ class AzureAiSearchEmbeddingStore(RemoteEmbeddingStore):
         """An async document client for the running loop, when the store made its own
         search client and its credential has an async form (a key, or an async token
         credential); else None (the base runs the sync client in a worker thread)."""
-        credential = self._credential
-        usable = isinstance(credential, AzureKeyCredential) or inspect.iscoroutinefunction(
-            getattr(credential, "get_token", None)
-        )
-        if not (self._own_search_client and usable):
+        if not (self._own_search_client and has_async_form(self._credential)):
             return None
         client = AsyncSearchClient(
-            self._endpoint, self.index_name, credential, **self._transport(AsyncBoundedTransport)
+            self._endpoint,
+            self.index_name,
+            self._credential,
+            **self._transport(AsyncBoundedTransport),
         )
         return _AsyncService(client)
 

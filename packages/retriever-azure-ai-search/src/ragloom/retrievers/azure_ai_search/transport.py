@@ -23,10 +23,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import inspect
 import time
 from collections.abc import Iterator
 from typing import Any
 
+from azure.core.credentials import AzureKeyCredential
 from azure.core.exceptions import (
     AzureError,
     ServiceRequestError,
@@ -55,6 +57,7 @@ __all__ = [
     "AsyncBoundedTransport",
     "BoundedTransport",
     "checked_timeout",
+    "has_async_form",
     "within",
 ]
 
@@ -71,6 +74,14 @@ def checked_timeout(value: object, what: str = "timeout") -> float:
     if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value < 1e9:
         raise InvalidArgumentError(f"{what} must be a number of seconds > 0, got {value!r}")
     return float(value)
+
+
+def has_async_form(credential: object) -> bool:
+    """Whether an ``aio`` client can use ``credential``: a key, or an async token
+    credential (a sync token credential's ``get_token`` cannot be awaited)."""
+    return isinstance(credential, AzureKeyCredential) or inspect.iscoroutinefunction(
+        getattr(credential, "get_token", None)
+    )
 
 
 @contextlib.contextmanager
