@@ -105,7 +105,10 @@ class RagloomError(Exception):
 
 
 def _new_error(cls: type[RagloomError], *args: object) -> RagloomError:
-    """An instance of ``cls`` made without ``__init__``, for unpickling."""
+    """An instance of ``cls`` made without ``__init__``, for unpickling: a ragloom error
+    class only, so this function is no gadget to make other objects from a pickle."""
+    if not (isinstance(cls, type) and issubclass(cls, RagloomError)):
+        raise TypeError(f"unpickling a ragloom error: {cls!r} is not a ragloom error class")
     return cls.__new__(cls, *args)
 
 
