@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import re
 import time
 import warnings
 from collections.abc import Awaitable, Callable, Iterator
@@ -20,7 +21,7 @@ import pytest
 from azure.core.credentials import AzureKeyCredential
 from azure.search.documents import SearchClient
 
-from ragloom.core.errors import EmbeddingStoreError
+from ragloom.core.errors import EmbeddingStoreError, InvalidArgumentError
 from ragloom.core.stores.base import EmbeddingSearchRequest
 from ragloom.retrievers.azure_ai_search import AzureAiSearchEmbeddingStore
 from ragloom.retrievers.azure_ai_search.testing import SearchWireServer
@@ -198,3 +199,19 @@ def test_async_service_errors_name_the_index_and_the_call(service: Service) -> N
     with pytest.raises(EmbeddingStoreError, match=r"'vectors': vector search failed: .*No index"):
         _search(store, "async")
     store.close()
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "message"),
+    [
+        ("timeout", 0, "timeout must be a number of seconds > 0, got 0"),
+        ("timeout", float("inf"), "timeout must be a number of seconds > 0, got inf"),
+        ("max_response_bytes", 0, "max_response_bytes must be an int >= 1, got 0"),
+        ("max_response_bytes", 1.5, "max_response_bytes must be an int >= 1, got 1.5"),
+    ],
+)
+def test_bad_bounds_are_refused_naming_the_option(
+    service: Service, option: str, value: object, message: str
+) -> None:
+    with pytest.raises(InvalidArgumentError, match=re.escape(message)):
+        _store(service, **{option: value})

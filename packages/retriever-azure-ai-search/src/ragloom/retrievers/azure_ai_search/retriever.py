@@ -47,14 +47,7 @@ from ragloom.core.retrievers.dynamic import Dynamic, resolve_dynamic
 from ragloom.core.stores.scores import relevance_score
 from ragloom.core.stores.validation import check_max_results, check_min_score
 from ragloom.retrievers.azure_ai_search.odata import ODataFilterCompiler
-from ragloom.retrievers.azure_ai_search.transport import (
-    DEFAULT_TIMEOUT,
-    AsyncBoundedTransport,
-    BoundedTransport,
-    checked_timeout,
-    has_async_form,
-    within,
-)
+from ragloom.retrievers.azure_ai_search.transport import DEFAULT_TIMEOUT, Bounds, has_async_form
 
 __all__ = ["AZURE_RERANKER_SCORE", "AZURE_SCORE", "AzureAiSearchContentRetriever", "SearchMode"]
 
@@ -118,16 +111,11 @@ class AzureAiSearchContentRetriever(ContentRetriever):
         if not callable(min_score):
             check_min_score(min_score)
             self._check_min_score_mode(mode, min_score)
-        self.timeout = checked_timeout(timeout)
-        if type(max_response_bytes) is not int or max_response_bytes < 1:
-            raise InvalidArgumentError(
-                f"max_response_bytes must be an int >= 1, got {max_response_bytes!r}"
-            )
-        self.max_response_bytes = max_response_bytes
+        self.bounds = Bounds(timeout, max_response_bytes)
         self._own_client = client is None
         self._endpoint, self._credential = endpoint, credential
         self.client = client or SearchClient(
-            endpoint, index_name, credential, transport=self._transport(BoundedTransport)
+            endpoint, index_name, credential, transport=self.bounds.transport()
         )
         self._async_client: AsyncSearchClient | None = None
         self._async_loop: asyncio.AbstractEventLoop | None = None
@@ -158,7 +146,7 @@ class AzureAiSearchContentRetriever(ContentRetriever):
             assert self.embedding_model is not None
             self._add_vector(options, self.embedding_model.embed(query.text).embedding)
         try:
-            with within(self.timeout):
+            with self.bounds.call():
                 hits = list(self.client.search(**options))
         except AzureError as exc:
             raise self._error(query, exc) from exc
@@ -177,9 +165,8 @@ class AzureAiSearchContentRetriever(ContentRetriever):
                 options, (await aio.aembed(self.embedding_model, query.text)).embedding
             )
         try:
-            with within(self.timeout):
-                async with asyncio.timeout(self.timeout):
-                    hits = [hit async for hit in await client.search(**options)]
+            async with self.bounds.acall():
+                hits = [hit async for hit in await client.search(**options)]
         except (AzureError, TimeoutError) as exc:
             raise self._error(query, exc) from exc
         return self._contents(hits, min_score)
@@ -197,11 +184,6 @@ class AzureAiSearchContentRetriever(ContentRetriever):
         if self._own_client:
             self.client.close()
 
-    def _transport(
-        self, kind: type[BoundedTransport | AsyncBoundedTransport]
-    ) -> BoundedTransport | AsyncBoundedTransport:
-        return kind(timeout=self.timeout, max_bytes=self.max_response_bytes)
-
     def _current_async_client(self) -> AsyncSearchClient | None:
         """The running loop's async client, opened on its first ``aretrieve``; None for a
         given client or a credential without an async form (a sync token credential)."""
@@ -213,7 +195,7 @@ class AzureAiSearchContentRetriever(ContentRetriever):
                 self._endpoint,
                 self.index_name,
                 self._credential,
-                transport=self._transport(AsyncBoundedTransport),
+                transport=self.bounds.async_transport(),
             )
             self._async_loop = loop
         return self._async_client
@@ -249,10 +231,9 @@ class AzureAiSearchContentRetriever(ContentRetriever):
         ]
 
     def _error(self, query: Query, exc: Exception) -> RetrievalError:
-        reason = f"no answer within {self.timeout:g} s" if isinstance(exc, TimeoutError) else exc
         return RetrievalError(
             f"Azure AI Search index {self.index_name!r} refused the {self.mode} search "
-            f"for {query.text!r}: {reason}"
+            f"for {query.text!r}: {self.bounds.reason(exc)}"
         )
 
     def _contents(self, hits: list[dict[str, Any]], min_score: float) -> list[Content]:

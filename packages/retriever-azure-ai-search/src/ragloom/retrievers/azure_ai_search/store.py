@@ -25,7 +25,6 @@ included, and no answer body may pass ``max_response_bytes``. Its async methods 
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import uuid
 from collections.abc import Callable, Mapping, Sequence
@@ -81,14 +80,7 @@ from ragloom.retrievers.azure_ai_search.odata import (
     odata_literal,
 )
 from ragloom.retrievers.azure_ai_search.retriever import cosine_from_azure
-from ragloom.retrievers.azure_ai_search.transport import (
-    DEFAULT_TIMEOUT,
-    AsyncBoundedTransport,
-    BoundedTransport,
-    checked_timeout,
-    has_async_form,
-    within,
-)
+from ragloom.retrievers.azure_ai_search.transport import DEFAULT_TIMEOUT, Bounds, has_async_form
 
 __all__ = ["AzureAiSearchEmbeddingStore", "MetadataFilterCompiler"]
 
@@ -307,14 +299,15 @@ class AzureAiSearchEmbeddingStore(RemoteEmbeddingStore):
         self.batch_size = positive_int(batch_size, "batch_size", _MAX_BATCH)
         self.index_name = index_name
         self.exhaustive = exhaustive
-        self.timeout = checked_timeout(timeout)
-        self.max_response_bytes = positive_int(max_response_bytes, "max_response_bytes")
+        self.bounds = Bounds(timeout, max_response_bytes)
         self._endpoint, self._credential = endpoint, credential
         self._own_search_client = search_client is None
         self._own_index_client = index_client is None
         self._client = _Service(
-            search_client or SearchClient(endpoint, index_name, credential, **self._transport()),
-            index_client or SearchIndexClient(endpoint, credential, **self._transport()),
+            search_client
+            or SearchClient(endpoint, index_name, credential, transport=self.bounds.transport()),
+            index_client
+            or SearchIndexClient(endpoint, credential, transport=self.bounds.transport()),
         )
         self._dimension = self._existing_dimension()
         if self._dimension is None and dimension is not None:
@@ -333,12 +326,6 @@ class AzureAiSearchEmbeddingStore(RemoteEmbeddingStore):
 
     # ------------------------------------------------------------------ clients
 
-    def _transport(
-        self, kind: type[BoundedTransport | AsyncBoundedTransport] = BoundedTransport
-    ) -> dict[str, Any]:
-        """The keyword giving a client of the store a new bounded transport of ``kind``."""
-        return {"transport": kind(timeout=self.timeout, max_bytes=self.max_response_bytes)}
-
     def _new_async_client(self) -> _AsyncService | None:
         """An async document client for the running loop, when the store made its own
         search client and its credential has an async form (a key, or an async token
@@ -349,33 +336,30 @@ class AzureAiSearchEmbeddingStore(RemoteEmbeddingStore):
             self._endpoint,
             self.index_name,
             self._credential,
-            **self._transport(AsyncBoundedTransport),
+            transport=self.bounds.async_transport(),
         )
         return _AsyncService(client)
 
     def _perform(self, step: ClientCall) -> Any:
         """One step on the sync client, within the store's ``timeout``."""
-        with within(self.timeout):
+        with self.bounds.call():
             return super()._perform(step)
 
     async def _aperform(self, client: Any, step: ClientCall) -> Any:
         """One step on the async client, within the store's ``timeout`` (the transport's
         deadline; ``asyncio.timeout`` also ends a wait outside it)."""
-        with within(self.timeout):
-            async with asyncio.timeout(self.timeout):
-                return await super()._aperform(client, step)
+        async with self.bounds.acall():
+            return await super()._aperform(client, step)
 
     def _message(self, exc: Exception) -> str:
-        if isinstance(exc, TimeoutError):
-            return f"no answer within the timeout of {self.timeout:g} s"
-        return str(exc)
+        return self.bounds.reason(exc)
 
     # ------------------------------------------------------------------ index
 
     def _existing_dimension(self) -> int | None:
         """The vector dimension of the existing index, or None when there is no index."""
         try:
-            with within(self.timeout):
+            with self.bounds.call():
                 index = self._client.indexes.get_index(self.index_name)
         except ResourceNotFoundError:
             return None
@@ -393,7 +377,7 @@ class AzureAiSearchEmbeddingStore(RemoteEmbeddingStore):
 
     def _create_index(self, dimension: int) -> None:
         what = f"creating the index (dimension {dimension})"
-        with within(self.timeout):
+        with self.bounds.call():
             self._call(
                 what,
                 self._client.indexes.create_index,

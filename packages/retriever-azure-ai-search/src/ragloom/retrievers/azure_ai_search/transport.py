@@ -25,7 +25,8 @@ import contextlib
 import contextvars
 import inspect
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 from azure.core.credentials import AzureKeyCredential
@@ -56,7 +57,7 @@ __all__ = [
     "DEFAULT_TIMEOUT",
     "AsyncBoundedTransport",
     "BoundedTransport",
-    "checked_timeout",
+    "Bounds",
     "has_async_form",
     "within",
 ]
@@ -69,7 +70,7 @@ _DEADLINE: contextvars.ContextVar[float | None] = contextvars.ContextVar(
 )
 
 
-def checked_timeout(value: object, what: str = "timeout") -> float:
+def _checked_timeout(value: object, what: str = "timeout") -> float:
     """``value`` as seconds: a finite number > 0; else an InvalidArgumentError naming it."""
     if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value < 1e9:
         raise InvalidArgumentError(f"{what} must be a number of seconds > 0, got {value!r}")
@@ -184,7 +185,7 @@ class BoundedTransport(HttpTransport):  # type: ignore[type-arg]
     def __init__(
         self, *, timeout: float = DEFAULT_TIMEOUT, max_bytes: int = DEFAULT_MAX_RESPONSE_BYTES
     ) -> None:
-        self.timeout = checked_timeout(timeout)
+        self.timeout = _checked_timeout(timeout)
         self._http = HttpClient(egress=ALLOW_ALL, max_bytes=max_bytes, follow_redirects=False)
 
     def send(self, request: HttpRequest, **kwargs: Any) -> _Response:
@@ -221,7 +222,7 @@ class AsyncBoundedTransport(AsyncHttpTransport):  # type: ignore[type-arg]
     def __init__(
         self, *, timeout: float = DEFAULT_TIMEOUT, max_bytes: int = DEFAULT_MAX_RESPONSE_BYTES
     ) -> None:
-        self.timeout = checked_timeout(timeout)
+        self.timeout = _checked_timeout(timeout)
         self._http = AsyncHttpClient(egress=ALLOW_ALL, max_bytes=max_bytes, follow_redirects=False)
 
     async def send(self, request: HttpRequest, **kwargs: Any) -> _AsyncResponse:
@@ -249,3 +250,48 @@ class AsyncBoundedTransport(AsyncHttpTransport):  # type: ignore[type-arg]
     async def __aexit__(self, *exc_info: object) -> None:
         """The client's ``close`` ends here: the pool is released."""
         await self.close()
+
+
+@dataclass(frozen=True)
+class Bounds:
+    """The bounds of a component's Azure calls: each call within ``timeout`` seconds as a
+    whole, each answer's body within ``max_bytes`` (checked here, named as the store's
+    and the retriever's options)."""
+
+    timeout: float = DEFAULT_TIMEOUT
+    max_bytes: int = DEFAULT_MAX_RESPONSE_BYTES
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "timeout", _checked_timeout(self.timeout))
+        if type(self.max_bytes) is not int or self.max_bytes < 1:
+            raise InvalidArgumentError(
+                f"max_response_bytes must be an int >= 1, got {self.max_bytes!r}"
+            )
+
+    def transport(self) -> BoundedTransport:
+        """A new transport for a sync client."""
+        return BoundedTransport(timeout=self.timeout, max_bytes=self.max_bytes)
+
+    def async_transport(self) -> AsyncBoundedTransport:
+        """A new transport for an ``aio`` client (of the loop that first uses it)."""
+        return AsyncBoundedTransport(timeout=self.timeout, max_bytes=self.max_bytes)
+
+    @contextlib.contextmanager
+    def call(self) -> Iterator[None]:
+        """One sync call: its requests and retry pauses end at the deadline."""
+        with within(self.timeout):
+            yield
+
+    @contextlib.asynccontextmanager
+    async def acall(self) -> AsyncIterator[None]:
+        """One async call: the transport's deadline, and ``asyncio.timeout`` for any wait
+        outside a request."""
+        with within(self.timeout):
+            async with asyncio.timeout(self.timeout):
+                yield
+
+    def reason(self, exc: Exception) -> str:
+        """What went wrong, for an error message (``asyncio.timeout``'s error has no text)."""
+        if isinstance(exc, TimeoutError):
+            return f"no answer within the timeout of {self.timeout:g} s"
+        return str(exc)
