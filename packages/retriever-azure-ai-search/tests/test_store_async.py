@@ -12,6 +12,8 @@ from __future__ import annotations
 import asyncio
 import gc
 import re
+import subprocess
+import sys
 import time
 import warnings
 from collections.abc import Awaitable, Callable, Iterator
@@ -215,3 +217,36 @@ def test_bad_bounds_are_refused_naming_the_option(
 ) -> None:
     with pytest.raises(InvalidArgumentError, match=re.escape(message)):
         _store(service, **{option: value})
+
+
+_WITHOUT_AIOHTTP = """
+import asyncio, sys
+sys.modules["aiohttp"] = None  # as after pip install ragloom-retriever-azure-ai-search alone
+from azure.core.credentials import AzureKeyCredential
+from ragloom.core.embedding import Embedding
+from ragloom.core.stores.base import EmbeddingSearchRequest
+from ragloom.retrievers.azure_ai_search import AzureAiSearchEmbeddingStore
+
+store = AzureAiSearchEmbeddingStore(sys.argv[1], "vectors", AzureKeyCredential(sys.argv[2]))
+
+async def main() -> None:
+    async with store:
+        await store.aadd_all([Embedding([1.0, 0.0]), Embedding([0.0, 1.0])], ids=["a", "b"])
+        found = await store.asearch(EmbeddingSearchRequest(Embedding([0.0, 1.0]), max_results=1))
+        print(type(store._async_client).__name__, found.matches[0].embedding_id)
+
+asyncio.run(main())
+"""
+
+
+def test_async_methods_need_no_aiohttp(service: Service) -> None:
+    server, endpoint = service
+    done = subprocess.run(
+        [sys.executable, "-c", _WITHOUT_AIOHTTP, endpoint, server.api_key],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["_AsyncService", "b"]  # the native client, not a thread
