@@ -24,7 +24,7 @@ from ragloom.core import (
 )
 from ragloom.core.filters import Filter
 from ragloom.core.stores._faiss import FaissGraphFile
-from ragloom.core.stores._usearch import GraphFile, native_dtype
+from ragloom.core.stores._usearch import GraphFile, HnswGraph, native_dtype
 from ragloom.core.stores.hnsw import HnswIndex
 from ragloom.core.stores.quantized import IndexOptions, QuantizedIndex, _popcount_table
 from ragloom.testkit import EmbeddingStoreFilterSuite, EmbeddingStoreSuite
@@ -300,6 +300,24 @@ def test_popcount_fallback_matches_numpy() -> None:
     assert (_popcount_table(values) == expected).all()
 
 
+def test_usearch_graph_is_the_same_for_the_same_rows_and_reaches_every_one() -> None:
+    # usearch's concurrent add strands unreachable nodes (USearch issue 735): two
+    # threads built a different graph each time and left some of 2000 rows unreachable.
+    vectors = np.random.default_rng(7).standard_normal((2000, 4)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    keys = np.arange(2000, dtype=np.uint64)
+    graphs = []
+    for _ in range(3):
+        graph = HnswGraph.new(
+            4, dtype="f32", connectivity=16, expansion_add=128, expansion_search=64
+        )
+        graph.add(keys, vectors)
+        graphs.append(graph)
+    assert graphs[0].serialized() == graphs[1].serialized() == graphs[2].serialized()
+    found = [int(graphs[0].search(vector, 1, 64)[0]) for vector in vectors]
+    assert found == keys.tolist()
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("kind", ["hnsw", "hnsw-faiss"])
 def test_hnsw_skips_tombstones_and_rebuilds_after_many_removals(
@@ -546,10 +564,11 @@ def _damage_a_neighbour(path: Path) -> Path:
     graph = path / json.loads((path / "manifest.json").read_text())["files"]["graph"]["name"]
     data = bytearray(graph.read_bytes())
     rows, width = struct.unpack_from("<2I", data, 0)
-    nodes, _, base, _, _ = struct.unpack_from("<5Q", data, 8 + rows * width + 64)
+    nodes, connectivity, base, _, _ = struct.unpack_from("<5Q", data, 8 + rows * width + 64)
     levels = np.frombuffer(data, "<i2", nodes, 8 + rows * width + 104)
-    assert levels[-1] == 0  # the last node's level-0 list ends the file
-    struct.pack_into("<2I", data, len(data) - 4 * (base + 1), 1, nodes)
+    # The last node's lists end the file: level 0's, then one a level above it.
+    level_0 = len(data) - 4 * (base + 1) - int(levels[-1]) * 4 * (connectivity + 1)
+    struct.pack_into("<2I", data, level_0, 1, nodes)
     graph.write_bytes(bytes(data))
     return graph
 
