@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -49,6 +50,28 @@ def test_embedding_from_list_to_list_is_exact_for_float32_values() -> None:
 def test_embedding_rejects_bad_vectors(bad: object) -> None:
     with pytest.raises(ValueError, match="embedding vector"):
         Embedding(bad)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("size", [1, 3, 8, 17, 384])  # BLAS kernels' vector widths and tails
+def test_a_float32_vector_with_any_non_finite_component_is_refused(size: int) -> None:
+    for bad in (np.nan, np.inf, -np.inf):
+        for where in range(size):
+            vector = np.ones(size, dtype=np.float32)
+            vector[where] = bad
+            with pytest.raises(ValueError, match="contains NaN or infinity"):
+                Embedding(vector)
+    both = np.ones(size + 1, dtype=np.float32)
+    both[0], both[-1] = np.inf, -np.inf  # would cancel in a plain sum
+    with pytest.raises(ValueError, match="contains NaN or infinity"):
+        Embedding(both)
+
+
+def test_a_finite_vector_whose_squares_overflow_is_kept_without_a_warning() -> None:
+    huge = np.array([3.4e38, -3.4e38, 1e20, 1.0], dtype=np.float32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        embedding = Embedding(huge)
+    assert embedding.to_list() == huge.tolist()
 
 
 def test_equality_and_hashing_follow_the_values() -> None:

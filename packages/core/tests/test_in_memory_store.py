@@ -553,6 +553,23 @@ def test_search_request_validation(kwargs: dict[str, Any]) -> None:
         EmbeddingSearchRequest([1.0, 0.0], **kwargs)
 
 
+def test_search_request_keeps_valid_values_and_names_bad_ones() -> None:
+    class Count(int):
+        pass
+
+    for min_score, kept in [(0.5, 0.5), (1, 1.0), (np.float64(0.25), 0.25), (0, 0.0)]:
+        request = EmbeddingSearchRequest([1.0, 0.0], Count(2), min_score)
+        assert request.max_results == 2
+        assert type(request.min_score) is float
+        assert request.min_score == kept
+    with pytest.raises(EmbeddingStoreError, match=r"max_results must be an int >= 1, got True"):
+        EmbeddingSearchRequest([1.0, 0.0], True)
+    with pytest.raises(
+        EmbeddingStoreError, match=r"min_score must be a number in \[0, 1\], got nan"
+    ):
+        EmbeddingSearchRequest([1.0, 0.0], 3, math.nan)
+
+
 @pytest.mark.parametrize("query", [[math.nan, 1.0], [math.inf, 0.0], [], [[1.0]], "ab"])
 def test_search_request_rejects_bad_query_vectors(query: Any) -> None:
     with pytest.raises(EmbeddingStoreError, match="query embedding"):

@@ -61,7 +61,7 @@ class Embedding:
             raise InvalidArgumentError(
                 f"embedding vector must be 1-D and non-empty, got shape {array.shape}"
             )
-        if not np.isfinite(array).all():
+        if not _finite(array):
             raise InvalidArgumentError("embedding vector contains NaN or infinity")
         array.flags.writeable = False
         self._vector = array
@@ -154,6 +154,16 @@ class Embedding:
         head = ", ".join(f"{x:.4g}" for x in self._vector[:4].tolist())
         more = ", ..." if self.dimension > 4 else ""
         return f"Embedding(dimension={self.dimension}, vector=[{head}{more}])"
+
+
+def _finite(array: FloatVector) -> bool:
+    """Whether every component of the 1-D ``array`` is finite, in one BLAS call when so
+    (a query's check, 1-2 us less cold than ``isfinite(...).all()``): a NaN or an
+    infinity makes the sum of squares NaN or infinite (squares cannot cancel); a
+    finite sum proves them all finite. Only an overflowing sum (a norm above ~1.8e19)
+    needs the component-wise check. ``vdot``, unlike ``dot``, raises no floating-point
+    warning for that overflow, so such a vector is accepted silently as before."""
+    return math.isfinite(np.vdot(array, array)) or bool(np.isfinite(array).all())
 
 
 def relevance_score(cosine_similarity: float) -> float:

@@ -69,14 +69,26 @@ class EmbeddingSearchRequest:
                 query_embedding = Embedding(query_embedding)
             except ValueError as exc:
                 raise EmbeddingStoreError(f"invalid query embedding: {exc}") from exc
-        check_max_results(max_results)
-        min_score = check_min_score(min_score)
+        # The checks' usual case inline (a query's request is built every search); any
+        # other value goes through the full check, which raises or accepts it.
+        if type(max_results) is not int or max_results < 1:
+            check_max_results(max_results)
+        if type(min_score) is not float or not 0.0 <= min_score <= 1.0:
+            min_score = check_min_score(min_score)
         if filter is not None:
             check_filter(filter)
-        object.__setattr__(self, "query_embedding", query_embedding)
-        object.__setattr__(self, "max_results", max_results)
-        object.__setattr__(self, "min_score", min_score)
-        object.__setattr__(self, "filter", filter)
+        # The slots' setters, which a frozen dataclass leaves usable: ~0.1 us less each
+        # than object.__setattr__, which looks the name up.
+        _SET_QUERY(self, query_embedding)
+        _SET_MAX_RESULTS(self, max_results)
+        _SET_MIN_SCORE(self, min_score)
+        _SET_FILTER(self, filter)
+
+
+_SET_QUERY, _SET_MAX_RESULTS, _SET_MIN_SCORE, _SET_FILTER = (
+    EmbeddingSearchRequest.__dict__[name].__set__
+    for name in ("query_embedding", "max_results", "min_score", "filter")
+)
 
 
 @dataclass(frozen=True, slots=True)
