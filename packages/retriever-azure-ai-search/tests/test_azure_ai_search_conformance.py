@@ -4,11 +4,10 @@ through the official azure-search-documents client, against the local wire-forma
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import numpy as np
 import pytest
-from azure.core.credentials import AzureKeyCredential
 
 from ragloom.core.document import Document
 from ragloom.retrievers.azure_ai_search import AzureAiSearchContentRetriever, SearchMode
@@ -24,7 +23,10 @@ def mode(request: pytest.FixtureRequest) -> SearchMode:
 class TestAzureAiSearchConformance(ContentRetrieverSuite):
     @pytest.fixture
     def retriever(
-        self, corpus: list[Document], mode: SearchMode
+        self,
+        corpus: list[Document],
+        mode: SearchMode,
+        topic_retriever: Callable[..., AzureAiSearchContentRetriever],
     ) -> Iterator[AzureAiSearchContentRetriever]:
         model = FakeEmbeddingModel(dimension=64)
         documents = [
@@ -38,13 +40,4 @@ class TestAzureAiSearchConformance(ContentRetrieverSuite):
         ]
         server = SearchWireServer("docs", documents)
         with server.running() as endpoint:
-            yield AzureAiSearchContentRetriever(
-                endpoint,
-                "docs",
-                AzureKeyCredential(server.api_key),
-                mode=mode,
-                embedding_model=model,
-                semantic_configuration="default",
-                metadata_fields=["topic"],
-                max_results=5,
-            )
+            yield topic_retriever(server, endpoint, mode, model, max_results=5)

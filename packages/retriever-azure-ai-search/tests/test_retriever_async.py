@@ -8,7 +8,7 @@ import asyncio
 import gc
 import time
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -28,6 +28,7 @@ from ragloom.testkit.wire import delay, slowly
 
 MODEL = FakeEmbeddingModel(dimension=16)
 TEXTS = ["bread dough rises", "sourdough bread starter", "chess openings", "bread of O'Brien"]
+Retrievers = Callable[..., AzureAiSearchContentRetriever]
 STALL = 30.0  # seconds a stalled answer would take: far beyond every timeout here
 
 
@@ -47,21 +48,17 @@ def server() -> Iterator[SearchWireServer]:
         yield server
 
 
-def _retriever(
-    server: SearchWireServer, mode: SearchMode = SearchMode.HYBRID, **options: Any
-) -> AzureAiSearchContentRetriever:
-    assert server.wire is not None
-    return AzureAiSearchContentRetriever(
-        server.wire.url,
-        "docs",
-        AzureKeyCredential(server.api_key),
-        mode=mode,
-        embedding_model=MODEL,
-        semantic_configuration="default",
-        metadata_fields=["topic"],
-        max_results=3,
-        **options,
-    )
+@pytest.fixture
+def make(server: SearchWireServer, topic_retriever: Retrievers) -> Retrievers:
+    """Builds a retriever of the server (hybrid unless ``mode`` says otherwise)."""
+
+    def build(
+        mode: SearchMode = SearchMode.HYBRID, **options: Any
+    ) -> AzureAiSearchContentRetriever:
+        assert server.wire is not None
+        return topic_retriever(server, server.wire.url, mode, MODEL, max_results=3, **options)
+
+    return build
 
 
 def _view(contents: list[Content]) -> list[tuple[str, dict[str, Any], dict[str, Any]]]:
@@ -76,12 +73,12 @@ async def _closing(retriever: AzureAiSearchContentRetriever, query: Query) -> li
 
 
 @pytest.mark.parametrize("mode", list(SearchMode))
-def test_aretrieve_equals_retrieve(server: SearchWireServer, mode: SearchMode) -> None:
+def test_aretrieve_equals_retrieve(make: Retrievers, mode: SearchMode) -> None:
     query = Query("bread")
-    expected = _view(_retriever(server, mode).retrieve(query))
+    expected = _view(make(mode).retrieve(query))
     assert expected  # the comparison is of something
-    assert _view(asyncio.run(_closing(_retriever(server, mode), query))) == expected
-    filtered = _retriever(server, mode, filter=key("topic").is_equal_to("chess"))
+    assert _view(asyncio.run(_closing(make(mode), query))) == expected
+    filtered = make(mode, filter=key("topic").is_equal_to("chess"))
     chess = Query("chess bread")
     assert [c.text_segment.text for c in asyncio.run(_closing(filtered, chess))] == [
         "chess openings"
@@ -95,9 +92,9 @@ def test_aretrieve_equals_retrieve(server: SearchWireServer, mode: SearchMode) -
     ids=["late", "dribbled"],
 )
 def test_a_stalled_search_fails_within_the_timeout(
-    server: SearchWireServer, mode: str, stall: Any
+    make: Retrievers, server: SearchWireServer, mode: str, stall: Any
 ) -> None:
-    retriever = _retriever(server, timeout=1.0)
+    retriever = make(timeout=1.0)
     assert server.wire is not None
     server.wire.script(stall)
 
@@ -120,14 +117,18 @@ def test_a_stalled_search_fails_within_the_timeout(
     assert time.monotonic() - start < STALL / 3  # the timeout ended it, not the stall
 
 
-def test_an_answer_past_max_response_bytes_fails(server: SearchWireServer) -> None:
-    retriever = _retriever(server, max_response_bytes=200)
+def test_an_answer_past_max_response_bytes_fails(
+    make: Retrievers,
+) -> None:
+    retriever = make(max_response_bytes=200)
     with pytest.raises(RetrievalError, match=r"max_bytes=200"):
         asyncio.run(_closing(retriever, Query("bread")))
 
 
-def test_each_loop_gets_its_own_client_and_aclose_closes_it(server: SearchWireServer) -> None:
-    retriever = _retriever(server)
+def test_each_loop_gets_its_own_client_and_aclose_closes_it(
+    make: Retrievers,
+) -> None:
+    retriever = make()
 
     async def twice() -> Any:
         await retriever.aretrieve(Query("bread"))
@@ -148,10 +149,12 @@ def test_each_loop_gets_its_own_client_and_aclose_closes_it(server: SearchWireSe
     assert [w for w in caught if issubclass(w.category, ResourceWarning)] == []
 
 
-def test_a_given_sync_client_runs_in_a_worker_thread(server: SearchWireServer) -> None:
+def test_a_given_sync_client_runs_in_a_worker_thread(
+    make: Retrievers, server: SearchWireServer
+) -> None:
     assert server.wire is not None
     client = SearchClient(server.wire.url, "docs", AzureKeyCredential(server.api_key))
-    retriever = _retriever(server, client=client)
+    retriever = make(client=client)
     expected = _view(retriever.retrieve(Query("bread")))
     assert _view(asyncio.run(_closing(retriever, Query("bread")))) == expected
     assert retriever._async_client is None
