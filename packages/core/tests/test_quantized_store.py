@@ -209,9 +209,10 @@ def _not_found_first(
 
 def _walk_misses(kind: str, probes: int) -> int:
     """Probes an index may miss: none when codes choose the candidates (a scan of every
-    code); for HNSW, one in ten plus one. A graph built by several threads at once can
-    leave a node without links to it (here about 1 probe in 150 misses its own node); a
-    row under the wrong key would miss every probe."""
+    code); for HNSW, one in ten plus one: a graph promises no row is found by its own
+    vector (built by several threads at once, usearch's left about 1 probe in 150 without
+    its node, and it is now built on one); a row under the wrong key would miss every
+    probe."""
     return probes // 10 + 1 if kind.startswith("hnsw") else 0
 
 
