@@ -226,6 +226,9 @@ class EgressPolicy:
                 sock.close()
                 last = exc
                 continue
+            except BaseException:  # KeyboardInterrupt mid-connect: nobody else can close it
+                sock.close()
+                raise
             return sock
         assert last is not None
         raise last

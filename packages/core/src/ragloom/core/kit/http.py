@@ -39,6 +39,7 @@ would hide the address the egress policy checks).
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextvars
 import dataclasses
 import email.message
@@ -285,9 +286,13 @@ class _PinnedBackend(httpcore.NetworkBackend):
                 timeout=_time_left(timeout, httpcore.ConnectTimeout),
                 source_address=None if local_address is None else (local_address, 0),
             )
-            for option in socket_options or ():
-                sock.setsockopt(*option)
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            try:
+                for option in socket_options or ():
+                    sock.setsockopt(*option)
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            except BaseException:
+                sock.close()
+                raise
         return _DeadlineStream(sock)
 
 
@@ -352,9 +357,23 @@ class _AsyncDeadlineStream(httpcore.AsyncNetworkStream):
         return None
 
 
+_CONNECTS = concurrent.futures.ThreadPoolExecutor(thread_name_prefix="ragloom-connect")
+"""The threads the async client's connects run in (as many as asyncio's default)."""
+
+
+def _close_abandoned(connecting: concurrent.futures.Future[httpcore.NetworkStream]) -> None:
+    """Close the connection of a connect whose caller is gone (cancelled, timed out)."""
+    if not connecting.cancelled() and connecting.exception() is None:
+        connecting.result().close()
+
+
 class _AsyncPinnedBackend(httpcore.AsyncNetworkBackend):
     """:class:`_PinnedBackend` on asyncio: the policy's checked connect runs in a thread
-    (bounded by its own timeout), the socket is then handed to asyncio."""
+    (bounded by its own timeout), the socket is then handed to asyncio.
+
+    A thread cannot be stopped: when the caller is cancelled while the thread connects,
+    the connection it makes is closed as soon as it is made (the thread's own future
+    keeps it; ``asyncio.to_thread`` would drop it, an open socket for the collector)."""
 
     def __init__(self, egress: EgressPolicy) -> None:
         self._sync = _PinnedBackend(egress)
@@ -367,9 +386,20 @@ class _AsyncPinnedBackend(httpcore.AsyncNetworkBackend):
         local_address: str | None = None,
         socket_options: Any = None,
     ) -> httpcore.AsyncNetworkStream:
-        stream = await asyncio.to_thread(
-            self._sync.connect_tcp, host, port, timeout, local_address, socket_options
+        connecting = _CONNECTS.submit(
+            contextvars.copy_context().run,
+            self._sync.connect_tcp,
+            host,
+            port,
+            timeout,
+            local_address,
+            socket_options,
         )
+        try:
+            stream = await asyncio.wrap_future(connecting)
+        except BaseException:
+            connecting.add_done_callback(_close_abandoned)  # now, or once it has connected
+            raise
         sock = stream.get_extra_info("socket")
         try:
             sock.settimeout(0)
