@@ -10,6 +10,7 @@ function makes ragloom error classes only, so it adds no gadget to a crafted str
 
 from __future__ import annotations
 
+import os
 import pickle
 import re
 import subprocess
@@ -53,7 +54,7 @@ class Gadget:
 
 
 @pytest.mark.parametrize(
-    "cls", [subprocess.Popen, Path, dict, ValueError, print, "ragloom.core.errors.RagloomError"]
+    "cls", [subprocess.Popen, os.system, Path, dict, ValueError, "ragloom.core.errors.RagloomError"]
 )
 def test_the_rebuild_function_makes_ragloom_errors_only(cls: object) -> None:
     stream = pickle.dumps(Gadget(cls, "argument"))
