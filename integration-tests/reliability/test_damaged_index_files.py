@@ -11,20 +11,17 @@ crash of pytest.
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
+from forked_cases import run_runner
 
 RUNNER = r"""
-import json, os, resource, shutil, signal, struct, sys, tempfile
+import json, shutil, struct, sys, tempfile
 from pathlib import Path
 import numpy as np
-from ragloom.core import Embedding, RagloomError
+from forked_cases import outcome
+from ragloom.core import Embedding
 from ragloom.core.stores import InMemoryEmbeddingStore
 from ragloom.core.stores.base import EmbeddingSearchRequest
 from ragloom.core.stores.quantized import IndexOptions
-
-LIMIT = 1 << 30  # address space a damaged load may add to the runner's
 
 def build(root, kind):
     rng = np.random.default_rng(7)
@@ -80,32 +77,15 @@ def attempt(directory, name, damaged, queries, expected, verify):
         for path in directory.iterdir():
             shutil.copyfile(path, work / path.name)
         (work / name).write_bytes(damaged)
-        reader, writer = os.pipe()
-        pid = os.fork()
-        if pid == 0:
-            os.close(reader)
-            soft = resource.getrusage(resource.RUSAGE_SELF)  # noqa: F841
-            with open("/proc/self/statm") as f:
-                vm = int(f.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
-            resource.setrlimit(resource.RLIMIT_AS, (vm + LIMIT, vm + LIMIT))
-            try:
-                store = InMemoryEmbeddingStore.load(work, mmap=True, verify=verify)
-                result = "same" if top(store, queries) == expected else "different"
-                store.add_all(queries, ids=["new0", "new1", "new2"])  # reads a mapped graph
-                top(store, queries)
-            except RagloomError as exc:
-                result = "error:" + ("names" if name in str(exc) else "unnamed:" + str(exc))
-            except BaseException as exc:
-                result = f"raw:{type(exc).__name__}:{exc}"[:300]
-            os.write(writer, result.encode())
-            os._exit(0)
-        os.close(writer)
-        _, status = os.waitpid(pid, 0)
-        with os.fdopen(reader, "rb") as f:
-            said = f.read().decode()
-        if os.WIFSIGNALED(status):
-            return f"signal:{signal.Signals(os.WTERMSIG(status)).name}"
-        return said or f"exit:{os.waitstatus_to_exitcode(status)}"
+
+        def case():
+            store = InMemoryEmbeddingStore.load(work, mmap=True, verify=verify)
+            result = "same" if top(store, queries) == expected else "different"
+            store.add_all(queries, ids=["new0", "new1", "new2"])  # reads a mapped graph
+            top(store, queries)
+            return result
+
+        return outcome(case, name)
     finally:
         shutil.rmtree(work)
 
@@ -118,25 +98,14 @@ for index in ("hnsw", "hnsw-faiss", "int8"):
     expected = top(clean, queries)
     del clean
     for kind, name, damage, data in damages(root / index):
-        outcome = attempt(root / index, name, data, queries, expected, verify)
-        outcomes.append([index, kind, damage, outcome])
+        said = attempt(root / index, name, data, queries, expected, verify)
+        outcomes.append([index, kind, damage, said])
 print(json.dumps(outcomes))
 """
 
 
 def run_cases(tmp_path: object, mode: str) -> list[list[str]]:
-    env = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "PATH": "/usr/bin:/bin"}
-    result = subprocess.run(
-        [sys.executable, "-c", RUNNER, str(tmp_path), mode],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env=env,
-        check=False,
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
-    cases: list[list[str]] = json.loads(result.stdout.strip().splitlines()[-1])
-    return cases
+    return run_runner(RUNNER, str(tmp_path), mode, timeout=300)
 
 
 def test_every_damage_fails_clearly_or_loads_when_memory_mapped(tmp_path: object) -> None:

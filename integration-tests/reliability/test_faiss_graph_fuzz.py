@@ -15,25 +15,22 @@ limit, so a segfault or a SIGBUS is that case's failure, with its signal.
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-
 import pytest
+from forked_cases import run_runner
 
 pytestmark = pytest.mark.integration  # subprocesses
 
 RUNNER = r"""
-import json, os, resource, shutil, signal, struct, sys, tempfile, zlib
+import json, os, shutil, struct, sys, tempfile, zlib
 from pathlib import Path
 import numpy as np
-from ragloom.core import Embedding, RagloomError
+from forked_cases import outcome
+from ragloom.core import Embedding
 from ragloom.core.stores import InMemoryEmbeddingStore
 from ragloom.core.stores.base import EmbeddingSearchRequest
 from ragloom.core.stores.quantized import IndexOptions
 
 SEED, ROWS, DIM, K = 20261128, 300, 8, 5
-LIMIT = 1 << 30
 HEAD = struct.Struct("<8sII5Q2qQ")
 
 root = Path(sys.argv[1])
@@ -167,37 +164,21 @@ def attempt(label, damaged, after_load=None, forged=False):
             (work / name).write_bytes(damaged)
             if forged:
                 forge(work, damaged)
-        reader, writer = os.pipe()
-        pid = os.fork()
-        if pid == 0:
-            os.close(reader)
-            with open("/proc/self/statm") as f:
-                vm = int(f.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
-            resource.setrlimit(resource.RLIMIT_AS, (vm + LIMIT, vm + LIMIT))
-            try:
-                loaded = InMemoryEmbeddingStore.load(work, mmap=True)
-                if after_load is not None:
-                    after_load(work / name)
-                got = top(loaded)
-                result = "same" if got == expected else "wrong:" + json.dumps(got[0])
-                if result != "same" and consistent(got):
-                    full = all(len(hits) == K for hits in got)
-                    result = "consistent" if full else "short"
-                loaded.add_all(queries[:2], ids=["new0", "new1"])  # a write on the graph
-                top(loaded)
-            except RagloomError as exc:
-                result = "error:" + ("names" if name in str(exc) else "unnamed:" + str(exc))
-            except BaseException as exc:
-                result = f"raw:{type(exc).__name__}:{exc}"[:300]
-            os.write(writer, result.encode())
-            os._exit(0)
-        os.close(writer)
-        _, status = os.waitpid(pid, 0)
-        with os.fdopen(reader, "rb") as f:
-            said = f.read().decode()
-        if os.WIFSIGNALED(status):
-            return f"signal:{signal.Signals(os.WTERMSIG(status)).name}"
-        return said or f"exit:{os.waitstatus_to_exitcode(status)}"
+
+        def case():
+            loaded = InMemoryEmbeddingStore.load(work, mmap=True)
+            if after_load is not None:
+                after_load(work / name)
+            got = top(loaded)
+            result = "same" if got == expected else "wrong:" + json.dumps(got[0])
+            if result != "same" and consistent(got):
+                full = all(len(hits) == K for hits in got)
+                result = "consistent" if full else "short"
+            loaded.add_all(queries[:2], ids=["new0", "new1"])  # a write on the graph
+            top(loaded)
+            return result
+
+        return outcome(case, name)
     finally:
         shutil.rmtree(work)
 
@@ -214,17 +195,7 @@ print(json.dumps(outcomes))
 
 
 def test_every_fuzzed_graph_file_is_a_named_error_or_answers_correctly(tmp_path: object) -> None:
-    env = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "PATH": "/usr/bin:/bin"}
-    result = subprocess.run(
-        [sys.executable, "-c", RUNNER, str(tmp_path)],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env=env,
-        check=False,
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
-    cases: list[list[str]] = json.loads(result.stdout.strip().splitlines()[-1])
+    cases = run_runner(RUNNER, str(tmp_path), timeout=600)
     assert len(cases) > 800
     outcomes = dict(cases)
     assert outcomes["clean"] == "same"
