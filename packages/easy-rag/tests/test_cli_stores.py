@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from ragloom.chat_models.openai.testing import CHAT_MODEL, WireServer
 from ragloom.easy_rag.cli import EXIT_USAGE, main
 from ragloom.easy_rag.store_config import MARKER, REMEMBERED, remembered_options
 from ragloom.testkit.stores import store_options
@@ -180,6 +181,55 @@ def test_the_environment_names_the_store_and_the_flags_win(
         assert code == EXIT_USAGE
         assert "RAGLOOM_STORE 'pgvector'" in err
         assert "built with store 'qdrant'" in err
+
+
+def test_exported_store_options_leave_in_memory_indexes_alone(
+    corpus: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A shell exports where its pgvector is (a marker never says): its pgvector index
+    uses that, its in-memory indexes ignore it, and ``--store-option`` on one of those is
+    still a usage error."""
+    with store_options("pgvector", tmp_path, collection="shell") as options, WireServer() as chat:
+        monkeypatch.setenv("RAGLOOM_STORE_OPTIONS", json.dumps(where(options)))
+        monkeypatch.setenv("RAGLOOM_CHAT_BASE_URL", chat.url)
+        monkeypatch.setenv("RAGLOOM_CHAT_MODEL_NAME", CHAT_MODEL)
+        memory, stored = tmp_path / "memory", tmp_path / "stored"
+        code, _, err = run(capsys, "ingest", str(corpus), "--index", str(memory), "--quiet")
+        assert code == 0, err
+        assert (memory / "store").is_dir()
+        assert not (memory / MARKER).exists()
+        code, _, err = run(
+            capsys, "ingest", str(corpus), "--index", str(stored), "--quiet",
+            "--store", "pgvector", "--store-option", f"collection={options['collection']}",
+        )  # fmt: skip
+        assert code == 0, err
+        for mode in ("dense", "hybrid"):
+            expected = passages(capsys, memory, "how does lava erupt", mode)
+            assert expected[0][0] == "volcanoes.md", mode
+            assert passages(capsys, stored, "how does lava erupt", mode) == expected, mode
+        code, out, err = run(capsys, "ask", "What makes bread rise?", "--index", str(memory))
+        assert code == 0, err
+        assert out.strip()
+
+        monkeypatch.setenv("RAGLOOM_STORE", "memory")  # the kind named: still memory
+        assert passages(capsys, memory, "what makes bread rise", "dense")[0][0] == "baking.txt"
+        monkeypatch.delenv("RAGLOOM_STORE")
+        code, _, err = run(
+            capsys, "query", "lava", "--index", str(memory),
+            "--store-option", f"connection={options['connection']}",
+        )  # fmt: skip
+        assert code == EXIT_USAGE
+        assert "--store-option: the memory store takes none" in err
+
+        # Not even read for an in-memory index; a store that needs it names the variable.
+        monkeypatch.setenv("RAGLOOM_STORE_OPTIONS", "{not json")
+        assert passages(capsys, memory, "moon and the sea", "dense")[0][0] == "tides.md"
+        code, _, err = run(capsys, "query", "lava", "--index", str(stored))
+        assert code == EXIT_USAGE
+        assert "RAGLOOM_STORE_OPTIONS: not JSON" in err
 
 
 def test_bad_stores_are_usage_errors_naming_what_is_wrong(

@@ -100,7 +100,8 @@ EXIT_CODES: dict[int, str] = {
 }
 DEFAULT_INDEX = ".ragloom-index"
 #: The store kind (``--store``) and its options (``--store-option``, a JSON object) from
-#: the environment; the flags win.
+#: the environment; the flags win. The options from the environment say where a store is,
+#: so an in-memory index ignores them (silently: there is no --verbose to say so).
 STORE_ENV, STORE_OPTIONS_ENV = "RAGLOOM_STORE", "RAGLOOM_STORE_OPTIONS"
 
 
@@ -171,22 +172,23 @@ def _environment_options() -> dict[str, Any]:
 def _configured_store(args: argparse.Namespace) -> tuple[str, dict[str, Any], Fields]:
     """The store kind and options given for ``--index`` (the flags over the environment;
     without a kind, the one the directory remembers, else memory), and how the messages
-    name them."""
+    name them. :data:`STORE_OPTIONS_ENV` applies only to another store than memory: a
+    shell that exports where its pgvector is must not break its in-memory indexes, while
+    ``--store-option`` on one stays a usage error."""
     flagged = dict(args.store_option)
-    kind = args.store or os.environ.get(STORE_ENV, "").strip() or None
-    options = {**_environment_options(), **flagged}
+    given = args.store or os.environ.get(STORE_ENV, "").strip() or None
     recorded = recorded_store(Path(args.index))
+    kind = given or (recorded.kind if recorded is not None else MEMORY)
+    options = {**({} if kind == MEMORY else _environment_options()), **flagged}
     marker = Path(args.index) / MARKER
     fields = Fields(
-        kind="--store" if args.store else STORE_ENV if kind else f"the kind in {marker}",
+        kind="--store" if args.store else STORE_ENV if given else f"the kind in {marker}",
         options="--store-option"
         if flagged
         else STORE_OPTIONS_ENV
         if options
         else f"--store-option (or {STORE_OPTIONS_ENV})",
     )
-    if kind is None:
-        kind = recorded.kind if recorded is not None else MEMORY
     return kind, options, fields
 
 
@@ -507,9 +509,9 @@ def build_parser() -> argparse.ArgumentParser:
             metavar="KEY=VALUE",
             help="a keyword argument of the store, VALUE as JSON when it parses, else text "
             "(repeatable: --store-option connection=postgresql://user@host/db --store-option "
-            f"collection=docs); or {STORE_OPTIONS_ENV} as a JSON object. Remembered with the "
-            "kind, but for secrets: passwords (give them each time, or PGPASSWORD), tokens, "
-            "API keys",
+            f"collection=docs); or {STORE_OPTIONS_ENV} as a JSON object (ignored by an "
+            "in-memory index). The directory remembers only the names of its data "
+            "(collection, table, ...): give where the store is each time",
         )
 
     ingest = commands.add_parser("ingest", help="add, update and remove files in an index")
