@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 
+import openai
 import pytest
 from fastapi.testclient import TestClient
 
@@ -172,6 +173,93 @@ def test_retrieve_refuses_a_body_that_is_not_json(client: TestClient, headers: H
     assert wrong.json()["error"]["type"] == "method_not_allowed"
     unknown = client.post("/v1/retrieve", json={"query": "x", "max_results": "many"}, headers=ADMIN)
     assert "body.max_results" in unknown.json()["error"]["message"]
+
+
+#: Chat fields typed strictly as the schema declares them, each with a value the
+#: schema refuses that lax validation took (text for a number, 5.0 or true for an integer).
+STRICT_CHAT_FIELDS = [
+    ({"max_tokens": "5"}, "body.max_tokens"),
+    ({"max_tokens": 5.0}, "body.max_tokens"),
+    ({"max_completion_tokens": "5"}, "body.max_completion_tokens"),
+    ({"n": True}, "body.n"),
+    ({"seed": "7"}, "body.seed"),
+    ({"temperature": "0.5"}, "body.temperature"),
+    ({"top_p": "1"}, "body.top_p"),
+    ({"presence_penalty": "0"}, "body.presence_penalty"),
+    ({"frequency_penalty": False}, "body.frequency_penalty"),
+    ({"stream": "true"}, "body.stream"),
+    ({"ragloom": {"max_results": "2"}}, "body.ragloom.max_results"),
+    ({"ragloom": {"max_results": 2.0}}, "body.ragloom.max_results"),
+    ({"ragloom": {"min_score": "0.5"}}, "body.ragloom.min_score"),
+]
+
+
+@pytest.mark.parametrize(
+    ("given", "field"), STRICT_CHAT_FIELDS, ids=[f for _, f in STRICT_CHAT_FIELDS]
+)
+def test_chat_numbers_sent_as_text_are_a_400_naming_the_field(
+    client: TestClient, headers: Headers, given: dict[str, object], field: str
+) -> None:
+    body = {"model": "ragloom", "messages": [{"role": "user", "content": "hi"}], **given}
+    response = client.post("/v1/chat/completions", json=body, headers=headers["admin"])
+    assert response.status_code == 400, (given, response.text)
+    error = response.json()["error"]
+    assert error["type"] == "invalid_request_error"
+    assert error["message"].count(field + ":") == 1, error["message"]
+
+
+def test_the_chat_schema_types_the_strict_fields(client: TestClient) -> None:
+    """The OpenAPI schema declares each strict field as the route takes it: a number or
+    null, never text."""
+    schemas = client.get("/openapi.json").json()["components"]["schemas"]
+
+    def types(model: str, name: str) -> set[str]:
+        field = schemas[model]["properties"][name]
+        return {option["type"] for option in field.get("anyOf", [field])}
+
+    for given, field in STRICT_CHAT_FIELDS:
+        name = field.rsplit(".", 1)[1]
+        model = "RagloomOptions" if "ragloom" in given else "ChatRequest"
+        declared = types(model, name)
+        assert "string" not in declared, (field, declared)
+        assert declared & {"integer", "number", "boolean"}, (field, declared)
+    assert types("ChatRequest", "max_tokens") == {"integer", "null"}
+    assert types("ChatRequest", "temperature") == {"number", "null"}
+    assert types("RagloomOptions", "min_score") == {"number"}
+
+
+def test_the_openai_client_sends_numbers_the_chat_route_takes(
+    client: TestClient, headers: Headers
+) -> None:
+    """The official client's numbers (an int where a float is declared too) and the
+    ragloom extension still pass the strict fields."""
+    key = headers["admin"]["Authorization"].removeprefix("Bearer ")
+    chat = openai.OpenAI(base_url="http://testserver/v1", api_key=key, http_client=client)
+    completion = chat.chat.completions.create(
+        model="ragloom",
+        messages=[{"role": "user", "content": "How do filters work?"}],
+        extra_body={"ragloom": {"max_results": 2, "min_score": 0}},
+        max_tokens=5,
+        max_completion_tokens=5,
+        n=1,
+        seed=7,
+        temperature=0,
+        top_p=1,
+        presence_penalty=0,
+        frequency_penalty=0.5,
+    )
+    assert "No chat model is configured" in (completion.choices[0].message.content or "")
+    assert completion.model_extra is not None
+    assert 1 <= len(completion.model_extra[SOURCES_FIELD]) <= 2
+    stream = chat.chat.completions.create(
+        model="ragloom",
+        stream=True,
+        messages=[{"role": "user", "content": "What is a Document?"}],
+        temperature=0.2,
+        max_tokens=5,
+    )
+    text = "".join(c.choices[0].delta.content or "" for c in stream if c.choices)
+    assert text.startswith("No chat model is configured")
 
 
 def test_create_app_leaves_the_root_logger_alone(

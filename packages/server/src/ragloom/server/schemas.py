@@ -90,12 +90,13 @@ class RetrieveRequest(BaseModel):
 
 
 class RagloomOptions(BaseModel):
-    """The ``ragloom`` extension of a chat request (``extra_body={"ragloom": {...}}``)."""
+    """The ``ragloom`` extension of a chat request (``extra_body={"ragloom": {...}}``);
+    numbers strictly as its schema types them, as ``/v1/retrieve`` takes them."""
 
     model_config = ConfigDict(extra="forbid")
 
-    max_results: int | None = Field(default=None, ge=1)
-    min_score: float = Field(default=0.0, ge=0.0, le=1.0)
+    max_results: StrictInt | None = Field(default=None, ge=1)
+    min_score: StrictFloat = Field(default=0.0, ge=0.0, le=1.0)
     filter: str | None = Field(default=None, max_length=MAX_FILTER_CHARS)
 
 
@@ -126,15 +127,26 @@ class ChatMessageIn(BaseModel):
 
 
 class ChatRequest(BaseModel):
-    """``POST /v1/chat/completions``: the OpenAI fields ragloom reads; others are ignored."""
+    """``POST /v1/chat/completions``: the OpenAI fields ragloom reads; others are ignored.
+    The numeric OpenAI fields are typed strictly (``"max_tokens": "5"`` is a 400 naming
+    the field, as the schema says) and not applied: the server's assistant answers with
+    its own configuration."""
 
     model_config = ConfigDict(extra="allow")
 
     model: str = Field(min_length=1, max_length=128)
     messages: list[ChatMessageIn] = Field(min_length=1, max_length=200)
-    stream: bool = False
+    stream: StrictBool = False
     user: str | None = Field(default=None, min_length=1, max_length=128)
     ragloom: RagloomOptions = Field(default_factory=RagloomOptions)
+    max_tokens: StrictInt | None = None
+    max_completion_tokens: StrictInt | None = None
+    n: StrictInt | None = None
+    seed: StrictInt | None = None
+    temperature: StrictFloat | None = None
+    top_p: StrictFloat | None = None
+    presence_penalty: StrictFloat | None = None
+    frequency_penalty: StrictFloat | None = None
 
 
 class TextUpload(BaseModel):
