@@ -34,12 +34,20 @@ call (retries, redirects, error mapping: :meth:`_Calls._call_steps`) through
 
 httpx keeps the pooling and the HTTP parsing; environment proxies are not used (a proxy
 would hide the address the egress policy checks).
+
+A client closes its pool on ``close()`` / ``aclose()`` (or its ``with`` block), and also
+when it is collected unclosed (``weakref.finalize``), so a forgotten client leaks no
+socket: the sync pool is closed there and then; an async client cannot await, so its
+event loop aborts its connections (at once on the loop's thread, else soon), and after
+that loop has closed their sockets are closed at once (the dead loop's transports then
+warn once each, where httpx alone leaves a socket and a transport warning).
 """
 
 from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import contextvars
 import dataclasses
 import email.message
@@ -52,6 +60,7 @@ import select
 import socket
 import ssl
 import time
+import weakref
 from collections.abc import AsyncIterator, Callable, Generator, Iterator, Mapping
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
@@ -308,13 +317,44 @@ class _PinnedTransport(httpx.HTTPTransport):
         )
 
 
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    """The event loop running on this thread, if any."""
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
+
+
 class _AsyncDeadlineStream(httpcore.AsyncNetworkStream):
     """An asyncio connection; every read, write and TLS handshake within its timeout
     (the call as a whole is bounded by ``asyncio.timeout`` around it)."""
 
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    def __init__(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, sock: socket.socket
+    ) -> None:
         self._reader = reader
         self._writer = writer
+        self._sock = sock
+        self._loop = asyncio.get_running_loop()
+
+    def abandon(self) -> None:
+        """Close without awaiting, from any thread (its client was collected open): on a
+        live loop by the loop, soon; on a closed one the socket now (the transport, which
+        that loop can no longer close, then warns once when collected)."""
+        transport = self._writer.transport
+        if transport.is_closing():
+            return
+        if self._loop.is_closed():
+            self._sock.close()
+            with contextlib.suppress(RuntimeError):  # marks it closing, then finds no loop
+                transport.abort()
+        elif _running_loop() is self._loop:
+            transport.abort()
+        else:  # the loop's thread aborts it; the callback keeps the writer from warning
+            self._loop.call_soon_threadsafe(self._abort)
+
+    def _abort(self) -> None:
+        self._writer.transport.abort()
 
     async def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
         with _mapped(httpcore.ReadTimeout, httpcore.ReadError):
@@ -377,6 +417,13 @@ class _AsyncPinnedBackend(httpcore.AsyncNetworkBackend):
 
     def __init__(self, egress: EgressPolicy) -> None:
         self._sync = _PinnedBackend(egress)
+        self.streams: weakref.WeakSet[_AsyncDeadlineStream] = weakref.WeakSet()
+        """The connections it made that are still alive (closed by :meth:`abandon`)."""
+
+    def abandon(self) -> None:
+        """Close every connection it made without awaiting (its client was collected)."""
+        for stream in list(self.streams):
+            stream.abandon()
 
     async def connect_tcp(
         self,
@@ -407,7 +454,9 @@ class _AsyncPinnedBackend(httpcore.AsyncNetworkBackend):
         except BaseException:
             sock.close()
             raise
-        return _AsyncDeadlineStream(reader, writer)
+        connection = _AsyncDeadlineStream(reader, writer, sock)
+        self.streams.add(connection)
+        return connection
 
     async def sleep(self, seconds: float) -> None:
         await asyncio.sleep(seconds)
@@ -419,9 +468,8 @@ class _AsyncPinnedTransport(httpx.AsyncHTTPTransport):
     def __init__(self, egress: EgressPolicy, verify: ssl.SSLContext | bool) -> None:
         context = _ssl_context(verify)
         super().__init__(verify=context, trust_env=False)
-        self._pool = httpcore.AsyncConnectionPool(
-            ssl_context=context, network_backend=_AsyncPinnedBackend(egress)
-        )
+        self.backend = _AsyncPinnedBackend(egress)
+        self._pool = httpcore.AsyncConnectionPool(ssl_context=context, network_backend=self.backend)
 
 
 @functools.cache
@@ -544,8 +592,17 @@ class _Calls(Generic[_C]):
         self.max_redirects = max_redirects
         self.max_bytes = max_bytes
         self.follow_redirects = follow_redirects
-        self._own_client = client is None
         self._client: _C = self._new_client(egress, verify) if client is None else client
+        self._release: weakref.finalize[[], _Calls[_C]] | None = None
+        """Closes the pool of a client of its own when called (by ``close``) or when this
+        client is collected unclosed, so a forgotten client leaks no socket."""
+        if client is None:
+            self._release = weakref.finalize(self, self._closer())
+
+    def _closer(self) -> Callable[[], None]:
+        """What releases the pool of a client of its own, without holding this object
+        (which would then never be collected)."""
+        raise NotImplementedError
 
     def _new_client(self, egress: EgressPolicy, verify: ssl.SSLContext | bool) -> _C:
         """The pooled httpx client of this kind whose connections come from ``egress``."""
@@ -932,6 +989,9 @@ class HttpClient(_Calls[httpx.Client]):
             if hop.response is not None:
                 hop.response.close()
 
+    def _closer(self) -> Callable[[], None]:
+        return self._client.close
+
     def _perform(self, step: _Step) -> Any:
         """One step of a call, on this thread."""
         if isinstance(step, Pause):
@@ -957,8 +1017,8 @@ class HttpClient(_Calls[httpx.Client]):
 
     def close(self) -> None:
         """Release the pooled connections (not those of a ``client`` passed in)."""
-        if self._own_client:
-            self._client.close()
+        if self._release is not None:
+            self._release()
 
     def __enter__(self) -> Self:
         return self
@@ -976,9 +1036,6 @@ class AsyncHttpClient(_Calls[httpx.AsyncClient]):
     """:class:`HttpClient` on asyncio: the same arguments (``client`` is an
     ``httpx.AsyncClient``), the same bounds; ``asyncio.timeout`` ends each attempt at its
     deadline. Its pooled connections belong to the event loop that first used it."""
-
-    def _new_client(self, egress: EgressPolicy, verify: ssl.SSLContext | bool) -> httpx.AsyncClient:
-        return httpx.AsyncClient(transport=_AsyncPinnedTransport(egress, verify), trust_env=False)
 
     async def request(
         self, method: str, url: str, *, timeout: float, **options: Unpack[_CallOptions]
@@ -1000,6 +1057,15 @@ class AsyncHttpClient(_Calls[httpx.AsyncClient]):
             if hop.response is not None:
                 await hop.response.aclose()
 
+    def _new_client(self, egress: EgressPolicy, verify: ssl.SSLContext | bool) -> httpx.AsyncClient:
+        transport = _AsyncPinnedTransport(egress, verify)
+        self._backend = transport.backend
+        return httpx.AsyncClient(transport=transport, trust_env=False)
+
+    def _closer(self) -> Callable[[], None]:
+        # an await is not possible there: the loop closes its connections, or they close now
+        return self._backend.abandon
+
     async def _perform(self, step: _Step) -> Any:
         """One step of a call, on the event loop."""
         if isinstance(step, Pause):
@@ -1018,7 +1084,7 @@ class AsyncHttpClient(_Calls[httpx.AsyncClient]):
 
     async def aclose(self) -> None:
         """Release the pooled connections (not those of a ``client`` passed in)."""
-        if self._own_client:
+        if self._release is not None and self._release.detach() is not None:
             await self._client.aclose()
 
     async def __aenter__(self) -> Self:
