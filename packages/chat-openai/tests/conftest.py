@@ -1,4 +1,5 @@
-"""Fixtures: the local wire-format server and recorded retry waits.
+"""Fixtures: the local wire-format server, recorded retry waits, and the models a test
+made closed after it.
 
 pytest runs with ``--import-mode=importlib``, which does not put this directory on
 ``sys.path``; the tests import the helper modules by their (unique) names, so add it.
@@ -14,7 +15,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from openai_helpers import API_KEY, Sleeps
+from openai_helpers import API_KEY, OPEN_MODELS, Sleeps
 
 from ragloom.chat_models.openai.testing import WireServer
 
@@ -34,6 +35,14 @@ def _no_ambient_settings(monkeypatch: pytest.MonkeyPatch) -> None:
         "RAGLOOM_EMBEDDING_MODEL_NAME",
     ):
         monkeypatch.delenv(name, raising=False)
+
+
+@pytest.fixture(autouse=True)
+def _close_models() -> Iterator[None]:
+    """The models a test made (``closed_after_test``) are closed when it ends."""
+    yield
+    while OPEN_MODELS:
+        OPEN_MODELS.pop().close()
 
 
 @pytest.fixture(scope="session")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 
@@ -20,6 +20,17 @@ from ragloom.chat_models.openai.testing import CHAT_MODEL, EMBEDDING_MODEL, Wire
 from ragloom.core.kit.http import HttpErrorKind
 
 API_KEY = "sk-wire-test-0123456789abcdef"
+
+_Model = TypeVar("_Model", OpenAiChatModel, OpenAiEmbeddingModel)
+
+OPEN_MODELS: list[OpenAiChatModel | OpenAiEmbeddingModel] = []
+"""The models made by the running test, closed after it (conftest.py)."""
+
+
+def closed_after_test(model: _Model) -> _Model:
+    """``model``, closed (its pooled connections released) when the test ends."""
+    OPEN_MODELS.append(model)
+    return model
 
 
 @contextmanager
@@ -71,20 +82,26 @@ class Sleeps(list[float]):
 
 
 def chat_model(server: WireServer, sleeps: Sleeps | None = None, **options: Any) -> OpenAiChatModel:
-    """A chat model on ``server`` with the right key and, by default, recorded sleeps."""
+    """A chat model on ``server`` with the right key and, by default, recorded sleeps;
+    closed when the test ends."""
     options.setdefault("api_key", API_KEY)
     options.setdefault("model_name", CHAT_MODEL)
     if "retry_policy" not in options:
         options["retry_policy"] = (sleeps if sleeps is not None else Sleeps()).policy()
-    return OpenAiChatModel(base_url=options.pop("base_url", server.url), **options)
+    return closed_after_test(
+        OpenAiChatModel(base_url=options.pop("base_url", server.url), **options)
+    )
 
 
 def embedding_model(
     server: WireServer, sleeps: Sleeps | None = None, **options: Any
 ) -> OpenAiEmbeddingModel:
-    """An embedding model on ``server`` with the right key and recorded sleeps."""
+    """An embedding model on ``server`` with the right key and recorded sleeps; closed
+    when the test ends."""
     options.setdefault("api_key", API_KEY)
     options.setdefault("model_name", EMBEDDING_MODEL)
     if "retry_policy" not in options:
         options["retry_policy"] = (sleeps if sleeps is not None else Sleeps()).policy()
-    return OpenAiEmbeddingModel(base_url=options.pop("base_url", server.url), **options)
+    return closed_after_test(
+        OpenAiEmbeddingModel(base_url=options.pop("base_url", server.url), **options)
+    )

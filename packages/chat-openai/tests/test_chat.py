@@ -153,7 +153,8 @@ def test_model_name_is_required() -> None:
 
 
 def _auth_header(server: WireServer, **options: object) -> str | None:
-    OpenAiChatModel(base_url=server.url, model_name=CHAT_MODEL, **options).chat(HELLO)  # type: ignore[arg-type]
+    with OpenAiChatModel(base_url=server.url, model_name=CHAT_MODEL, **options) as model:  # type: ignore[arg-type]
+        model.chat(HELLO)
     return server.requests[-1].headers.get("authorization")
 
 

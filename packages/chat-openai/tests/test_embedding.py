@@ -8,7 +8,7 @@ import json
 import httpx
 import numpy as np
 import pytest
-from openai_helpers import API_KEY, Sleeps, embedding_error, embedding_model
+from openai_helpers import API_KEY, Sleeps, closed_after_test, embedding_error, embedding_model
 
 from ragloom.chat_models.openai import OpenAiEmbeddingModel
 from ragloom.chat_models.openai.testing import EMBEDDING_MODEL, WireServer, raw, status
@@ -184,7 +184,7 @@ def test_from_env(server: WireServer, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("RAGLOOM_EMBEDDING_MODEL_NAME", EMBEDDING_MODEL)
     monkeypatch.setenv("RAGLOOM_EMBEDDING_BASE_URL", server.url)
     monkeypatch.setenv("OPENAI_API_KEY", API_KEY)
-    model = OpenAiEmbeddingModel.from_env(batch_size=2)
+    model = closed_after_test(OpenAiEmbeddingModel.from_env(batch_size=2))
     assert (model.model_name, model.base_url, model.batch_size) == (EMBEDDING_MODEL, server.url, 2)
     assert len(model.embed_all(TEXTS[:3]).embeddings) == 3
 

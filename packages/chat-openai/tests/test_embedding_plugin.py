@@ -4,7 +4,7 @@ used when named, while the bundled ONNX model stays the default beside it."""
 from __future__ import annotations
 
 import pytest
-from openai_helpers import API_KEY
+from openai_helpers import API_KEY, closed_after_test
 
 from ragloom.chat_models.openai import OpenAiEmbeddingModel
 from ragloom.chat_models.openai.testing import EMBEDDING_MODEL, WireServer
@@ -36,6 +36,7 @@ def test_named_it_embeds_through_the_configured_server(
     monkeypatch.setenv("RAGLOOM_EMBEDDING_API_KEY", API_KEY)
     model = plugins.load_default(GROUP)
     assert isinstance(model, OpenAiEmbeddingModel)
+    closed_after_test(model)
     (vector,) = model.embed_all([TextSegment("bread and yeast")]).embeddings
     assert len(vector.vector) > 0
     assert server.bodies("/v1/embeddings")[0]["input"] == ["bread and yeast"]

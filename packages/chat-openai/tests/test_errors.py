@@ -8,7 +8,14 @@ import socket
 import time
 
 import pytest
-from openai_helpers import API_KEY, Sleeps, chat_error, chat_model, embedding_model
+from openai_helpers import (
+    API_KEY,
+    Sleeps,
+    chat_error,
+    chat_model,
+    closed_after_test,
+    embedding_model,
+)
 
 from ragloom.chat_models.openai import (
     OpenAiChatModel,
@@ -212,8 +219,10 @@ def test_answer_beyond_max_response_bytes(server: WireServer) -> None:
 
 def test_connection_refused_names_the_base_url(sleeps: Sleeps) -> None:
     base_url = f"http://127.0.0.1:{free_port()}/v1"
-    model = OpenAiChatModel(
-        base_url=base_url, model_name="m", retry_policy=sleeps.policy(max_retries=2)
+    model = closed_after_test(
+        OpenAiChatModel(
+            base_url=base_url, model_name="m", retry_policy=sleeps.policy(max_retries=2)
+        )
     )
     with chat_error(HttpErrorKind.CONNECTION) as caught:
         model.chat(HELLO)

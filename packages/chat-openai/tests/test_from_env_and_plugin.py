@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from openai_helpers import API_KEY, chat_error
+from openai_helpers import API_KEY, chat_error, closed_after_test
 
 from ragloom.chat_models.openai import (
     DEFAULT_BASE_URL,
@@ -35,7 +35,7 @@ def test_from_env_builds_a_working_model(
     server: WireServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     configure(monkeypatch, server)
-    model = OpenAiChatModel.from_env()
+    model = closed_after_test(OpenAiChatModel.from_env())
     assert (model.model_name, model.base_url) == (CHAT_MODEL, server.url)
     assert model.chat([UserMessage("hi")]).text == "Echo: hi"
 
@@ -92,6 +92,7 @@ def test_load_by_name_reads_the_environment(
     configure(monkeypatch, server)
     model = plugins.load(plugins.CHAT_MODELS, NAME)
     assert isinstance(model, OpenAiChatModel)
+    closed_after_test(model)
     assert model.chat([UserMessage("plugin")]).text == "Echo: plugin"
 
 
