@@ -63,7 +63,16 @@ def _topic_retriever(
 
 
 @pytest.fixture
-def topic_retriever() -> RetrieverFactory:
+def topic_retriever() -> Iterator[RetrieverFactory]:
     """Builds the retriever of a server's ``docs`` index in a mode, returning the ``topic``
-    field: ``topic_retriever(server, endpoint, mode, model, **options)``."""
-    return _topic_retriever
+    field: ``topic_retriever(server, endpoint, mode, model, **options)``; what it built is
+    closed when the test ends."""
+    built: list[AzureAiSearchContentRetriever] = []
+
+    def build(*args: Any, **options: Any) -> AzureAiSearchContentRetriever:
+        built.append(_topic_retriever(*args, **options))
+        return built[-1]
+
+    yield build
+    for retriever in built:
+        retriever.close()

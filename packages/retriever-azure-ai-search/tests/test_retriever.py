@@ -37,9 +37,13 @@ def _ids(endpoint: str, **kwargs: object) -> list[str]:
         max_results=10,
         **kwargs,  # type: ignore[arg-type]
     )
+    try:
+        contents = retriever.retrieve(Query("bread"))
+    finally:
+        retriever.close()
     return sorted(
-        c.text_segment.metadata["topic"] + str(c.text_segment.metadata["year"])
-        for c in retriever.retrieve(Query("bread"))
+        str(c.text_segment.metadata["topic"]) + str(c.text_segment.metadata["year"])
+        for c in contents
     )
 
 
@@ -67,5 +71,8 @@ def test_unknown_index_and_bad_key_raise_retrieval_error(endpoint: str) -> None:
         retriever = AzureAiSearchContentRetriever(
             endpoint, index, AzureKeyCredential(credential), mode=SearchMode.FULL_TEXT
         )
-        with pytest.raises(RetrievalError, match=f"index '{index}' refused"):
-            retriever.retrieve(Query("bread"))
+        try:
+            with pytest.raises(RetrievalError, match=f"index '{index}' refused"):
+                retriever.retrieve(Query("bread"))
+        finally:
+            retriever.close()

@@ -27,10 +27,23 @@ def service() -> Iterator[tuple[SearchWireServer, str]]:
         yield server, endpoint
 
 
+_MADE: list[AzureAiSearchEmbeddingStore] = []
+"""The stores :func:`_store` made in the running test, closed after it."""
+
+
+@pytest.fixture(autouse=True)
+def _close_stores() -> Iterator[None]:
+    yield
+    while _MADE:
+        _MADE.pop().close()
+
+
 def _store(service: tuple[SearchWireServer, str], **kwargs: object) -> AzureAiSearchEmbeddingStore:
+    """A store of the ``vectors`` index, closed when the test ends."""
     server, endpoint = service
     credential = AzureKeyCredential(server.api_key)
-    return AzureAiSearchEmbeddingStore(endpoint, "vectors", credential, **kwargs)  # type: ignore[arg-type]
+    _MADE.append(AzureAiSearchEmbeddingStore(endpoint, "vectors", credential, **kwargs))  # type: ignore[arg-type]
+    return _MADE[-1]
 
 
 def test_creates_the_index_with_a_vector_field_of_the_dimension(
