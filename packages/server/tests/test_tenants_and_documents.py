@@ -262,6 +262,20 @@ def test_a_failed_save_fails_the_job_and_says_why(
 POISON = "poison-pill-segment"
 
 
+def poison_keywords(service: IndexService, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Make the keyword index raise on segments holding POISON (a write failing halfway:
+    the vectors are written first)."""
+    keywords = service.index.keywords
+    real_add_all = keywords.add_all
+
+    def add_all(segments: Any, *args: Any, **kwargs: Any) -> Any:
+        if any(POISON in s.text for s in segments):
+            raise RuntimeError("keyword index corrupted (test)")
+        return real_add_all(segments, *args, **kwargs)
+
+    monkeypatch.setattr(keywords, "add_all", add_all)
+
+
 def test_a_non_ragloom_error_while_embedding_fails_the_job(
     client: TestClient,
     headers: Headers,
@@ -301,15 +315,7 @@ def test_a_non_ragloom_error_while_writing_leaves_the_index_as_it_was(
     raising) is rolled back: queries see the old document, dense and keyword alike."""
     acme = headers["acme"]
     assert upload(client, acme, "falcon.md", ACME_TEXT)["status"] == "done"
-    keywords = service.index.keywords
-    real_add_all = keywords.add_all
-
-    def add_all(segments: Any, *args: Any, **kwargs: Any) -> Any:
-        if any(POISON in s.text for s in segments):
-            raise RuntimeError("keyword index corrupted (test)")
-        return real_add_all(segments, *args, **kwargs)
-
-    monkeypatch.setattr(keywords, "add_all", add_all)
+    poison_keywords(service, monkeypatch)
     job = upload(client, acme, "falcon.md", f"{ACME_TEXT} {POISON}")
     assert job["status"] == "failed"
     assert job["error"] == "RuntimeError: keyword index corrupted (test)"
@@ -355,17 +361,9 @@ def test_the_undo_of_a_failed_reupload_restores_a_document_larger_than_a_page(
 
     old = stored()
     assert len(old) == 12
-    keywords = service.index.keywords
-    real_add_all = keywords.add_all
-
-    def add_all(segments: Any, *args: Any, **kwargs: Any) -> Any:
-        if any(POISON in s.text for s in segments):
-            raise RuntimeError("keyword index corrupted (test)")
-        return real_add_all(segments, *args, **kwargs)
-
-    monkeypatch.setattr(keywords, "add_all", add_all)
+    poison_keywords(service, monkeypatch)
     shorter = "\n\n".join(f"Paragraph {i} was rewritten: {POISON}." for i in range(3))
     assert upload(client, acme, "long.md", shorter)["status"] == "failed"
     assert stored() == old
-    found = keywords.search("encabulator part 11", max_results=50, filter=of_document)
+    found = service.index.keywords.search("encabulator part 11", max_results=50, filter=of_document)
     assert len(found) == 12
